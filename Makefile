@@ -1,0 +1,72 @@
+# metalshift — run `make help` for the targets.
+
+SHELL := /usr/bin/env bash -o pipefail
+.SHELLFLAGS := -ec
+.DEFAULT_GOAL := help
+
+ROOT := $(CURDIR)
+BIN := $(ROOT)/bin
+GO ?= go
+CONTROLLER_GEN := $(BIN)/controller-gen
+GOLANGCI_LINT := $(BIN)/golangci-lint
+# envtest and the embedded control plane find etcd and kube-apiserver here.
+export KUBEBUILDER_ASSETS := $(BIN)
+export METALSHIFT_BIN_DIR := $(BIN)
+export PATH := $(BIN):$(PATH)
+
+TEST_FLAGS ?=
+TEST_TIMEOUT ?= 30m
+BENCH ?= .
+
+##@ General
+
+.PHONY: help
+help: ## Show this help.
+	@awk 'BEGIN {FS = ":.*##"; printf "Usage: make <target>\n"} /^[a-zA-Z_-]+:.*?##/ { printf "  %-10s %s\n", $$1, $$2 } /^##@/ { printf "\n%s\n", substr($$0, 5) }' $(MAKEFILE_LIST)
+
+##@ Development
+
+.PHONY: tools
+tools: ## Build the pinned tools (etcd, kube-apiserver, kubectl, controller-gen, golangci-lint) into bin/, skipping what is up to date.
+	@hack/tools/build.sh
+
+.PHONY: generate
+generate: ## Generate deepcopy code, CRDs and RBAC, and copy Cluster API's CRDs and webhooks from its module.
+	@hack/tools/build.sh controller-gen
+	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
+	$(CONTROLLER_GEN) crd:maxDescLen=0 paths=./api/... output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) rbac:roleName=metalshift-manager paths=./... output:rbac:artifacts:config=config/rbac
+	@hack/copy-capi-manifests.sh
+
+.PHONY: verify
+verify: generate ## Fail when generated files or go.mod are stale.
+	$(GO) mod tidy
+	@if [[ -n "$$(git status --porcelain -- api config go.mod go.sum)" ]]; then \
+		git status --porcelain -- api config go.mod go.sum; \
+		echo "verify: generated files are stale: run 'make generate' and 'go mod tidy' and commit"; exit 1; fi
+
+.PHONY: lint
+lint: ## Run golangci-lint.
+	@hack/tools/build.sh golangci-lint
+	$(GOLANGCI_LINT) run ./...
+
+.PHONY: build
+build: ## Build the metalshift binaries into bin/.
+	$(GO) build -o $(BIN)/metalshift ./cmd/metalshift
+	$(GO) build -o $(BIN)/manager ./cmd/manager
+
+##@ Checks
+
+.PHONY: test
+test: tools build ## Run every test (unit, envtest, embedded hub, CLI), building the tools first when missing.
+	$(GO) test -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) ./...
+
+.PHONY: bench
+bench: tools ## Run the benchmarks and print their figures.
+	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem ./...
+
+##@ Demo
+
+.PHONY: demo
+demo: tools build ## Bring up the embedded hub, reconcile a Cluster API Cluster, show it, shut down.
+	@hack/demo.sh

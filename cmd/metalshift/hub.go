@@ -1,0 +1,237 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/spf13/cobra"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/metalshift/metalshift/localcp"
+	"github.com/metalshift/metalshift/manager"
+)
+
+type hubOptions struct {
+	dir    string
+	binDir string
+}
+
+func newHubCommand() *cobra.Command {
+	o := &hubOptions{}
+	cmd := &cobra.Command{
+		Use:   "hub",
+		Short: "Run a hub (etcd, kube-apiserver, Cluster API and metalshift controllers) on this machine",
+	}
+	cmd.PersistentFlags().StringVar(&o.dir, "dir", localcp.DefaultDir(), "Directory holding the hub's data, certificates, kubeconfig and logs")
+	up := &cobra.Command{
+		Use:   "up",
+		Short: "Start the hub in the foreground (resuming with the data in --dir); Ctrl-C stops it",
+		Args:  cobra.NoArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return o.up(cmd.Context(), cmd.OutOrStdout()) },
+	}
+	up.Flags().StringVar(&o.binDir, "bin-dir", "", "Directory holding etcd, kube-apiserver and kube-controller-manager (default: search $METALSHIFT_BIN_DIR, $KUBEBUILDER_ASSETS, next to metalshift, ./bin, $PATH)")
+
+	var downTimeout time.Duration
+	down := &cobra.Command{
+		Use:   "down",
+		Short: "Stop the hub running in --dir, keeping its data",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			err := localcp.Down(cmd.Context(), o.dir, downTimeout)
+			if errors.Is(err, localcp.ErrNotRunning) {
+				fmt.Fprintf(cmd.OutOrStdout(), "No hub is running in %s\n", o.dir)
+				return nil
+			}
+			if err == nil {
+				fmt.Fprintf(cmd.OutOrStdout(), "Stopped the hub in %s\n", o.dir)
+			}
+			return err
+		},
+	}
+	down.Flags().DurationVar(&downTimeout, "timeout", time.Minute, "How long to wait for an orderly stop before killing the hub")
+
+	var wait time.Duration
+	status := &cobra.Command{
+		Use:   "status",
+		Short: "Show whether the hub in --dir runs and how to reach it; exits 1 when it is not ready",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return o.status(cmd.Context(), cmd.OutOrStdout(), wait)
+		},
+	}
+	status.Flags().DurationVar(&wait, "wait", 0, "Wait up to this long for the hub to become ready")
+
+	var raw bool
+	kubeconfig := &cobra.Command{
+		Use:   "kubeconfig",
+		Short: "Print the path of the hub's admin kubeconfig (or, with --raw, its content)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			path := localcp.KubeconfigPath(absDir(o.dir))
+			if !raw {
+				fmt.Fprintln(cmd.OutOrStdout(), path)
+				return nil
+			}
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return fmt.Errorf("no kubeconfig yet: start the hub with `metalshift hub up --dir %s`: %w", o.dir, err)
+			}
+			_, err = cmd.OutOrStdout().Write(data)
+			return err
+		},
+	}
+	kubeconfig.Flags().BoolVar(&raw, "raw", false, "Print the kubeconfig itself")
+
+	cmd.AddCommand(up, down, status, kubeconfig)
+	return cmd
+}
+
+func absDir(dir string) string {
+	if abs, err := filepath.Abs(dir); err == nil {
+		return abs
+	}
+	return dir
+}
+
+// up runs the hub until SIGINT or SIGTERM, or until a part of it fails.
+func (o *hubOptions) up(ctx context.Context, out io.Writer) error {
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	start := time.Now()
+	fmt.Fprintf(out, "Starting the hub in %s\n", absDir(o.dir))
+	hub, err := localcp.Start(ctx, localcp.Options{Dir: o.dir, BinDir: o.binDir, Progress: prefixed(out, "  ")})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		fmt.Fprintln(out, "Stopping the hub")
+		hub.Stop()
+		fmt.Fprintln(out, "Stopped")
+	}()
+	logFile, err := os.OpenFile(filepath.Join(hub.LogDir(), "manager.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	setLogger(zap.New(zap.WriteTo(logFile)))
+
+	mgrCtx, cancelMgr := context.WithCancel(ctx)
+	defer cancelMgr()
+	mgrDone, err := startManager(mgrCtx, hub)
+	if err != nil {
+		return err
+	}
+	if err := hub.MarkReady(); err != nil {
+		return err
+	}
+	printReady(out, hub, time.Since(start))
+
+	select {
+	case <-ctx.Done():
+		fmt.Fprintln(out, "Received a stop signal")
+	case err = <-hub.Exited():
+		err = fmt.Errorf("the hub's control plane failed: %w", err)
+	case err = <-mgrDone:
+		err = fmt.Errorf("the manager stopped: %w", err)
+	}
+	cancelMgr()
+	select {
+	case <-mgrDone:
+	case <-time.After(30 * time.Second):
+	}
+	return err
+}
+
+// startManager starts the hub manager with every component, waits for its
+// webhook server and registers the webhooks with the kube-apiserver.
+func startManager(ctx context.Context, hub *localcp.Hub) (<-chan error, error) {
+	ws := hub.WebhookServing()
+	mgr, err := manager.New(ctx, hub.RESTConfig(), manager.Options{
+		WebhookHost: ws.Host, WebhookPort: ws.Port, WebhookCertDir: ws.CertDir,
+		WebhookCertName: ws.CertName, WebhookKeyName: ws.KeyName,
+	})
+	if err != nil {
+		return nil, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+
+	started := mgr.GetWebhookServer().StartedChecker()
+	for started(nil) != nil {
+		select {
+		case err := <-done:
+			return nil, fmt.Errorf("the manager stopped during start: %w", err)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	if err := hub.RegisterWebhooks(ctx); err != nil {
+		return nil, err
+	}
+	return done, nil
+}
+
+func printReady(out io.Writer, hub *localcp.Hub, took time.Duration) {
+	fmt.Fprintf(out, "Hub is ready in %s at %s\n", took.Round(100*time.Millisecond), hub.Server())
+	fmt.Fprintf(out, "  kubectl --kubeconfig %s get clusters -A\n", hub.Kubeconfig())
+	fmt.Fprintf(out, "  logs: %s\n", hub.LogDir())
+	fmt.Fprintln(out, "Press Ctrl-C, or run `metalshift hub down --dir "+hub.Dir()+"`, to stop it.")
+}
+
+func (o *hubOptions) status(ctx context.Context, out io.Writer, wait time.Duration) error {
+	var (
+		s   localcp.Status
+		err error
+	)
+	if wait > 0 {
+		s, err = localcp.WaitReady(ctx, o.dir, wait)
+	} else {
+		s, err = localcp.GetStatus(o.dir)
+	}
+	if s.Dir == "" {
+		return err
+	}
+	fmt.Fprintf(out, "Directory:  %s\nPhase:      %s\n", s.Dir, s.State.Phase)
+	if s.Running {
+		fmt.Fprintf(out, "PID:        %d\nServer:     %s\nKubeconfig: %s\nSince:      %s\n",
+			s.State.PID, s.State.Server, s.Kubeconfig, s.State.Since.Local().Format(time.RFC3339))
+	}
+	if err != nil {
+		fmt.Fprintln(out, err)
+	}
+	if !s.Running || s.State.Phase != localcp.PhaseReady {
+		return exitError{code: 1}
+	}
+	return nil
+}
+
+// setLogger sends the controllers' logs, and klog's, to logger.
+func setLogger(logger logr.Logger) {
+	ctrl.SetLogger(logger)
+	klog.SetLogger(logger)
+}
+
+// prefixed writes each write to w with a prefix; progress lines are whole lines.
+func prefixed(w io.Writer, prefix string) io.Writer {
+	return writerFunc(func(p []byte) (int, error) {
+		if _, err := io.WriteString(w, prefix); err != nil {
+			return 0, err
+		}
+		return w.Write(p)
+	})
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

@@ -1,0 +1,97 @@
+package metalcluster
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util"
+	"sigs.k8s.io/cluster-api/util/annotations"
+	"sigs.k8s.io/cluster-api/util/finalizers"
+	"sigs.k8s.io/cluster-api/util/patch"
+	"sigs.k8s.io/cluster-api/util/predicates"
+
+	infrav1 "github.com/metalshift/metalshift/api/infrastructure/v1alpha1"
+)
+
+// Reconciler reconciles MetalCluster objects.
+type Reconciler struct {
+	Client client.Client
+
+	// WatchFilterValue restricts the reconciler to objects labelled
+	// cluster.x-k8s.io/watch-filter=<value>.
+	WatchFilterValue string
+}
+
+// +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=metalclusters;metalclusters/status;metalclusters/finalizers,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters,verbs=get;list;watch
+
+// SetupWithManager registers the reconciler with mgr.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, options controller.Options) error {
+	log := ctrl.LoggerFrom(ctx)
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&infrav1.MetalCluster{}).
+		WithOptions(options).
+		WithEventFilter(predicates.ResourceNotPausedAndHasFilterLabel(mgr.GetScheme(), log, r.WatchFilterValue)).
+		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(
+			util.ClusterToInfrastructureMapFunc(ctx, infrav1.GroupVersion.WithKind("MetalCluster"), mgr.GetClient(), &infrav1.MetalCluster{}),
+		), builder.WithPredicates(predicates.ClusterUnpaused(mgr.GetScheme(), log))).
+		Complete(r)
+}
+
+// Reconcile brings one MetalCluster to its desired state.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+	mc := &infrav1.MetalCluster{}
+	if err := r.Client.Get(ctx, req.NamespacedName, mc); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+
+	if finalizerAdded, err := finalizers.EnsureFinalizer(ctx, r.Client, mc, infrav1.MetalClusterFinalizer); err != nil || finalizerAdded {
+		return ctrl.Result{}, err
+	}
+
+	cluster, err := util.GetOwnerCluster(ctx, r.Client, mc.ObjectMeta)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("getting the owner Cluster: %w", err)
+	}
+	log := ctrl.LoggerFrom(ctx)
+	if cluster != nil {
+		log = log.WithValues("Cluster", klog.KObj(cluster))
+		ctx = ctrl.LoggerInto(ctx, log)
+	}
+	if cluster != nil && annotations.IsPaused(cluster, mc) {
+		log.V(4).Info("Reconciliation is paused")
+		return ctrl.Result{}, nil
+	}
+
+	helper, err := patch.NewHelper(mc, r.Client)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	defer func() {
+		setStatus(mc)
+		if err := helper.Patch(ctx, mc, patch.WithOwnedConditions{Conditions: []string{infrav1.MetalClusterReadyCondition}}); err != nil {
+			reterr = kerrors.NewAggregate([]error{reterr, err})
+		}
+	}()
+
+	if !mc.DeletionTimestamp.IsZero() {
+		// Nothing outside the object belongs to a MetalCluster yet.
+		controllerutil.RemoveFinalizer(mc, infrav1.MetalClusterFinalizer)
+		return ctrl.Result{}, nil
+	}
+	return ctrl.Result{}, nil
+}

@@ -1,0 +1,227 @@
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	coresetup "sigs.k8s.io/cluster-api/core/setup"
+
+	"github.com/metalshift/metalshift/component"
+	"github.com/metalshift/metalshift/localcp"
+)
+
+// Options choose what runs in the environment's manager.
+type Options struct {
+	// Components register the reconcilers (and webhooks) under test.
+	Components []component.Component
+
+	// CAPICore also runs the upstream Cluster API core controllers.
+	CAPICore bool
+}
+
+// Env is a running test environment.
+type Env struct {
+	// Config is an admin configuration for the kube-apiserver.
+	Config *rest.Config
+	// Client reads and writes directly, without a cache.
+	Client client.Client
+	// Manager runs the components; its client is cached.
+	Manager ctrl.Manager
+
+	env    *envtest.Environment
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// Run starts an environment, stores it in *env, runs the package's tests
+// and stops it. It returns the exit code for os.Exit.
+func Run(m *testing.M, env **Env, opts Options) int {
+	e, err := Start(opts)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "testenv:", err)
+		return 1
+	}
+	*env = e
+	code := m.Run()
+	if err := e.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "testenv: stopping:", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
+}
+
+// Start starts kube-apiserver and etcd, installs every CRD and webhook, and
+// starts a manager with the chosen components.
+func Start(opts Options) (*Env, error) {
+	logger := zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr), zap.Level(zapLevel()))
+	ctrl.SetLogger(logger)
+	klog.SetLogger(logger)
+
+	assets, err := binDir()
+	if err != nil {
+		return nil, err
+	}
+	e := &Env{env: &envtest.Environment{
+		BinaryAssetsDirectory: assets,
+		ErrorIfCRDPathMissing: true,
+	}}
+	if e.Config, err = e.env.Start(); err != nil {
+		return nil, fmt.Errorf("starting envtest with the binaries in %s: %w", assets, err)
+	}
+	if err := e.start(opts); err != nil {
+		_ = e.env.Stop()
+		return nil, err
+	}
+	return e, nil
+}
+
+func (e *Env) start(opts Options) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	e.cancel = cancel
+	wio := &e.env.WebhookInstallOptions
+	webhookURL := fmt.Sprintf("https://%s:%d", wio.LocalServingHost, wio.LocalServingPort)
+	if err := localcp.InstallCRDs(ctx, e.Config, webhookURL, wio.LocalServingCAData); err != nil {
+		return err
+	}
+	scheme, err := component.NewScheme()
+	if err != nil {
+		return err
+	}
+	if e.Client, err = client.New(e.Config, client.Options{Scheme: scheme}); err != nil {
+		return err
+	}
+	mgrOpts := component.Options{WebhookHost: wio.LocalServingHost, WebhookPort: wio.LocalServingPort, WebhookCertDir: wio.LocalServingCertDir}
+	e.Manager, err = ctrl.NewManager(e.Config, ctrl.Options{
+		Scheme:  scheme,
+		Cache:   coresetup.ManagerCacheOptions(scheme, "testenv", "", 10*time.Minute),
+		Client:  coresetup.ManagerClientOptions(),
+		Metrics: metricsserver.Options{BindAddress: "0"},
+		WebhookServer: webhook.NewServer(webhook.Options{
+			Host: wio.LocalServingHost, Port: wio.LocalServingPort, CertDir: wio.LocalServingCertDir,
+		}),
+	})
+	if err != nil {
+		return err
+	}
+	components := opts.Components
+	if opts.CAPICore {
+		components = append([]component.Component{component.CAPICore}, components...)
+	} else {
+		// Cluster API's webhooks always run: objects must be defaulted
+		// and validated as on a real hub.
+		components = append([]component.Component{component.CAPIWebhooks}, components...)
+	}
+	for _, c := range components {
+		if err := c.Setup(ctx, e.Manager, mgrOpts); err != nil {
+			return fmt.Errorf("component %s: %w", c.Name, err)
+		}
+	}
+	e.done = make(chan error, 1)
+	go func() { e.done <- e.Manager.Start(ctx) }()
+	started := e.Manager.GetWebhookServer().StartedChecker()
+	for started(nil) != nil {
+		select {
+		case err := <-e.done:
+			return fmt.Errorf("manager stopped during start: %w", err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	if err := localcp.RegisterWebhooks(ctx, e.Config, webhookURL, wio.LocalServingCAData); err != nil {
+		return err
+	}
+	if !e.Manager.GetCache().WaitForCacheSync(ctx) {
+		return fmt.Errorf("manager caches did not sync")
+	}
+	return nil
+}
+
+// Stop stops the manager, then kube-apiserver and etcd.
+func (e *Env) Stop() error {
+	e.cancel()
+	if e.done != nil {
+		select {
+		case <-e.done:
+		case <-time.After(30 * time.Second):
+		}
+	}
+	return e.env.Stop()
+}
+
+// Namespace creates a namespace named after the test, deleted when the
+// test ends.
+func (e *Env) Namespace(t testing.TB) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: dnsPrefix(t.Name())}}
+	if err := e.Client.Create(context.Background(), ns); err != nil {
+		t.Fatalf("creating namespace: %v", err)
+	}
+	t.Cleanup(func() { _ = e.Client.Delete(context.Background(), ns) })
+	return ns.Name
+}
+
+// GVK returns the group, version and kind of obj from the scheme.
+func (e *Env) GVK(obj client.Object) schema.GroupVersionKind {
+	gvk, _ := e.Client.GroupVersionKindFor(obj)
+	return gvk
+}
+
+func dnsPrefix(name string) string {
+	name = strings.ToLower(name)
+	b := strings.Builder{}
+	for _, r := range name {
+		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
+			b.WriteRune(r)
+		} else {
+			b.WriteRune('-')
+		}
+	}
+	s := strings.Trim(b.String(), "-")
+	if len(s) > 40 {
+		s = s[:40]
+	}
+	return strings.TrimRight(s, "-") + "-"
+}
+
+// binDir finds the directory with etcd and kube-apiserver:
+// $KUBEBUILDER_ASSETS, else bin/ at the root of the repository.
+func binDir() (string, error) {
+	if d := os.Getenv("KUBEBUILDER_ASSETS"); d != "" {
+		return d, nil
+	}
+	_, file, _, _ := runtime.Caller(0)
+	d := filepath.Join(filepath.Dir(file), "..", "..", "bin")
+	for _, b := range []string{"etcd", "kube-apiserver"} {
+		if _, err := os.Stat(filepath.Join(d, b)); err != nil {
+			return "", fmt.Errorf("%s is missing from %s: run `make tools`", b, d)
+		}
+	}
+	return filepath.Abs(d)
+}
+
+func zapLevel() zapcore.Level {
+	if os.Getenv("TESTENV_VERBOSE") != "" {
+		return zapcore.Level(-4)
+	}
+	return zapcore.ErrorLevel // tests assert on state, not on log lines
+}

@@ -1,0 +1,351 @@
+package localcp
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// Options configure a hub.
+type Options struct {
+	// Dir holds all of the hub's state; created when missing.
+	Dir string
+
+	// BinDir is where etcd, kube-apiserver and kube-controller-manager are;
+	// empty means the default search (see findBinary).
+	BinDir string
+
+	// Progress receives one line per step; nil discards them.
+	Progress io.Writer
+
+	// StartTimeout bounds the start of each child; 0 means 2 minutes.
+	StartTimeout time.Duration
+}
+
+// Hub is a running local control plane.
+type Hub struct {
+	opts  Options
+	dir   string
+	pki   pki
+	ports Ports
+	lock  *os.File
+	procs []*process // in start order
+
+	restConfig *rest.Config
+}
+
+// DefaultDir is where a hub keeps its state when no directory is given:
+// $XDG_STATE_HOME/metalshift/hub, else ~/.local/state/metalshift/hub.
+func DefaultDir() string {
+	base := os.Getenv("XDG_STATE_HOME")
+	if base == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return filepath.Join(os.TempDir(), "metalshift-hub")
+		}
+		base = filepath.Join(home, ".local", "state")
+	}
+	return filepath.Join(base, "metalshift", "hub")
+}
+
+// KubeconfigPath is the admin kubeconfig of the hub in dir.
+func KubeconfigPath(dir string) string { return filepath.Join(dir, "kubeconfig") }
+
+// Start brings up the control plane in opts.Dir, resuming with the data of
+// an earlier run, and installs every CRD. It fails with ErrAlreadyRunning
+// when a hub already runs in that directory. On error nothing is left
+// running.
+func Start(ctx context.Context, opts Options) (_ *Hub, reterr error) {
+	if opts.Dir == "" {
+		opts.Dir = DefaultDir()
+	}
+	if opts.StartTimeout == 0 {
+		opts.StartTimeout = 2 * time.Minute
+	}
+	if opts.Progress == nil {
+		opts.Progress = io.Discard
+	}
+	dir, err := filepath.Abs(opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	h := &Hub{opts: opts, dir: dir}
+	if h.lock, err = lock(dir); err != nil {
+		if errors.Is(err, ErrAlreadyRunning) {
+			return nil, alreadyRunningError(dir)
+		}
+		return nil, err
+	}
+	defer func() {
+		if reterr != nil {
+			h.Stop()
+		}
+	}()
+	for _, d := range []string{h.runDir(), h.logDir()} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, err
+		}
+	}
+	if err := reapStale(h.runDir(), dir); err != nil {
+		return nil, err
+	}
+	prev, _ := ReadState(dir)
+	if h.ports, err = choosePorts(prev.Ports); err != nil {
+		return nil, err
+	}
+	if err := h.setPhase(PhaseStarting); err != nil {
+		return nil, err
+	}
+	if h.pki, err = ensurePKI(dir); err != nil {
+		return nil, fmt.Errorf("creating certificates: %w", err)
+	}
+	if err := h.startChildren(ctx); err != nil {
+		return nil, err
+	}
+	if err := InstallCRDs(ctx, h.restConfig, h.WebhookURL(), h.CABundle()); err != nil {
+		return nil, err
+	}
+	h.progress("Installed the CRDs")
+	return h, nil
+}
+
+func alreadyRunningError(dir string) error {
+	msg := fmt.Sprintf("%v: %s", ErrAlreadyRunning, dir)
+	if s, err := ReadState(dir); err == nil && s.PID != 0 {
+		msg += fmt.Sprintf(" (pid %d, %s)", s.PID, s.Server)
+	}
+	return fmt.Errorf("%s; use it with `kubectl --kubeconfig %s`, or stop it with `metalshift hub down --dir %s`: %w",
+		msg, KubeconfigPath(dir), dir, ErrAlreadyRunning)
+}
+
+func (h *Hub) startChildren(ctx context.Context) error {
+	etcd, err := h.etcd()
+	if err != nil {
+		return err
+	}
+	if err := h.run(ctx, etcd, h.etcdHealthy); err != nil {
+		return err
+	}
+	apiserver, err := h.apiserver()
+	if err != nil {
+		return err
+	}
+	if err := h.run(ctx, apiserver, h.apiserverReady); err != nil {
+		return err
+	}
+	if err := h.writeKubeconfigs(); err != nil {
+		return err
+	}
+	kcm, err := h.controllerManager()
+	if err != nil {
+		return err
+	}
+	return h.run(ctx, kcm, h.controllerManagerHealthy)
+}
+
+// run starts p and waits until ready succeeds, p exits, or the start
+// timeout passes.
+func (h *Hub) run(ctx context.Context, p *process, ready func(context.Context) error) error {
+	start := time.Now()
+	if err := p.start(); err != nil {
+		return err
+	}
+	h.procs = append(h.procs, p)
+	ctx, cancel := context.WithTimeout(ctx, h.opts.StartTimeout)
+	defer cancel()
+	var lastErr error
+	for {
+		if done, err := p.exited(); done {
+			return fmt.Errorf("%s exited during start (%v); last lines of %s:\n%s", p.name, err, p.logPath, p.logTail(15))
+		}
+		if lastErr = ready(ctx); lastErr == nil {
+			h.progress("Started %s in %s", p.name, time.Since(start).Round(10*time.Millisecond))
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s did not become ready in %s: %v; see %s", p.name, h.opts.StartTimeout, lastErr, p.logPath)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// Stop stops the children in reverse start order, records the hub as
+// stopped and releases the directory. It is safe to call more than once.
+func (h *Hub) Stop() {
+	for i := len(h.procs) - 1; i >= 0; i-- {
+		h.procs[i].stop()
+	}
+	h.procs = nil
+	if h.lock != nil {
+		_ = writeState(h.dir, State{Phase: PhaseStopped, Ports: h.ports})
+		h.lock.Close()
+		h.lock = nil
+	}
+}
+
+// Exited returns a channel that gets the error of the first child to exit
+// on its own; the hub cannot serve without it.
+func (h *Hub) Exited() <-chan error {
+	ch := make(chan error, 1)
+	for _, p := range h.procs {
+		go func() {
+			<-p.done
+			ch <- fmt.Errorf("%s exited (%v); see %s", p.name, p.err, p.logPath)
+		}()
+	}
+	return ch
+}
+
+// MarkReady records that the hub serves, with its manager running.
+func (h *Hub) MarkReady() error { return h.setPhase(PhaseReady) }
+
+func (h *Hub) setPhase(phase string) error {
+	return writeState(h.dir, State{PID: os.Getpid(), Phase: phase, Ports: h.ports, Server: h.Server()})
+}
+
+// Dir is the hub's state directory.
+func (h *Hub) Dir() string { return h.dir }
+
+// Server is the URL of the hub's kube-apiserver.
+func (h *Hub) Server() string { return "https://127.0.0.1:" + strconv.Itoa(h.ports.APIServer) }
+
+// RESTConfig returns an admin client configuration for the hub.
+func (h *Hub) RESTConfig() *rest.Config { return rest.CopyConfig(h.restConfig) }
+
+// Kubeconfig is the path of the hub's admin kubeconfig.
+func (h *Hub) Kubeconfig() string { return KubeconfigPath(h.dir) }
+
+// WebhookServing is where the manager must serve the hub's webhooks.
+type WebhookServing struct {
+	Host, CertDir, CertName, KeyName string
+	Port                             int
+}
+
+// WebhookServing returns where the manager must serve the hub's webhooks.
+func (h *Hub) WebhookServing() WebhookServing {
+	return WebhookServing{
+		Host: "127.0.0.1", Port: h.ports.Webhook,
+		CertDir: h.pki.dir, CertName: "webhook.crt", KeyName: "webhook.key",
+	}
+}
+
+// WebhookURL is the base URL at which the kube-apiserver calls the webhooks.
+func (h *Hub) WebhookURL() string { return "https://127.0.0.1:" + strconv.Itoa(h.ports.Webhook) }
+
+// CABundle is the PEM of the hub CA.
+func (h *Hub) CABundle() []byte {
+	data, _ := os.ReadFile(h.pki.cert("ca"))
+	return data
+}
+
+// LogDir holds the children's logs.
+func (h *Hub) LogDir() string { return h.logDir() }
+
+func (h *Hub) runDir() string { return filepath.Join(h.dir, "run") }
+func (h *Hub) logDir() string { return filepath.Join(h.dir, "logs") }
+
+func (h *Hub) progress(format string, args ...any) {
+	fmt.Fprintf(h.opts.Progress, format+"\n", args...)
+}
+
+// RegisterWebhooks points the hub's admission webhook configurations at the
+// manager's webhook server. Call it once the server listens.
+func (h *Hub) RegisterWebhooks(ctx context.Context) error {
+	return RegisterWebhooks(ctx, h.restConfig, h.WebhookURL(), h.CABundle())
+}
+
+// tlsClient returns an HTTP client that trusts the hub CA and presents the
+// named client certificate.
+func (h *Hub) tlsClient(certName string) (*http.Client, error) {
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(h.CABundle()) {
+		return nil, errors.New("reading the hub CA")
+	}
+	cert, err := tls.LoadX509KeyPair(h.pki.cert(certName), h.pki.key(certName))
+	if err != nil {
+		return nil, err
+	}
+	return &http.Client{
+		Timeout: 5 * time.Second,
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{
+			RootCAs: pool, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12,
+		}},
+	}, nil
+}
+
+// getOK fails unless GET url answers 200.
+func getOK(ctx context.Context, c *http.Client, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s: %s", url, resp.Status, body)
+	}
+	return nil
+}
+
+// writeKubeconfigs writes the admin kubeconfig and the controller
+// manager's, with the certificates embedded, and builds the admin client
+// configuration.
+func (h *Hub) writeKubeconfigs() error {
+	for _, kc := range []struct{ cert, path string }{
+		{"admin", h.Kubeconfig()},
+		{"controller-manager", filepath.Join(h.pki.dir, "controller-manager.kubeconfig")},
+	} {
+		cfg, err := h.kubeconfig(kc.cert)
+		if err != nil {
+			return err
+		}
+		if err := clientcmd.WriteToFile(*cfg, kc.path); err != nil {
+			return err
+		}
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", h.Kubeconfig())
+	if err != nil {
+		return err
+	}
+	cfg.QPS, cfg.Burst = 100, 200
+	h.restConfig = cfg
+	return nil
+}
+
+func (h *Hub) kubeconfig(certName string) (*clientcmdapi.Config, error) {
+	cert, err := os.ReadFile(h.pki.cert(certName))
+	if err != nil {
+		return nil, err
+	}
+	key, err := os.ReadFile(h.pki.key(certName))
+	if err != nil {
+		return nil, err
+	}
+	const name = "metalshift-hub"
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters[name] = &clientcmdapi.Cluster{Server: h.Server(), CertificateAuthorityData: h.CABundle()}
+	cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{ClientCertificateData: cert, ClientKeyData: key}
+	cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
+	cfg.CurrentContext = name
+	return cfg, nil
+}
