@@ -3,6 +3,7 @@ package capicore
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -20,6 +21,16 @@ import (
 	"sigs.k8s.io/cluster-api/core/webhooks/admission"
 	"sigs.k8s.io/cluster-api/core/webhooks/conversion"
 	"sigs.k8s.io/cluster-api/util/index"
+)
+
+// Grace periods of the connection to a workload cluster, as the upstream
+// core manager's defaults: after remoteConnectionGracePeriod without a
+// successful probe the Cluster's RemoteConnectionProbe condition goes False;
+// after remoteConditionsGracePeriod remote conditions (NodeHealthy ...) go
+// Unknown.
+const (
+	remoteConnectionGracePeriod = 50 * time.Second
+	remoteConditionsGracePeriod = 5 * time.Minute
 )
 
 // ControllerName is the name the core controllers identify with towards
@@ -95,11 +106,17 @@ func setupReconcilers(ctx context.Context, mgr ctrl.Manager, cc clustercache.Clu
 		setup func() error
 	}{
 		{"Cluster", func() error {
-			return (&cluster.Reconciler{Client: c, APIReader: r, ClusterCache: cc, WatchFilterValue: filter}).
+			return (&cluster.Reconciler{
+				Client: c, APIReader: r, ClusterCache: cc, WatchFilterValue: filter,
+				RemoteConnectionGracePeriod: remoteConnectionGracePeriod,
+			}).
 				SetupWithManager(ctx, mgr, concurrency)
 		}},
 		{"Machine", func() error {
-			return (&machine.Reconciler{Client: c, APIReader: r, ClusterCache: cc, WatchFilterValue: filter}).
+			return (&machine.Reconciler{
+				Client: c, APIReader: r, ClusterCache: cc, WatchFilterValue: filter,
+				RemoteConditionsGracePeriod: remoteConditionsGracePeriod,
+			}).
 				SetupWithManager(ctx, mgr, concurrency)
 		}},
 		{"MachineSet", func() error {

@@ -148,8 +148,7 @@ func TestHubUpUseDown(t *testing.T) {
 	// is refused while the ClusterTopology feature is off.
 	out, err = kubectl(t, dir, topologyCluster, "apply", "-f", "-")
 	g.Expect(err).To(HaveOccurred(), out)
-	g.Expect(out).To(ContainSubstring("denied the request"))
-	g.Expect(out).To(ContainSubstring("ClusterTopology"))
+	g.Expect(out).To(ContainSubstring("spec.topology: Forbidden: can be set only if the ClusterTopology feature flag is enabled"))
 
 	out, err = metalshift(t, "hub", "up", "--dir", dir, "--bin-dir", toolsDir)
 	g.Expect(err).To(HaveOccurred())

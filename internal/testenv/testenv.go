@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/onsi/gomega"
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -55,6 +56,10 @@ type Env struct {
 // Run starts an environment, stores it in *env, runs the package's tests
 // and stops it. It returns the exit code for os.Exit.
 func Run(m *testing.M, env **Env, opts Options) int {
+	// Reconcilers converge in well under a second here; the timeout only
+	// bounds how long a broken test takes to fail on a loaded machine.
+	gomega.SetDefaultEventuallyTimeout(30 * time.Second)
+	gomega.SetDefaultEventuallyPollingInterval(50 * time.Millisecond)
 	e, err := Start(opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "testenv:", err)
