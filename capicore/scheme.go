@@ -3,14 +3,14 @@ package capicore
 import (
 	"k8s.io/apimachinery/pkg/runtime"
 
-	addonsv1beta1 "sigs.k8s.io/cluster-api/api/addons/v1beta1"
+	addonsv1beta1 "sigs.k8s.io/cluster-api/api/addons/v1beta1" //nolint:staticcheck // still served: the conversion webhooks need it
 	addonsv1 "sigs.k8s.io/cluster-api/api/addons/v1beta2"
-	clusterv1beta1 "sigs.k8s.io/cluster-api/api/core/v1beta1"
+	clusterv1beta1 "sigs.k8s.io/cluster-api/api/core/v1beta1" //nolint:staticcheck // still served: the conversion webhooks need it
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	ipamv1alpha1 "sigs.k8s.io/cluster-api/api/ipam/v1alpha1"
-	ipamv1beta1 "sigs.k8s.io/cluster-api/api/ipam/v1beta1"
+	ipamv1alpha1 "sigs.k8s.io/cluster-api/api/ipam/v1alpha1" //nolint:staticcheck // still served: the conversion webhooks need it
+	ipamv1beta1 "sigs.k8s.io/cluster-api/api/ipam/v1beta1"   //nolint:staticcheck // still served: the conversion webhooks need it
 	ipamv1 "sigs.k8s.io/cluster-api/api/ipam/v1beta2"
-	runtimev1alpha1 "sigs.k8s.io/cluster-api/api/runtime/v1alpha1"
+	runtimev1alpha1 "sigs.k8s.io/cluster-api/api/runtime/v1alpha1" //nolint:staticcheck // still served: the conversion webhooks need it
 	runtimev1 "sigs.k8s.io/cluster-api/api/runtime/v1beta2"
 )
 

@@ -21,11 +21,12 @@ cleanup() {
 }
 
 step "Starting the hub in ${dir} (etcd, kube-apiserver, kube-controller-manager, Cluster API core, metalshift)"
-"${bin}/metalshift" hub up --dir "${dir}" > "${dir}.hub-up.log" 2>&1 &
+mkdir -p "${dir}"
+"${bin}/metalshift" hub up --dir "${dir}" > "${dir}/hub-up.log" 2>&1 &
 hub_pid=$!
 trap cleanup EXIT
 if ! "${bin}/metalshift" hub status --dir "${dir}" --wait 3m; then
-	cat "${dir}.hub-up.log"
+	cat "${dir}/hub-up.log"
 	exit 1
 fi
 
@@ -43,11 +44,15 @@ step "Waiting for the Cluster API Cluster controller to reconcile it"
 step "The reconciled Cluster and its MetalCluster"
 "${kubectl[@]}" -n demo get cluster,metalcluster
 echo
-"${kubectl[@]}" -n demo get cluster demo -o jsonpath='{range .status.conditions[*]}{.type}{"\t"}{.status}{"\t"}{.reason}{"\n"}{end}' | column -t
+echo "Conditions set by the upstream Cluster controller:"
+"${kubectl[@]}" -n demo get cluster demo -o jsonpath='{range .status.conditions[*]}{.type}{"\t"}{.status}{"\t"}{.reason}{"\n"}{end}' |
+	grep -E '^(InfrastructureReady|ControlPlaneInitialized|Available|Paused|Deleting)\b' | column -t | sed 's/^/  /'
+echo "(This Cluster has no control plane yet: the OpenShiftControlPlane provider brings one.)"
 echo
 echo "The Cluster took its endpoint from the MetalCluster:"
 "${kubectl[@]}" -n demo get cluster demo -o jsonpath='  {.spec.controlPlaneEndpoint.host}:{.spec.controlPlaneEndpoint.port}{"\n"}'
 
-step "Reach the hub yourself while it runs"
-echo "  ${bin}/metalshift hub up --dir ${dir}"
+step "Reach the hub with kubectl"
+echo "While a hub runs, every kubectl command works against it, for example:"
 echo "  kubectl --kubeconfig ${dir}/kubeconfig get clusters -A"
+"${kubectl[@]}" get clusters -A

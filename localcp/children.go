@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // serviceCIDR is the hub's service network. Nothing routes it: the hub
@@ -98,7 +99,7 @@ var kubeControllerManagerControllers = []string{
 
 func (h *Hub) controllerManager() (*process, error) {
 	kubeconfig := filepath.Join(h.pki.dir, "controller-manager.kubeconfig")
-	return h.child("kube-controller-manager",
+	p, err := h.child("kube-controller-manager",
 		"--kubeconfig="+kubeconfig,
 		"--authentication-kubeconfig="+kubeconfig,
 		"--authorization-kubeconfig="+kubeconfig,
@@ -113,6 +114,11 @@ func (h *Hub) controllerManager() (*process, error) {
 		"--tls-private-key-file="+h.pki.key("controller-manager-serving"),
 		"--v=1",
 	)
+	if p != nil {
+		// It keeps no state, and ignores SIGTERM until its caches sync.
+		p.stopTimeout = 2 * time.Second
+	}
+	return p, err
 }
 
 func (h *Hub) controllerManagerHealthy(ctx context.Context) error {

@@ -37,7 +37,7 @@ func startHub(t *testing.T, dir string) *Hub {
 	return h
 }
 
-func binDir(t *testing.T) string {
+func binDir(t testing.TB) string {
 	t.Helper()
 	d, err := filepath.Abs(filepath.Join("..", "bin"))
 	if err != nil {

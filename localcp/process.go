@@ -15,8 +15,9 @@ import (
 	"time"
 )
 
-// stopTimeout is how long a child gets to exit after SIGTERM before SIGKILL.
-const stopTimeout = 20 * time.Second
+// defaultStopTimeout is how long a child gets to exit after SIGTERM before
+// SIGKILL, unless its process sets its own.
+const defaultStopTimeout = 20 * time.Second
 
 // process is one child of the hub. Its pid is recorded under <dir>/run so
 // that the next start can reap it if this hub died without stopping it.
@@ -26,6 +27,8 @@ type process struct {
 	args    []string
 	runDir  string
 	logPath string
+	// stopTimeout overrides defaultStopTimeout.
+	stopTimeout time.Duration
 
 	cmd  *exec.Cmd
 	done chan struct{}
@@ -73,17 +76,21 @@ func (p *process) exited() (bool, error) {
 	}
 }
 
-// stop sends SIGTERM, waits up to stopTimeout, then sends SIGKILL. It is
-// safe to call on a process that was never started or already exited.
+// stop sends SIGTERM, waits up to its stop timeout, then sends SIGKILL. It
+// is safe to call on a process that was never started or already exited.
 func (p *process) stop() {
 	if p.cmd == nil || p.cmd.Process == nil {
 		return
+	}
+	timeout := p.stopTimeout
+	if timeout == 0 {
+		timeout = defaultStopTimeout
 	}
 	if done, _ := p.exited(); !done {
 		_ = p.cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-p.done:
-		case <-time.After(stopTimeout):
+		case <-time.After(timeout):
 			_ = p.cmd.Process.Kill()
 			<-p.done
 		}

@@ -146,7 +146,10 @@ func (o *hubOptions) up(ctx context.Context, out io.Writer) error {
 	}
 	cancelMgr()
 	select {
-	case <-mgrDone:
+	case stopErr := <-mgrDone:
+		if err == nil {
+			err = stopErr
+		}
 	case <-time.After(30 * time.Second):
 	}
 	return err

@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -164,13 +165,15 @@ func (e *Env) start(opts Options) error {
 // Stop stops the manager, then kube-apiserver and etcd.
 func (e *Env) Stop() error {
 	e.cancel()
+	var mgrErr error
 	if e.done != nil {
 		select {
-		case <-e.done:
+		case mgrErr = <-e.done:
 		case <-time.After(30 * time.Second):
+			mgrErr = fmt.Errorf("manager did not stop within 30s")
 		}
 	}
-	return e.env.Stop()
+	return errors.Join(mgrErr, e.env.Stop())
 }
 
 // Namespace creates a namespace named after the test, deleted when the

@@ -122,5 +122,5 @@ type MetalClusterList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&MetalCluster{}, &MetalClusterList{})
+	objectTypes = append(objectTypes, &MetalCluster{}, &MetalClusterList{})
 }
