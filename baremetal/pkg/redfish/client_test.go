@@ -1,0 +1,141 @@
+package redfish
+
+import (
+	"context"
+	"errors"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+
+	"github.com/metalshift/metalshift/sim/machine"
+	simredfish "github.com/metalshift/metalshift/sim/redfish"
+)
+
+const canary = "pa55-CANARY-9f3"
+
+func newSim(t *testing.T, tlsServer bool) (*simredfish.Server, *httptest.Server) {
+	t.Helper()
+	s := simredfish.New("admin", canary)
+	s.Add(machine.New("node-0", "uuid-0", machine.Hardware{
+		Manufacturer: "Sim", Model: "M1", CPUArch: "x86_64", CPUModel: "Sim CPU", CPUCount: 8, CPUMHz: 3000, RAMMiB: 32768,
+		NICs:  []machine.NIC{{Name: "eno1", MAC: "52:54:00:aa:bb:01", SpeedGbps: 25}},
+		Disks: []*machine.Disk{{Name: "/dev/sda", SizeBytes: 1 << 40, Model: "Disk", Vendor: "V", SerialNumber: "S1", WWN: "0x5000", Type: "SSD"}},
+	}))
+	var ts *httptest.Server
+	if tlsServer {
+		ts = httptest.NewTLSServer(s.Handler())
+	} else {
+		ts = httptest.NewServer(s.Handler())
+	}
+	t.Cleanup(ts.Close)
+	return s, ts
+}
+
+func newClient(t *testing.T, endpoint, password string, insecure bool) *Client {
+	t.Helper()
+	c, err := New(Options{Endpoint: endpoint, Username: "admin", Password: password, InsecureSkipVerify: insecure,
+		Timeout: 2 * time.Second, TaskPollInterval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestPowerBootMediaInventory(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	s, ts := newSim(t, false)
+	c := newClient(t, ts.URL, canary, false)
+
+	paths, err := c.SystemPaths(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(paths).To(ConsistOf("/redfish/v1/Systems/node-0"))
+	sysPath := paths[0]
+	m := s.Machine("node-0")
+
+	g.Expect(c.SetBoot(ctx, sysPath, Boot{BootSourceOverrideTarget: "Cd", BootSourceOverrideEnabled: "Once", BootSourceOverrideMode: "UEFI"})).To(Succeed())
+	g.Expect(m.Override()).To(Equal(machine.BootOverride{Target: machine.BootCd, UEFI: true}))
+
+	sys, _, err := c.System(ctx, sysPath)
+	g.Expect(err).NotTo(HaveOccurred())
+	cd, err := c.CDPath(ctx, sys)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(c.InsertMedia(ctx, cd, "http://192.0.2.9/a.iso")).To(Succeed())
+	g.Expect(c.InsertMedia(ctx, cd, "http://192.0.2.9/b.iso")).To(Succeed(), "replacing media ejects first")
+	g.Expect(m.Media()).To(Equal("http://192.0.2.9/b.iso"))
+	g.Expect(c.EjectMedia(ctx, cd)).To(Succeed())
+	g.Expect(c.EjectMedia(ctx, cd)).To(Succeed(), "ejecting an empty drive is a no-op")
+	g.Expect(m.Media()).To(BeEmpty())
+
+	// Slow power runs behind a task monitor, which the client waits for.
+	m.SetPowerLag(50 * time.Millisecond)
+	g.Expect(c.Reset(ctx, sysPath, ResetOn)).To(Succeed())
+	g.Expect(m.PoweredOn()).To(BeTrue())
+	g.Expect(c.Reset(ctx, sysPath, ResetForceOff)).To(Succeed())
+	g.Expect(m.PoweredOn()).To(BeFalse())
+
+	inv, err := c.Inventory(ctx, sysPath)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(inv.System.ProcessorSummary.Count).To(Equal(8))
+	g.Expect(inv.System.MemorySummary.TotalSystemMemoryGiB).To(BeNumerically("==", 32))
+	g.Expect(inv.NICs).To(ConsistOf(HaveField("MACAddress", "52:54:00:aa:bb:01")))
+	g.Expect(inv.Drives).To(ConsistOf(HaveField("CapacityBytes", int64(1<<40))))
+	g.Expect(inv.Processors).To(ConsistOf(HaveField("MaxSpeedMHz", float64(3000))))
+	g.Expect(c.Close(ctx)).To(Succeed())
+}
+
+func TestSessionExpiryIsRecovered(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	s, ts := newSim(t, false)
+	c := newClient(t, ts.URL, canary, false)
+	_, err := c.SystemPaths(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	s.SetCredentials("admin", canary) // drops every session
+	_, err = c.SystemPaths(ctx)
+	g.Expect(err).NotTo(HaveOccurred(), "the client logs in again")
+}
+
+func TestErrors(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	s, ts := newSim(t, false)
+
+	_, err := newClient(t, ts.URL, "wrong-"+canary, false).SystemPaths(ctx)
+	g.Expect(errors.Is(err, ErrUnauthorized)).To(BeTrue(), "got %v", err)
+	g.Expect(err.Error()).NotTo(ContainSubstring(canary))
+
+	_, _, err = newClient(t, ts.URL, canary, false).System(ctx, "/redfish/v1/Systems/nope")
+	g.Expect(errors.Is(err, ErrNotFound)).To(BeTrue(), "got %v", err)
+
+	s.SetFaults(simredfish.Faults{ErrorRate: 1})
+	_, err = newClient(t, ts.URL, canary, false).SystemPaths(ctx)
+	var he *HTTPError
+	g.Expect(errors.As(err, &he)).To(BeTrue(), "got %v", err)
+	g.Expect(he.Status).To(Equal(500))
+
+	s.SetFaults(simredfish.Faults{Down: true})
+	_, err = newClient(t, ts.URL, canary, false).SystemPaths(ctx)
+	g.Expect(err).To(HaveOccurred())
+
+	s.SetFaults(simredfish.Faults{Hang: true})
+	start := time.Now()
+	_, err = newClient(t, ts.URL, canary, false).SystemPaths(ctx)
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(time.Since(start)).To(BeNumerically("<", 10*time.Second), "requests are bounded by the timeout")
+	s.SetFaults(simredfish.Faults{})
+}
+
+func TestTLSIsVerifiedUnlessDisabled(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	_, ts := newSim(t, true)
+	_, err := newClient(t, ts.URL, canary, false).SystemPaths(ctx)
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(strings.ToLower(err.Error())).To(ContainSubstring("certificate"))
+	_, err = newClient(t, ts.URL, canary, true).SystemPaths(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+}
