@@ -1,0 +1,83 @@
+package provisioner
+
+import (
+	"context"
+	"errors"
+
+	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
+)
+
+// Sentinel errors of every driver; match them with errors.Is.
+var (
+	// ErrCredentials: the BMC refused the credentials. Retrying does not
+	// help until the credentials Secret changes.
+	ErrCredentials = errors.New("the BMC refused the credentials")
+	// ErrUnreachable: the BMC did not answer. Transient.
+	ErrUnreachable = errors.New("the BMC did not answer")
+	// ErrNotSupported: the driver cannot do this (e.g. out-of-band
+	// inspection over IPMI).
+	ErrNotSupported = errors.New("not supported by this BMC driver")
+	// ErrMedia: the BMC could not attach the deploy image.
+	ErrMedia = errors.New("the BMC could not attach the deploy image")
+)
+
+// Credentials to log in to a BMC. Never log them.
+type Credentials struct {
+	Username string
+	Password string
+}
+
+// DeployImage is how the deploy agent reaches a host: an ISO for virtual
+// media, or an iPXE script for network boot. Both carry the same agent and
+// the same per-host, expiring credentials.
+type DeployImage struct {
+	ISOURL  string
+	IPXEURL string
+}
+
+// Provisioner acts on one machine through its BMC. Every method is
+// idempotent and may be called again after an error or a restart of the
+// engine; none blocks longer than the BMC needs for one operation.
+type Provisioner interface {
+	// Register checks that the BMC answers and accepts the credentials.
+	// Returns ErrCredentials or ErrUnreachable.
+	Register(ctx context.Context) error
+
+	// PowerState reports whether the machine is powered on. May be polled.
+	PowerState(ctx context.Context) (on bool, err error)
+
+	// PowerOn and PowerOff change the power state and return once the BMC
+	// reports it done; a machine already in that state is left alone.
+	PowerOn(ctx context.Context) error
+	PowerOff(ctx context.Context) error
+
+	// Reboot power-cycles the machine (soft: graceful restart when the
+	// BMC supports it), powering it on if it is off.
+	Reboot(ctx context.Context, soft bool) error
+
+	// Inspect reads the hardware out of band, without booting anything.
+	// Returns ErrNotSupported when the BMC cannot.
+	Inspect(ctx context.Context) (*metal3v1.HardwareDetails, error)
+
+	// BootDeployImage makes the machine boot the deploy image once (virtual
+	// media or PXE, by driver) and restarts it. uefi selects the boot mode.
+	// Returns ErrMedia when virtual media cannot be attached.
+	BootDeployImage(ctx context.Context, img DeployImage, uefi bool) error
+
+	// BootDisk detaches any deploy media, makes the machine boot from its
+	// disk, and restarts it when powerOn, else leaves it off.
+	BootDisk(ctx context.Context, uefi, powerOn bool) error
+}
+
+// Factory builds the Provisioner for a BMC address and credentials.
+type Factory interface {
+	New(address string, insecure bool, creds Credentials) (Provisioner, error)
+}
+
+// FactoryFunc adapts a function to Factory.
+type FactoryFunc func(address string, insecure bool, creds Credentials) (Provisioner, error)
+
+// New calls f.
+func (f FactoryFunc) New(address string, insecure bool, creds Credentials) (Provisioner, error) {
+	return f(address, insecure, creds)
+}
