@@ -1,0 +1,206 @@
+package deploy
+
+import (
+	"context"
+	"crypto/md5" //nolint:gosec // md5 is a checksum type users choose for images, not for security
+	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"hash"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+
+	"github.com/metalshift/metalshift/baremetal/pkg/deployapi"
+)
+
+const minRootSize = 4 << 30
+
+// chooseDevice returns the device matching every hint; without hints, the
+// smallest disk of at least 4 GiB, as operators expect from Ironic.
+func chooseDevice(devs []BlockDevice, hints *deployapi.RootDeviceHints) (BlockDevice, error) {
+	var matches []BlockDevice
+	for _, d := range devs {
+		if matchesHints(d.Info(), hints) {
+			matches = append(matches, d)
+		}
+	}
+	if len(matches) == 0 {
+		return nil, errNoDisk
+	}
+	sort.SliceStable(matches, func(i, j int) bool { return matches[i].Info().SizeBytes < matches[j].Info().SizeBytes })
+	return matches[0], nil
+}
+
+func matchesHints(info DeviceInfo, h *deployapi.RootDeviceHints) bool {
+	if h == nil {
+		return info.SizeBytes >= minRootSize
+	}
+	switch {
+	case h.DeviceName != "" && h.DeviceName != info.Name,
+		h.HCTL != "" && h.HCTL != info.HCTL,
+		h.Model != "" && !strings.Contains(info.Model, h.Model),
+		h.Vendor != "" && !strings.Contains(info.Vendor, h.Vendor),
+		h.SerialNumber != "" && h.SerialNumber != info.SerialNumber,
+		h.WWN != "" && h.WWN != info.WWN,
+		h.MinSizeGigabytes > 0 && info.SizeBytes < int64(h.MinSizeGigabytes)*1000*1000*1000,
+		h.Rotational != nil && *h.Rotational != info.Rotational:
+		return false
+	}
+	return true
+}
+
+func newHash(kind, checksum string) (hash.Hash, error) {
+	if kind == "" || kind == "auto" {
+		switch len(checksum) {
+		case 32:
+			kind = "md5"
+		case 64:
+			kind = "sha256"
+		case 128:
+			kind = "sha512"
+		default:
+			return nil, fmt.Errorf("cannot tell the algorithm of checksum %q: set checksumType", checksum)
+		}
+	}
+	switch kind {
+	case "md5":
+		return md5.New(), nil //nolint:gosec // see import
+	case "sha256":
+		return sha256.New(), nil
+	case "sha512":
+		return sha512.New(), nil
+	}
+	return nil, fmt.Errorf("unsupported checksumType %q: use md5, sha256, sha512 or auto", kind)
+}
+
+// deploy streams the image to the chosen disk, verifies it, and writes the
+// config drive.
+func (a *agent) deploy(ctx context.Context, ins *deployapi.Instructions) (string, int64, error) {
+	if ins.Image == nil || ins.Image.URL == "" {
+		return "", 0, fmt.Errorf("no image to deploy")
+	}
+	if f := ins.Image.Format; f != "" && f != "raw" {
+		return "", 0, fmt.Errorf("image format %q is not supported by the metalshift deploy agent: use a raw image", f)
+	}
+	dev, err := chooseDevice(a.opts.Devices, ins.RootDeviceHints)
+	if err != nil {
+		return "", 0, err
+	}
+	info := dev.Info()
+	h, err := newHash(ins.Image.ChecksumType, ins.Image.Checksum)
+	if err != nil {
+		return info.Name, 0, err
+	}
+	a.opts.Logf("Writing %s to %s", ins.Image.URL, info.Name)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ins.Image.URL, nil)
+	if err != nil {
+		return info.Name, 0, err
+	}
+	resp, err := a.opts.HTTP.Do(req)
+	if err != nil {
+		return info.Name, 0, fmt.Errorf("downloading the image: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return info.Name, 0, fmt.Errorf("downloading the image %s: %s", ins.Image.URL, resp.Status)
+	}
+	limit := info.SizeBytes - deployapi.ConfigDriveSize
+	n, err := copyToDevice(dev, io.TeeReader(resp.Body, h), limit)
+	if err != nil {
+		return info.Name, n, err
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); !strings.EqualFold(got, ins.Image.Checksum) {
+		return info.Name, n, fmt.Errorf("image checksum mismatch: got %s, want %s", got, ins.Image.Checksum)
+	}
+	if err := writeConfigDrive(dev, ins); err != nil {
+		return info.Name, n, err
+	}
+	return info.Name, n, nil
+}
+
+func copyToDevice(dev BlockDevice, r io.Reader, limit int64) (int64, error) {
+	buf := make([]byte, 1<<20)
+	var off int64
+	for {
+		n, err := io.ReadFull(r, buf)
+		if n > 0 {
+			if off+int64(n) > limit {
+				return off, fmt.Errorf("the image is larger than the disk %s (%d bytes available)", dev.Info().Name, limit)
+			}
+			if _, werr := dev.WriteAt(buf[:n], off); werr != nil {
+				return off, fmt.Errorf("writing %s: %w", dev.Info().Name, werr)
+			}
+			off += int64(n)
+		}
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			return off, nil
+		}
+		if err != nil {
+			return off, fmt.Errorf("downloading the image: %w", err)
+		}
+	}
+}
+
+// writeConfigDrive writes a labelled, length-prefixed JSON ConfigDrive
+// into the last ConfigDriveSize bytes of the disk.
+func writeConfigDrive(dev BlockDevice, ins *deployapi.Instructions) error {
+	data, err := json.Marshal(deployapi.ConfigDrive{
+		Label: deployapi.ConfigDriveLabel, UserData: ins.UserData, NetworkData: ins.NetworkData, MetaData: ins.MetaData,
+	})
+	if err != nil {
+		return err
+	}
+	if len(data)+64 > deployapi.ConfigDriveSize {
+		return fmt.Errorf("config drive data is %d bytes, more than %d", len(data), deployapi.ConfigDriveSize)
+	}
+	header := fmt.Sprintf("%s %d\n", deployapi.ConfigDriveLabel, len(data))
+	off := dev.Info().SizeBytes - deployapi.ConfigDriveSize
+	if _, err := dev.WriteAt(append([]byte(header), data...), off); err != nil {
+		return fmt.Errorf("writing the config drive: %w", err)
+	}
+	return nil
+}
+
+// ReadConfigDrive reads the config drive of a disk written by the agent,
+// as first-boot software would. ok is false when there is none.
+func ReadConfigDrive(dev io.ReaderAt, size int64) (cd deployapi.ConfigDrive, ok bool, err error) {
+	off := size - deployapi.ConfigDriveSize
+	head := make([]byte, 64)
+	if _, err := dev.ReadAt(head, off); err != nil && err != io.EOF {
+		return cd, false, err
+	}
+	var label string
+	var n int
+	if _, err := fmt.Sscanf(string(head), "%s %d\n", &label, &n); err != nil || label != deployapi.ConfigDriveLabel || n <= 0 || n > deployapi.ConfigDriveSize {
+		return cd, false, nil
+	}
+	hlen := len(fmt.Sprintf("%s %d\n", label, n))
+	data := make([]byte, n)
+	if _, err := dev.ReadAt(data, off+int64(hlen)); err != nil && err != io.EOF {
+		return cd, false, err
+	}
+	return cd, true, json.Unmarshal(data, &cd)
+}
+
+// clean wipes the first and last MiB of every disk: partition tables
+// (MBR, GPT and its backup), filesystem signatures and the config drive
+// header, as metadata cleaning does.
+func (a *agent) clean() error {
+	zero := make([]byte, 1<<20)
+	for _, d := range a.opts.Devices {
+		info := d.Info()
+		for _, off := range []int64{0, info.SizeBytes - int64(len(zero)), info.SizeBytes - deployapi.ConfigDriveSize} {
+			if off < 0 {
+				continue
+			}
+			if _, err := d.WriteAt(zero, off); err != nil {
+				return fmt.Errorf("cleaning %s: %w", info.Name, err)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,191 @@
+package deployapi
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Version is the API version served under /deploy/<Version>/.
+const Version = "v1"
+
+// Paths of the API, relative to the engine URL.
+const (
+	InstructionsPath = "/deploy/v1/hosts/%s/instructions"
+	StatusPath       = "/deploy/v1/hosts/%s/status"
+)
+
+// Actions the engine asks the agent to run.
+const (
+	// ActionDeploy writes the image and the config drive to the root disk.
+	ActionDeploy = "deploy"
+	// ActionClean wipes partition tables and signatures from every disk.
+	ActionClean = "clean"
+	// ActionWait means there is nothing to do yet; ask again later.
+	ActionWait = "wait"
+)
+
+// Phases an agent reports.
+const (
+	PhaseRunning = "running"
+	PhaseDone    = "done"
+	PhaseFailed  = "failed"
+)
+
+// BootConfig is what the deploy image tells the agent, on the ISO as
+// BootConfigFile or as kernel arguments (metalshift.engine=..., ...).
+type BootConfig struct {
+	EngineURL string `json:"engineURL"`
+	HostID    string `json:"hostID"`
+	Token     string `json:"token"`
+	// CACert is the PEM of the CA that signs the engine's certificate, if
+	// it serves HTTPS.
+	CACert string `json:"caCert,omitempty"`
+}
+
+// BootConfigFile is the path of the boot configuration on the deploy ISO.
+const BootConfigFile = "/metalshift/deploy.cfg"
+
+// RootDeviceHints select the disk to deploy to; see BareMetalHost.
+type RootDeviceHints struct {
+	DeviceName       string `json:"deviceName,omitempty"`
+	HCTL             string `json:"hctl,omitempty"`
+	Model            string `json:"model,omitempty"`
+	Vendor           string `json:"vendor,omitempty"`
+	SerialNumber     string `json:"serialNumber,omitempty"`
+	MinSizeGigabytes int    `json:"minSizeGigabytes,omitempty"`
+	WWN              string `json:"wwn,omitempty"`
+	Rotational       *bool  `json:"rotational,omitempty"`
+}
+
+// Image is the image to write.
+type Image struct {
+	URL          string `json:"url"`
+	Checksum     string `json:"checksum,omitempty"`
+	ChecksumType string `json:"checksumType,omitempty"`
+	Format       string `json:"format,omitempty"`
+}
+
+// Instructions is what the engine wants the agent to do now.
+type Instructions struct {
+	Action string `json:"action"`
+	// Generation identifies this request; reports carry it back so that a
+	// report for an older request is ignored.
+	Generation string `json:"generation"`
+	// Deploy only.
+	Image           *Image           `json:"image,omitempty"`
+	RootDeviceHints *RootDeviceHints `json:"rootDeviceHints,omitempty"`
+	// UserData, NetworkData and MetaData are written to the config drive.
+	UserData    []byte `json:"userData,omitempty"`
+	NetworkData []byte `json:"networkData,omitempty"`
+	MetaData    []byte `json:"metaData,omitempty"`
+}
+
+// StatusReport is what the agent reports.
+type StatusReport struct {
+	Action     string `json:"action"`
+	Generation string `json:"generation"`
+	Phase      string `json:"phase"`
+	Message    string `json:"message,omitempty"`
+	// RootDevice is the disk the image went to.
+	RootDevice string `json:"rootDevice,omitempty"`
+	// BytesWritten by a deploy.
+	BytesWritten int64 `json:"bytesWritten,omitempty"`
+}
+
+// ConfigDrive is what the agent writes after the image: a small labelled
+// region at the end of the root disk that first-boot software reads.
+type ConfigDrive struct {
+	Label       string `json:"label"`
+	UserData    []byte `json:"userData,omitempty"`
+	NetworkData []byte `json:"networkData,omitempty"`
+	MetaData    []byte `json:"metaData,omitempty"`
+}
+
+// ConfigDriveLabel marks a config drive; ConfigDriveSize is its size.
+const (
+	ConfigDriveLabel = "config-2"
+	ConfigDriveSize  = 64 << 20
+)
+
+// ErrBadToken is returned by VerifyToken.
+var ErrBadToken = errors.New("invalid or expired deploy token")
+
+// SignToken returns a token for hostID valid until expiry.
+func SignToken(key []byte, hostID string, expiry time.Time) string {
+	exp := strconv.FormatInt(expiry.Unix(), 10)
+	return exp + "." + mac(key, "token", hostID, exp)
+}
+
+// VerifyToken checks a token for hostID at time now.
+func VerifyToken(key []byte, hostID, token string, now time.Time) error {
+	exp, sig, ok := strings.Cut(token, ".")
+	if !ok {
+		return ErrBadToken
+	}
+	unix, err := strconv.ParseInt(exp, 10, 64)
+	if err != nil || now.Unix() > unix {
+		return ErrBadToken
+	}
+	if !hmac.Equal([]byte(sig), []byte(mac(key, "token", hostID, exp))) {
+		return ErrBadToken
+	}
+	return nil
+}
+
+// SignURLQuery returns the query string that makes a download URL for
+// path and hostID valid until expiry.
+func SignURLQuery(key []byte, path, hostID string, expiry time.Time) string {
+	exp := strconv.FormatInt(expiry.Unix(), 10)
+	return fmt.Sprintf("host=%s&expires=%s&signature=%s", hostID, exp, mac(key, "url", path, hostID, exp))
+}
+
+// VerifyURL checks a signed download URL's parameters at time now.
+func VerifyURL(key []byte, path, hostID, expires, signature string, now time.Time) error {
+	unix, err := strconv.ParseInt(expires, 10, 64)
+	if err != nil || now.Unix() > unix {
+		return ErrBadToken
+	}
+	if !hmac.Equal([]byte(signature), []byte(mac(key, "url", path, hostID, expires))) {
+		return ErrBadToken
+	}
+	return nil
+}
+
+func mac(key []byte, parts ...string) string {
+	h := hmac.New(sha256.New, key)
+	h.Write([]byte(strings.Join(parts, "\x00")))
+	return base64.RawURLEncoding.EncodeToString(h.Sum(nil))
+}
+
+// HostID is the engine's ID for a BareMetalHost: "<namespace>~<name>~<uid prefix>",
+// safe in URL paths; the UID part keeps a recreated host from using an old token.
+func HostID(namespace, name, uid string) string {
+	u := strings.ReplaceAll(uid, "-", "")
+	if len(u) > 12 {
+		u = u[:12]
+	}
+	return namespace + "~" + name + "~" + u
+}
+
+// ParseHostID splits a HostID.
+func ParseHostID(id string) (namespace, name, uidPrefix string, err error) {
+	parts := strings.Split(id, "~")
+	if len(parts) != 3 || parts[0] == "" || parts[1] == "" {
+		return "", "", "", fmt.Errorf("invalid host ID %q", id)
+	}
+	return parts[0], parts[1], parts[2], nil
+}
+
+// Fingerprint returns a short stable digest of data, e.g. to make a
+// Generation from what a request depends on.
+func Fingerprint(data ...string) string {
+	h := sha256.Sum256([]byte(strings.Join(data, "\x00")))
+	return hex.EncodeToString(h[:8])
+}
