@@ -10,6 +10,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	infrav1 "github.com/metalshift/metalshift/api/infrastructure/v1alpha1"
+	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	"github.com/metalshift/metalshift/capicore"
 )
 
@@ -42,6 +43,20 @@ type Options struct {
 
 	// SyncPeriod is the resync period of the informers; 0 means 10 minutes.
 	SyncPeriod time.Duration
+
+	// HostEngine configures the BareMetalHost engine.
+	HostEngine HostEngineOptions
+}
+
+// HostEngineOptions configure the host engine's deploy server.
+type HostEngineOptions struct {
+	// DeployListenAddr is where the deploy server listens; empty disables
+	// the host engine.
+	DeployListenAddr string
+	// DeployURL is how hosts reach it; defaults to http://<DeployListenAddr>.
+	DeployURL string
+	// SigningKey signs deploy URLs and agent tokens; keep it across restarts.
+	SigningKey []byte
 }
 
 // Component is one part of the hub that registers its controllers (and
@@ -75,6 +90,7 @@ func NewScheme() (*runtime.Scheme, error) {
 		apiextensionsv1.AddToScheme,
 		capicore.AddToScheme,
 		infrav1.AddToScheme,
+		metal3v1.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			return nil, err

@@ -14,6 +14,7 @@ import (
 	coresetup "sigs.k8s.io/cluster-api/core/setup"
 	"sigs.k8s.io/cluster-api/version"
 
+	"github.com/metalshift/metalshift/baremetal"
 	"github.com/metalshift/metalshift/component"
 	"github.com/metalshift/metalshift/infrastructure/metal"
 )
@@ -31,6 +32,14 @@ type Component = component.Component
 // component joins the hub with one line here.
 var Components = []Component{
 	component.CAPICore,
+	{Name: "host-engine", Setup: func(ctx context.Context, mgr ctrl.Manager, opts Options) error {
+		e := opts.HostEngine
+		if e.DeployListenAddr == "" {
+			ctrl.LoggerFrom(ctx).Info("Host engine disabled: no deploy server address")
+			return nil
+		}
+		return baremetal.Setup(ctx, mgr, baremetal.Options{DeployListenAddr: e.DeployListenAddr, DeployURL: e.DeployURL, SigningKey: e.SigningKey})
+	}},
 	{Name: "infrastructure-metal", Setup: func(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		return metal.Setup(ctx, mgr, metal.Options{WatchFilterValue: opts.WatchFilterValue})
 	}},

@@ -1,0 +1,316 @@
+package deployserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
+	"github.com/metalshift/metalshift/baremetal/pkg/deployapi"
+	"github.com/metalshift/metalshift/baremetal/pkg/provisioner"
+	"github.com/metalshift/metalshift/imageservice"
+)
+
+// Paths of the images.
+const (
+	ISOPath    = "/images/deploy.iso"
+	IPXEPath   = "/images/deploy.ipxe"
+	KernelPath = "/images/deploy-kernel"
+	InitrdPath = "/images/deploy-initrd"
+)
+
+// Server serves hosts. Create it with New.
+type Server struct {
+	client  client.Reader
+	key     []byte
+	baseURL string
+	clock   clock.PassiveClock
+	ttl     time.Duration
+
+	mu      sync.Mutex
+	reports map[string]deployapi.StatusReport
+
+	// Events wakes the BareMetalHost reconciler when an agent reports.
+	Events chan event.GenericEvent
+}
+
+// Options configure a Server.
+type Options struct {
+	// Client reads BareMetalHosts and Secrets (uncached for Secrets).
+	Client client.Reader
+	// Key signs tokens and URLs; keep it across restarts.
+	Key []byte
+	// BaseURL is how hosts reach this server, e.g. http://192.0.2.1:6180.
+	BaseURL string
+	// Clock is the time source; nil means the real clock.
+	Clock clock.PassiveClock
+	// TTL is how long URLs and agent tokens stay valid; 0 means 24 hours.
+	TTL time.Duration
+}
+
+// New returns a Server.
+func New(opts Options) (*Server, error) {
+	if len(opts.Key) < 16 {
+		return nil, errors.New("the deploy server needs a signing key of at least 16 bytes")
+	}
+	if _, err := url.Parse(opts.BaseURL); err != nil || opts.BaseURL == "" {
+		return nil, fmt.Errorf("invalid deploy server URL %q", opts.BaseURL)
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.TTL == 0 {
+		opts.TTL = 24 * time.Hour
+	}
+	return &Server{
+		client: opts.Client, key: opts.Key, baseURL: strings.TrimSuffix(opts.BaseURL, "/"),
+		clock: opts.Clock, ttl: opts.TTL, reports: map[string]deployapi.StatusReport{},
+		Events: make(chan event.GenericEvent, 1024),
+	}, nil
+}
+
+// HostID is the deploy ID of host.
+func HostID(host *metal3v1.BareMetalHost) string {
+	return deployapi.HostID(host.Namespace, host.Name, string(host.UID))
+}
+
+// DeployImage returns freshly signed URLs of the deploy image for host.
+func (s *Server) DeployImage(host *metal3v1.BareMetalHost) provisioner.DeployImage {
+	id := HostID(host)
+	exp := s.clock.Now().Add(s.ttl)
+	return provisioner.DeployImage{
+		ISOURL:  s.baseURL + ISOPath + "?" + deployapi.SignURLQuery(s.key, ISOPath, id, exp),
+		IPXEURL: s.baseURL + IPXEPath + "?" + deployapi.SignURLQuery(s.key, IPXEPath, id, exp),
+	}
+}
+
+// Report returns the last report for the host's current request.
+func (s *Server) Report(host *metal3v1.BareMetalHost) (deployapi.StatusReport, bool) {
+	want := Generation(host)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.reports[HostID(host)]
+	if !ok || want == "" || r.Generation != want {
+		return deployapi.StatusReport{}, false
+	}
+	return r, true
+}
+
+// Forget drops what the server remembers about host.
+func (s *Server) Forget(host *metal3v1.BareMetalHost) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.reports, HostID(host))
+}
+
+// Generation identifies what the engine wants from the host's agent now;
+// empty when nothing.
+func Generation(host *metal3v1.BareMetalHost) string {
+	switch host.Status.Provisioning.State {
+	case metal3v1.StateProvisioning:
+		img := host.Spec.Image
+		if img == nil {
+			return ""
+		}
+		return deployapi.Fingerprint(string(host.UID), deployapi.ActionDeploy, img.URL, img.Checksum,
+			host.Status.OperationHistory.Provision.Start.UTC().Format(time.RFC3339))
+	case metal3v1.StateDeprovisioning:
+		return deployapi.Fingerprint(string(host.UID), deployapi.ActionClean,
+			host.Status.OperationHistory.Deprovision.Start.UTC().Format(time.RFC3339))
+	}
+	return ""
+}
+
+// Handler serves the images and the agent API.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+ISOPath, s.serveISO)
+	mux.HandleFunc("GET "+IPXEPath, s.serveIPXE)
+	mux.HandleFunc("GET "+KernelPath, s.serveKernel)
+	mux.HandleFunc("GET "+InitrdPath, s.serveKernel)
+	mux.HandleFunc("GET /deploy/v1/hosts/{id}/instructions", s.instructions)
+	mux.HandleFunc("POST /deploy/v1/hosts/{id}/status", s.status)
+	return mux
+}
+
+// signedHost verifies a signed image URL and returns its host ID.
+func (s *Server) signedHost(w http.ResponseWriter, r *http.Request) (string, bool) {
+	q := r.URL.Query()
+	id := q.Get("host")
+	if err := deployapi.VerifyURL(s.key, r.URL.Path, id, q.Get("expires"), q.Get("signature"), s.clock.Now()); err != nil {
+		http.Error(w, "invalid or expired image URL", http.StatusForbidden)
+		return "", false
+	}
+	return id, true
+}
+
+func (s *Server) bootConfig(id string) deployapi.BootConfig {
+	return deployapi.BootConfig{EngineURL: s.baseURL, HostID: id, Token: deployapi.SignToken(s.key, id, s.clock.Now().Add(s.ttl))}
+}
+
+func (s *Server) serveISO(w http.ResponseWriter, r *http.Request) {
+	id, ok := s.signedHost(w, r)
+	if !ok {
+		return
+	}
+	iso, err := imageservice.BuildDeployISO(s.bootConfig(id))
+	if err != nil {
+		http.Error(w, "building the deploy ISO failed", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/x-iso9660-image")
+	http.ServeContent(w, r, "deploy.iso", time.Time{}, strings.NewReader(string(iso)))
+}
+
+func (s *Server) serveIPXE(w http.ResponseWriter, r *http.Request) {
+	id, ok := s.signedHost(w, r)
+	if !ok {
+		return
+	}
+	exp := s.clock.Now().Add(s.ttl)
+	kernel := s.baseURL + KernelPath + "?" + deployapi.SignURLQuery(s.key, KernelPath, id, exp)
+	initrd := s.baseURL + InitrdPath + "?" + deployapi.SignURLQuery(s.key, InitrdPath, id, exp)
+	w.Header().Set("Content-Type", "text/plain")
+	_, _ = w.Write([]byte(imageservice.DeployIPXEScript(kernel, initrd, s.bootConfig(id))))
+}
+
+// serveKernel serves the deploy kernel and initrd. metalshift does not
+// build a Linux kernel: on real hardware these come from the release's
+// deploy image (Provisioning's provisioningOSDownloadURL); the simulator
+// needs only the kernel arguments of the iPXE script.
+func (s *Server) serveKernel(w http.ResponseWriter, r *http.Request) {
+	if _, ok := s.signedHost(w, r); !ok {
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	_, _ = w.Write([]byte("metalshift deploy " + strings.TrimPrefix(r.URL.Path, "/images/deploy-") + " placeholder\n"))
+}
+
+// agentHost authenticates an agent and loads its host.
+func (s *Server) agentHost(w http.ResponseWriter, r *http.Request) (*metal3v1.BareMetalHost, string, bool) {
+	id := r.PathValue("id")
+	tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if err := deployapi.VerifyToken(s.key, id, tok, s.clock.Now()); err != nil {
+		http.Error(w, err.Error(), http.StatusUnauthorized)
+		return nil, "", false
+	}
+	ns, name, _, err := deployapi.ParseHostID(id)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return nil, "", false
+	}
+	host := &metal3v1.BareMetalHost{}
+	if err := s.client.Get(r.Context(), types.NamespacedName{Namespace: ns, Name: name}, host); err != nil || HostID(host) != id {
+		http.Error(w, "unknown host", http.StatusNotFound)
+		return nil, "", false
+	}
+	return host, id, true
+}
+
+func (s *Server) instructions(w http.ResponseWriter, r *http.Request) {
+	host, _, ok := s.agentHost(w, r)
+	if !ok {
+		return
+	}
+	ins, err := s.instructionsFor(r.Context(), host)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(ins)
+}
+
+func (s *Server) instructionsFor(ctx context.Context, host *metal3v1.BareMetalHost) (*deployapi.Instructions, error) {
+	gen := Generation(host)
+	switch {
+	case gen == "":
+		return &deployapi.Instructions{Action: deployapi.ActionWait}, nil
+	case host.Status.Provisioning.State == metal3v1.StateDeprovisioning:
+		return &deployapi.Instructions{Action: deployapi.ActionClean, Generation: gen}, nil
+	}
+	ins := &deployapi.Instructions{Action: deployapi.ActionDeploy, Generation: gen, Image: &deployapi.Image{
+		URL: host.Spec.Image.URL, Checksum: host.Spec.Image.Checksum, ChecksumType: string(host.Spec.Image.ChecksumType),
+	}}
+	if f := host.Spec.Image.DiskFormat; f != nil {
+		ins.Image.Format = *f
+	}
+	if h := host.Spec.RootDeviceHints; h != nil {
+		ins.RootDeviceHints = &deployapi.RootDeviceHints{
+			DeviceName: h.DeviceName, HCTL: h.HCTL, Model: h.Model, Vendor: h.Vendor, SerialNumber: h.SerialNumber,
+			MinSizeGigabytes: h.MinSizeGigabytes, WWN: h.WWN, Rotational: h.Rotational,
+		}
+	}
+	var err error
+	if ins.UserData, err = s.secretData(ctx, host.Namespace, host.Spec.UserData, "userData", "value"); err != nil {
+		return nil, err
+	}
+	netRef := host.Spec.NetworkData
+	if netRef == nil && host.Spec.PreprovisioningNetworkDataName != "" {
+		netRef = &corev1.SecretReference{Name: host.Spec.PreprovisioningNetworkDataName}
+	}
+	if ins.NetworkData, err = s.secretData(ctx, host.Namespace, netRef, "networkData", "nmstate"); err != nil {
+		return nil, err
+	}
+	if ins.MetaData, err = s.secretData(ctx, host.Namespace, host.Spec.MetaData, "metaData"); err != nil {
+		return nil, err
+	}
+	if ins.MetaData == nil {
+		ins.MetaData, _ = json.Marshal(map[string]string{"uuid": string(host.UID), "name": host.Name, "local-hostname": host.Name})
+	}
+	return ins, nil
+}
+
+func (s *Server) secretData(ctx context.Context, ns string, ref *corev1.SecretReference, keys ...string) ([]byte, error) {
+	if ref == nil || ref.Name == "" {
+		return nil, nil
+	}
+	if ref.Namespace != "" {
+		ns = ref.Namespace
+	}
+	sec := &corev1.Secret{}
+	if err := s.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, sec); err != nil {
+		return nil, fmt.Errorf("reading Secret %s/%s: %w", ns, ref.Name, err)
+	}
+	for _, k := range keys {
+		if v, ok := sec.Data[k]; ok {
+			return v, nil
+		}
+	}
+	return nil, fmt.Errorf("Secret %s/%s has none of the keys %v", ns, ref.Name, keys)
+}
+
+func (s *Server) status(w http.ResponseWriter, r *http.Request) {
+	host, id, ok := s.agentHost(w, r)
+	if !ok {
+		return
+	}
+	var rep deployapi.StatusReport
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&rep); err != nil {
+		http.Error(w, "invalid report: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	prev, had := s.reports[id]
+	s.reports[id] = rep
+	s.mu.Unlock()
+	if !had || prev.Phase != rep.Phase || prev.Generation != rep.Generation {
+		select {
+		case s.Events <- event.GenericEvent{Object: host}:
+		default: // the reconciler will see the report on its next pass
+		}
+	}
+	w.WriteHeader(http.StatusAccepted)
+}

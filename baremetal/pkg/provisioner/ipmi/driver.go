@@ -1,0 +1,172 @@
+// Package ipmi is the IPMI driver of the host engine: power and the boot
+// device over IPMI v2.0 (lanplus) through github.com/bougou/go-ipmi. IPMI
+// has no virtual media and no inventory: the deploy image boots over PXE,
+// and inspection reports ErrNotSupported (use the hardwaredetails
+// annotation or inspect.metal3.io: disabled).
+package ipmi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	ipmiclient "github.com/bougou/go-ipmi/pkg/client"
+	"github.com/bougou/go-ipmi/pkg/command/chassis"
+	ipmitypes "github.com/bougou/go-ipmi/pkg/types"
+
+	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
+	"github.com/metalshift/metalshift/baremetal/pkg/provisioner"
+)
+
+// Driver drives one machine over IPMI. It opens a session per call, as
+// BMCs limit concurrent sessions.
+type Driver struct {
+	host    string
+	port    int
+	creds   provisioner.Credentials
+	timeout time.Duration
+}
+
+var _ provisioner.Provisioner = &Driver{}
+
+// New returns a driver for a parsed ipmi:// address.
+func New(addr provisioner.Address, creds provisioner.Credentials, timeout time.Duration) (*Driver, error) {
+	host, portStr, err := net.SplitHostPort(addr.Endpoint)
+	if err != nil {
+		return nil, err
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil {
+		return nil, fmt.Errorf("invalid IPMI port %q", portStr)
+	}
+	if timeout == 0 {
+		timeout = 10 * time.Second
+	}
+	return &Driver{host: host, port: port, creds: creds, timeout: timeout}, nil
+}
+
+func (d *Driver) session(ctx context.Context, fn func(*ipmiclient.Client) error) error {
+	c, err := ipmiclient.NewClient(d.host, d.port, d.creds.Username, d.creds.Password)
+	if err != nil {
+		return err
+	}
+	c = c.WithInterface(ipmiclient.InterfaceLanplus).WithTimeout(d.timeout)
+	ctx, cancel := context.WithTimeout(ctx, 3*d.timeout)
+	defer cancel()
+	if err := c.Connect(ctx); err != nil {
+		return translate(err)
+	}
+	defer c.Close(ctx) //nolint:errcheck // closing the session is best effort
+	return translate(fn(c))
+}
+
+func translate(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := strings.ToLower(err.Error())
+	switch {
+	case strings.Contains(msg, "password") || strings.Contains(msg, "unauthorized") || strings.Contains(msg, "authentication") || strings.Contains(msg, "rakp"):
+		return fmt.Errorf("%w: %v", provisioner.ErrCredentials, err)
+	case strings.Contains(msg, "timeout") || strings.Contains(msg, "refused") || strings.Contains(msg, "deadline"):
+		return fmt.Errorf("%w: %v", provisioner.ErrUnreachable, err)
+	}
+	var ne net.Error
+	if errors.As(err, &ne) {
+		return fmt.Errorf("%w: %v", provisioner.ErrUnreachable, err)
+	}
+	return err
+}
+
+// Register opens a session and reads the chassis status.
+func (d *Driver) Register(ctx context.Context) error {
+	_, err := d.PowerState(ctx)
+	return err
+}
+
+// PowerState reads the chassis power state.
+func (d *Driver) PowerState(ctx context.Context) (on bool, err error) {
+	err = d.session(ctx, func(c *ipmiclient.Client) error {
+		st, err := c.GetChassisStatus(ctx)
+		if err != nil {
+			return err
+		}
+		on = st.PowerIsOn
+		return nil
+	})
+	return on, err
+}
+
+func (d *Driver) control(ctx context.Context, ctl chassis.ChassisControl) error {
+	return d.session(ctx, func(c *ipmiclient.Client) error {
+		_, err := c.ChassisControl(ctx, ctl)
+		return err
+	})
+}
+
+// PowerOn powers the machine on.
+func (d *Driver) PowerOn(ctx context.Context) error {
+	if on, err := d.PowerState(ctx); err != nil || on {
+		return err
+	}
+	return d.control(ctx, chassis.ChassisControlPowerUp)
+}
+
+// PowerOff powers the machine off.
+func (d *Driver) PowerOff(ctx context.Context) error {
+	if on, err := d.PowerState(ctx); err != nil || !on {
+		return err
+	}
+	return d.control(ctx, chassis.ChassisControlPowerDown)
+}
+
+// Reboot power-cycles the machine, or powers it on when it is off.
+func (d *Driver) Reboot(ctx context.Context, _ bool) error {
+	on, err := d.PowerState(ctx)
+	if err != nil {
+		return err
+	}
+	if !on {
+		return d.control(ctx, chassis.ChassisControlPowerUp)
+	}
+	return d.control(ctx, chassis.ChassisControlHardReset)
+}
+
+// Inspect is not possible over IPMI.
+func (d *Driver) Inspect(context.Context) (*metal3v1.HardwareDetails, error) {
+	return nil, fmt.Errorf("%w: IPMI offers no hardware inventory", provisioner.ErrNotSupported)
+}
+
+func bootType(uefi bool) ipmitypes.BIOSBootType {
+	if uefi {
+		return ipmitypes.BIOSBootTypeEFI
+	}
+	return ipmitypes.BIOSBootTypeLegacy
+}
+
+// BootDeployImage sets PXE for the next boot and restarts the machine.
+func (d *Driver) BootDeployImage(ctx context.Context, _ provisioner.DeployImage, uefi bool) error {
+	if err := d.session(ctx, func(c *ipmiclient.Client) error {
+		return c.SetBootDevice(ctx, ipmitypes.BootDeviceSelectorForcePXE, bootType(uefi), false)
+	}); err != nil {
+		return err
+	}
+	return d.Reboot(ctx, false)
+}
+
+// BootDisk makes the disk the persistent boot device and sets the power.
+func (d *Driver) BootDisk(ctx context.Context, uefi, powerOn bool) error {
+	if err := d.session(ctx, func(c *ipmiclient.Client) error {
+		return c.SetBootDevice(ctx, ipmitypes.BootDeviceSelectorForceHardDrive, bootType(uefi), true)
+	}); err != nil {
+		return err
+	}
+	if powerOn {
+		return d.Reboot(ctx, false)
+	}
+	return d.PowerOff(ctx)
+}

@@ -1,0 +1,89 @@
+package baremetalhost
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+
+	"sigs.k8s.io/cluster-api/util/conditions"
+
+	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
+	"github.com/metalshift/metalshift/baremetal/pkg/provisioner"
+)
+
+// DeployAgentBootedCondition is metalshift's own condition on a
+// BareMetalHost: True while the deploy agent was booted for the request
+// named in its message. It lets a restarted engine wait for the agent's
+// report instead of booting the agent (and writing the disk) again.
+const DeployAgentBootedCondition = "DeployAgentBooted"
+
+// hostScope is what a state handler works with, filled by Reconcile.
+type hostScope struct {
+	// host is the object being reconciled; handlers change its status.
+	host *metal3v1.BareMetalHost
+	// prov drives the host's BMC; nil when it could not be built, and
+	// provErr then says why.
+	prov    provisioner.Provisioner
+	provErr actionResult
+	// creds is the credentials Secret, when it was read.
+	creds *corev1.Secret
+
+	recorder events.EventRecorder
+	now      func() time.Time
+
+	// Changes outside the status that Reconcile applies after the handler.
+	removeFinalizer   bool
+	removeAnnotations []string
+	archToSet         string
+}
+
+func (s *hostScope) requireProvisioner() actionResult {
+	if s.prov == nil {
+		return s.provErr
+	}
+	return nil
+}
+
+func (s *hostScope) uefi() bool { return s.host.BootModeOrDefault() != metal3v1.Legacy }
+
+func (s *hostScope) markGoodCredentials() {
+	if s.creds == nil {
+		return
+	}
+	s.host.Status.GoodCredentials = metal3v1.CredentialsStatus{
+		Reference: &corev1.SecretReference{Name: s.creds.Name, Namespace: s.creds.Namespace},
+		Version:   s.creds.ResourceVersion,
+	}
+}
+
+// setAgentBooted records whether the deploy agent is booted and for which request.
+func (s *hostScope) setAgentBooted(booted bool, reason, msg string) {
+	status := metav1.ConditionFalse
+	if booted {
+		status = metav1.ConditionTrue
+	}
+	conditions.Set(s.host, metav1.Condition{Type: DeployAgentBootedCondition, Status: status, Reason: reason, Message: msg})
+}
+
+// agentBootedFor returns when the agent was booted for request gen, if it was.
+func (s *hostScope) agentBootedFor(gen string) (time.Time, bool) {
+	c := conditions.Get(s.host, DeployAgentBootedCondition)
+	if c == nil || c.Status != metav1.ConditionTrue || gen == "" || !strings.HasSuffix(c.Message, " "+gen) {
+		return time.Time{}, false
+	}
+	return c.LastTransitionTime.Time, true
+}
+
+func (s *hostScope) event(eventType, reason, action, format string, args ...any) {
+	if s.recorder != nil {
+		s.recorder.Eventf(s.host, nil, eventType, reason, action, format, args...)
+	}
+}
+
+// errorMessage keeps the text of an error; it never holds credentials
+// because no handler puts them in a message.
+func errorMessage(format string, args ...any) string { return fmt.Sprintf(format, args...) }

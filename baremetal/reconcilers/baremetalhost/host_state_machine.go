@@ -1,0 +1,400 @@
+package baremetalhost
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
+	"github.com/metalshift/metalshift/baremetal/deployserver"
+	"github.com/metalshift/metalshift/baremetal/pkg/deployapi"
+	"github.com/metalshift/metalshift/baremetal/pkg/provisioner"
+)
+
+// How often stable states re-read the power state, and how long the engine
+// waits for a deploy agent before booting it again.
+const (
+	powerPollInterval = 60 * time.Second
+	agentPollInterval = 5 * time.Second
+	agentTimeout      = 30 * time.Minute
+)
+
+// stateHandler runs the work of one state.
+type stateHandler func(ctx context.Context, s *hostScope) actionResult
+
+// stateMachine maps every state to its handler. A state missing here is a
+// bug and fails loudly.
+func (r *Reconciler) stateMachine() map[metal3v1.ProvisioningState]stateHandler {
+	return map[metal3v1.ProvisioningState]stateHandler{
+		metal3v1.StateNone:                    r.handleNone,
+		metal3v1.StateUnmanaged:               r.handleUnmanaged,
+		metal3v1.StateRegistering:             r.handleRegistering,
+		metal3v1.StateInspecting:              r.handleInspecting,
+		metal3v1.StatePreparing:               r.handlePreparing,
+		metal3v1.StateAvailable:               r.handleAvailable,
+		metal3v1.StateProvisioning:            r.handleProvisioning,
+		metal3v1.StateProvisioned:             r.handleProvisioned,
+		metal3v1.StateDeprovisioning:          r.handleDeprovisioning,
+		metal3v1.StateExternallyProvisioned:   r.handleExternallyProvisioned,
+		metal3v1.StatePoweringOffBeforeDelete: r.handlePoweringOffBeforeDelete,
+		metal3v1.StateDeleting:                r.handleDeleting,
+	}
+}
+
+// allowedTransitions lists where each state may go; anything else is a bug.
+var allowedTransitions = map[metal3v1.ProvisioningState][]metal3v1.ProvisioningState{
+	metal3v1.StateNone:                  {metal3v1.StateUnmanaged, metal3v1.StateRegistering},
+	metal3v1.StateUnmanaged:             {metal3v1.StateRegistering},
+	metal3v1.StateRegistering:           {metal3v1.StateInspecting, metal3v1.StatePreparing, metal3v1.StateExternallyProvisioned, metal3v1.StateUnmanaged},
+	metal3v1.StateInspecting:            {metal3v1.StatePreparing, metal3v1.StateExternallyProvisioned},
+	metal3v1.StatePreparing:             {metal3v1.StateAvailable},
+	metal3v1.StateAvailable:             {metal3v1.StateProvisioning, metal3v1.StateExternallyProvisioned, metal3v1.StateInspecting},
+	metal3v1.StateProvisioning:          {metal3v1.StateProvisioned, metal3v1.StateDeprovisioning},
+	metal3v1.StateProvisioned:           {metal3v1.StateDeprovisioning},
+	metal3v1.StateDeprovisioning:        {metal3v1.StateAvailable},
+	metal3v1.StateExternallyProvisioned: {metal3v1.StatePreparing},
+	metal3v1.StatePoweringOffBeforeDelete: {metal3v1.StateDeleting},
+	metal3v1.StateDeleting:              {},
+}
+
+// errIllegalTransition is a programming error in a handler.
+var errIllegalTransition = errors.New("illegal state transition")
+
+func checkTransition(from, to metal3v1.ProvisioningState) error {
+	if to == metal3v1.StatePoweringOffBeforeDelete || to == metal3v1.StateDeleting {
+		return nil // deletion may start from anywhere
+	}
+	for _, ok := range allowedTransitions[from] {
+		if ok == to {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: %q → %q", errIllegalTransition, from, to)
+}
+
+func (r *Reconciler) handleNone(_ context.Context, s *hostScope) actionResult {
+	if s.host.Spec.BMC.Address == "" {
+		return complete(metal3v1.StateUnmanaged)
+	}
+	return complete(metal3v1.StateRegistering)
+}
+
+func (r *Reconciler) handleUnmanaged(_ context.Context, s *hostScope) actionResult {
+	if s.host.Spec.BMC.Address == "" || s.host.Spec.BMC.CredentialsName == "" {
+		s.host.Status.OperationalStatus = metal3v1.OperationalStatusDiscovered
+		return wait(0) // the spec changing wakes us
+	}
+	return complete(metal3v1.StateRegistering)
+}
+
+// handleRegistering checks the BMC answers and accepts the credentials.
+func (r *Reconciler) handleRegistering(ctx context.Context, s *hostScope) actionResult {
+	if s.host.Spec.BMC.Address == "" {
+		return complete(metal3v1.StateUnmanaged)
+	}
+	if res := s.requireProvisioner(); res != nil {
+		return res
+	}
+	if err := s.prov.Register(ctx); err != nil {
+		return registrationError(s, err)
+	}
+	s.markGoodCredentials()
+	switch {
+	case s.host.Spec.ExternallyProvisioned:
+		return complete(metal3v1.StateExternallyProvisioned)
+	case s.host.Status.HardwareDetails == nil:
+		return complete(metal3v1.StateInspecting)
+	}
+	return complete(metal3v1.StatePreparing)
+}
+
+func registrationError(s *hostScope, err error) actionResult {
+	addr := s.host.Spec.BMC.Address
+	switch {
+	case errors.Is(err, provisioner.ErrCredentials):
+		return fail(metal3v1.RegistrationError, fmt.Sprintf("The BMC at %s refused the credentials in Secret %s: fix username and password there", addr, s.host.Spec.BMC.CredentialsName))
+	case errors.Is(err, provisioner.ErrUnreachable):
+		return fail(metal3v1.RegistrationError, fmt.Sprintf("The BMC at %s did not answer: check the address and that it is reachable (%v)", addr, err))
+	}
+	return fail(metal3v1.RegistrationError, fmt.Sprintf("Registering with the BMC at %s failed: %v", addr, err))
+}
+
+// handleInspecting reads the hardware out of band, or takes it from the
+// hardwaredetails annotation when inspection is disabled.
+func (r *Reconciler) handleInspecting(ctx context.Context, s *hostScope) actionResult {
+	if s.host.InspectionDisabled() || s.host.Spec.ExternallyProvisioned {
+		if res := hardwareFromAnnotation(s); res != nil {
+			return res
+		}
+		return r.afterInspection(s)
+	}
+	if res := s.requireProvisioner(); res != nil {
+		return res
+	}
+	hw, err := s.prov.Inspect(ctx)
+	if errors.Is(err, provisioner.ErrNotSupported) {
+		if res := hardwareFromAnnotation(s); res != nil {
+			return res
+		}
+		return r.afterInspection(s)
+	}
+	if err != nil {
+		return fail(metal3v1.InspectionError, fmt.Sprintf("Inspecting over the BMC failed: %v", err))
+	}
+	s.host.Status.HardwareDetails = hw
+	if s.host.Spec.Architecture == "" && hw.CPU.Arch != "" {
+		s.archToSet = hw.CPU.Arch
+	}
+	return r.afterInspection(s)
+}
+
+func (r *Reconciler) afterInspection(s *hostScope) actionResult {
+	if s.host.Spec.ExternallyProvisioned {
+		return complete(metal3v1.StateExternallyProvisioned)
+	}
+	return complete(metal3v1.StatePreparing)
+}
+
+// hardwareFromAnnotation copies inspect.metal3.io/hardwaredetails to the status.
+func hardwareFromAnnotation(s *hostScope) actionResult {
+	raw, ok := s.host.Annotations[metal3v1.HardwareDetailsAnnotation]
+	if !ok {
+		return nil
+	}
+	hw := &metal3v1.HardwareDetails{}
+	if err := json.Unmarshal([]byte(raw), hw); err != nil {
+		return fail(metal3v1.InspectionError, fmt.Sprintf("Annotation %s is not valid hardware details JSON: %v", metal3v1.HardwareDetailsAnnotation, err))
+	}
+	s.host.Status.HardwareDetails = hw
+	return nil
+}
+
+// handlePreparing applies configuration before the host is offered; there
+// is none to apply yet (no RAID or firmware settings), so it passes.
+func (r *Reconciler) handlePreparing(_ context.Context, _ *hostScope) actionResult {
+	return complete(metal3v1.StateAvailable)
+}
+
+func (r *Reconciler) handleAvailable(ctx context.Context, s *hostScope) actionResult {
+	if s.host.Spec.ExternallyProvisioned {
+		return complete(metal3v1.StateExternallyProvisioned)
+	}
+	if s.host.WantsProvisioning() && s.host.Spec.Online {
+		return complete(metal3v1.StateProvisioning)
+	}
+	return r.managePower(ctx, s)
+}
+
+// handleProvisioning boots the deploy agent, waits for its report, then
+// boots the host from its disk.
+func (r *Reconciler) handleProvisioning(ctx context.Context, s *hostScope) actionResult {
+	if !s.host.WantsProvisioning() {
+		return complete(metal3v1.StateDeprovisioning)
+	}
+	if s.host.Spec.Image == nil || s.host.Spec.Image.URL == "" {
+		return fail(metal3v1.ProvisioningError, fmt.Sprintf("customDeploy method %q needs a deploy image that provides it; metalshift's deploy agent writes spec.image", s.host.Spec.CustomDeploy.Method))
+	}
+	if res := s.requireProvisioner(); res != nil {
+		return res
+	}
+	if rep, ok := r.Deploy.Report(s.host); ok {
+		switch rep.Phase {
+		case deployapi.PhaseDone:
+			if err := s.prov.BootDisk(ctx, s.uefi(), s.host.Spec.Online); err != nil {
+				return fail(metal3v1.ProvisioningError, fmt.Sprintf("Booting the host from its disk failed: %v", err))
+			}
+			s.host.Status.Provisioning.Image = *s.host.Spec.Image
+			s.host.Status.Provisioning.RootDeviceHints = s.host.Spec.RootDeviceHints.DeepCopy()
+			s.host.Status.Provisioning.BootMode = s.host.BootModeOrDefault()
+			s.host.Status.Provisioning.CustomDeploy = s.host.Spec.CustomDeploy.DeepCopy()
+			s.host.Status.PoweredOn = s.host.Spec.Online
+			s.setAgentBooted(false, "Deployed", fmt.Sprintf("The image was written to %s", rep.RootDevice))
+			r.Deploy.Forget(s.host)
+			return complete(metal3v1.StateProvisioned)
+		case deployapi.PhaseFailed:
+			s.setAgentBooted(false, "DeployFailed", rep.Message)
+			r.Deploy.Forget(s.host)
+			return fail(metal3v1.ProvisioningError, "The deploy agent failed: "+rep.Message)
+		}
+	}
+	return r.bootAgent(ctx, s, metal3v1.ProvisioningError)
+}
+
+// bootAgent boots the deploy image unless it was booted for this request
+// already (the condition survives engine restarts), and waits for reports.
+func (r *Reconciler) bootAgent(ctx context.Context, s *hostScope, errType metal3v1.ErrorType) actionResult {
+	if since, ok := s.agentBootedFor(deployserver.Generation(s.host)); ok {
+		if r.Clock.Since(since) < agentTimeout {
+			return wait(agentPollInterval)
+		}
+		s.setAgentBooted(false, "AgentTimeout", "The deploy agent did not report in time; booting it again")
+		return fail(errType, fmt.Sprintf("The deploy agent did not report within %s: check that the host can reach the engine", agentTimeout))
+	}
+	if err := s.prov.BootDeployImage(ctx, r.Deploy.DeployImage(s.host), s.uefi()); err != nil {
+		if errors.Is(err, provisioner.ErrMedia) {
+			return fail(errType, fmt.Sprintf("The BMC could not attach the deploy image: %v", err))
+		}
+		return fail(errType, fmt.Sprintf("Booting the deploy image failed: %v", err))
+	}
+	s.host.Status.PoweredOn = true
+	s.setAgentBooted(true, "Booted", "The deploy image was booted for request "+deployserver.Generation(s.host))
+	return wait(agentPollInterval)
+}
+
+func (r *Reconciler) handleProvisioned(ctx context.Context, s *hostScope) actionResult {
+	if !s.host.WantsProvisioning() || !s.host.ProvisionedMatchesSpec() {
+		return complete(metal3v1.StateDeprovisioning)
+	}
+	return r.managePower(ctx, s)
+}
+
+// handleDeprovisioning cleans disk metadata through the agent (unless
+// automated cleaning is disabled), then powers the host off.
+func (r *Reconciler) handleDeprovisioning(ctx context.Context, s *hostScope) actionResult {
+	if res := s.requireProvisioner(); res != nil {
+		return res
+	}
+	if s.host.Spec.AutomatedCleaningMode != metal3v1.CleaningModeDisabled {
+		rep, ok := r.Deploy.Report(s.host)
+		switch {
+		case ok && rep.Phase == deployapi.PhaseFailed:
+			s.setAgentBooted(false, "CleanFailed", rep.Message)
+			r.Deploy.Forget(s.host)
+			return fail(metal3v1.ProvisioningError, "Cleaning the disks failed: "+rep.Message)
+		case !ok || rep.Phase != deployapi.PhaseDone:
+			return r.bootAgent(ctx, s, metal3v1.ProvisioningError)
+		}
+	}
+	if err := s.prov.BootDisk(ctx, s.uefi(), false); err != nil {
+		return fail(metal3v1.ProvisioningError, fmt.Sprintf("Powering the host off after deprovisioning failed: %v", err))
+	}
+	r.Deploy.Forget(s.host)
+	s.host.Status.PoweredOn = false
+	s.host.Status.Provisioning.Image = metal3v1.Image{}
+	s.host.Status.Provisioning.CustomDeploy = nil
+	s.host.Status.Provisioning.RootDeviceHints = nil
+	s.setAgentBooted(false, "Deprovisioned", "The host was deprovisioned")
+	return complete(metal3v1.StateAvailable)
+}
+
+func (r *Reconciler) handleExternallyProvisioned(ctx context.Context, s *hostScope) actionResult {
+	if !s.host.Spec.ExternallyProvisioned {
+		return complete(metal3v1.StatePreparing)
+	}
+	return r.managePower(ctx, s)
+}
+
+func (r *Reconciler) handlePoweringOffBeforeDelete(ctx context.Context, s *hostScope) actionResult {
+	if s.prov == nil {
+		// Without working credentials the host cannot be powered off; it is
+		// released as it is.
+		return complete(metal3v1.StateDeleting)
+	}
+	if err := s.prov.PowerOff(ctx); err != nil {
+		if errors.Is(err, provisioner.ErrCredentials) {
+			return complete(metal3v1.StateDeleting)
+		}
+		return fail(metal3v1.PowerManagementError, fmt.Sprintf("Powering off before delete failed: %v", err))
+	}
+	s.host.Status.PoweredOn = false
+	return complete(metal3v1.StateDeleting)
+}
+
+func (r *Reconciler) handleDeleting(_ context.Context, s *hostScope) actionResult {
+	r.Deploy.Forget(s.host)
+	s.removeFinalizer = true
+	return wait(0)
+}
+
+// managePower handles reboot requests and keeps the power as spec.online
+// says, correcting drift.
+func (r *Reconciler) managePower(ctx context.Context, s *hostScope) actionResult {
+	if res := s.requireProvisioner(); res != nil {
+		return res
+	}
+	if keys := rebootAnnotations(s.host); len(keys) > 0 {
+		if err := s.prov.Reboot(ctx, rebootSoft(s.host, keys)); err != nil {
+			return fail(metal3v1.PowerManagementError, fmt.Sprintf("Rebooting failed: %v", err))
+		}
+		s.removeAnnotations = keys
+		s.host.Status.PoweredOn = true
+		s.event(corev1.EventTypeNormal, "Rebooted", "Reboot", "The host was rebooted as requested by %s", strings.Join(keys, ", "))
+		if !s.host.Spec.Online {
+			return wait(time.Second) // power it off again below on the next pass
+		}
+		return wait(powerPollInterval)
+	}
+	on, err := s.prov.PowerState(ctx)
+	if err != nil {
+		return fail(metal3v1.PowerManagementError, fmt.Sprintf("Reading the power state failed: %v", err))
+	}
+	s.host.Status.PoweredOn = on
+	if on == s.host.Spec.Online {
+		return wait(powerPollInterval)
+	}
+	if s.host.Spec.Online {
+		err = s.prov.PowerOn(ctx)
+	} else {
+		err = s.prov.PowerOff(ctx)
+	}
+	if err != nil {
+		return fail(metal3v1.PowerManagementError, fmt.Sprintf("Changing the power to online=%t failed: %v", s.host.Spec.Online, err))
+	}
+	s.event(corev1.EventTypeNormal, "PowerChanged", "Power", "Powered the host %s to match spec.online", map[bool]string{true: "on", false: "off"}[s.host.Spec.Online])
+	s.host.Status.PoweredOn = s.host.Spec.Online
+	return wait(powerPollInterval)
+}
+
+// rebootAnnotations returns the reboot.metal3.io annotations on host.
+func rebootAnnotations(host *metal3v1.BareMetalHost) []string {
+	var keys []string
+	for k := range host.Annotations {
+		if k == metal3v1.RebootAnnotationPrefix || strings.HasPrefix(k, metal3v1.RebootAnnotationPrefix+"/") {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+// rebootSoft is true when every reboot annotation asks for a soft reboot.
+func rebootSoft(host *metal3v1.BareMetalHost, keys []string) bool {
+	for _, k := range keys {
+		var args struct{ Mode string }
+		if json.Unmarshal([]byte(host.Annotations[k]), &args) != nil || args.Mode != "soft" {
+			return false
+		}
+	}
+	return true
+}
+
+// operationFor returns the history entry a state belongs to.
+func operationFor(h *metal3v1.OperationHistory, state metal3v1.ProvisioningState) *metal3v1.OperationMetric {
+	switch state {
+	case metal3v1.StateRegistering:
+		return &h.Register
+	case metal3v1.StateInspecting:
+		return &h.Inspect
+	case metal3v1.StateProvisioning:
+		return &h.Provision
+	case metal3v1.StateDeprovisioning:
+		return &h.Deprovision
+	}
+	return nil
+}
+
+// recordTransition updates the operation history when leaving from and
+// entering to.
+func recordTransition(h *metal3v1.OperationHistory, from, to metal3v1.ProvisioningState, now metav1.Time) {
+	if op := operationFor(h, from); op != nil {
+		op.End = now
+	}
+	if op := operationFor(h, to); op != nil {
+		*op = metal3v1.OperationMetric{Start: now}
+	}
+}

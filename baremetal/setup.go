@@ -1,0 +1,115 @@
+package baremetal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/metalshift/metalshift/baremetal/deployserver"
+	"github.com/metalshift/metalshift/baremetal/pkg/provisioner"
+	"github.com/metalshift/metalshift/baremetal/pkg/provisioner/factory"
+	"github.com/metalshift/metalshift/baremetal/reconcilers/baremetalhost"
+)
+
+// Options configure the host engine.
+type Options struct {
+	// DeployListenAddr is where the deploy server listens, e.g. 127.0.0.1:6180.
+	DeployListenAddr string
+	// DeployURL is how hosts reach the deploy server; defaults to
+	// http://<DeployListenAddr>.
+	DeployURL string
+	// SigningKey signs deploy URLs and agent tokens; keep it across restarts.
+	SigningKey []byte
+	// Provisioners overrides the BMC drivers (tests).
+	Provisioners provisioner.Factory
+	// BackoffBase is the first retry delay after an error; 0 means 2s.
+	BackoffBase time.Duration
+	// Concurrency is the number of hosts reconciled at once; 0 means 20.
+	Concurrency int
+}
+
+// Setup starts the deploy server and registers the BareMetalHost reconciler.
+func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
+	if opts.DeployListenAddr == "" {
+		return errors.New("the host engine needs a deploy server address")
+	}
+	if opts.DeployURL == "" {
+		opts.DeployURL = "http://" + opts.DeployListenAddr
+	}
+	if opts.Provisioners == nil {
+		opts.Provisioners = factory.New(factory.Options{})
+	}
+	if opts.Concurrency == 0 {
+		opts.Concurrency = 20
+	}
+	ds, err := deployserver.New(deployserver.Options{Client: mgr.GetAPIReader(), Key: opts.SigningKey, BaseURL: opts.DeployURL})
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(httpServer(opts.DeployListenAddr, ds.Handler())); err != nil {
+		return err
+	}
+	secrets, err := secretMetadataCache(mgr)
+	if err != nil {
+		return err
+	}
+	return (&baremetalhost.Reconciler{
+		Client:       mgr.GetClient(),
+		APIReader:    mgr.GetAPIReader(),
+		Recorder:     mgr.GetEventRecorder("metalshift-host-engine"),
+		Provisioners: opts.Provisioners,
+		Deploy:       ds,
+		BackoffBase:  opts.BackoffBase,
+	}).SetupWithManager(ctx, mgr, secrets, controller.Options{MaxConcurrentReconciles: opts.Concurrency})
+}
+
+// secretMetadataCache watches every Secret, keeping no data, so that a
+// fixed credentials Secret wakes its hosts. (The manager's own cache only
+// holds Cluster API's labelled Secrets.)
+func secretMetadataCache(mgr ctrl.Manager) (cache.Cache, error) {
+	c, err := cache.New(mgr.GetConfig(), cache.Options{
+		Scheme: mgr.GetScheme(),
+		Mapper: mgr.GetRESTMapper(),
+		ByObject: map[client.Object]cache.ByObject{&corev1.Secret{}: {Transform: func(in any) (any, error) {
+			if s, ok := in.(*corev1.Secret); ok {
+				s.Data, s.StringData, s.ManagedFields = nil, nil, nil
+			}
+			return in, nil
+		}}},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c, mgr.Add(c)
+}
+
+// httpServer runs h on addr for the life of the manager.
+func httpServer(addr string, h http.Handler) manager.Runnable {
+	return manager.RunnableFunc(func(ctx context.Context) error {
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			return fmt.Errorf("deploy server: %w", err)
+		}
+		srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+		go func() {
+			<-ctx.Done()
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = srv.Shutdown(sctx)
+		}()
+		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	})
+}
