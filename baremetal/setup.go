@@ -36,6 +36,8 @@ type Options struct {
 	BackoffBase time.Duration
 	// Concurrency is the number of hosts reconciled at once; 0 means 20.
 	Concurrency int
+	// PowerPollInterval is how often stable hosts' power is checked; 0 means 60s.
+	PowerPollInterval time.Duration
 }
 
 // Setup starts the deploy server and registers the BareMetalHost reconciler.
@@ -64,12 +66,13 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		return err
 	}
 	return (&baremetalhost.Reconciler{
-		Client:       mgr.GetClient(),
-		APIReader:    mgr.GetAPIReader(),
-		Recorder:     mgr.GetEventRecorder("metalshift-host-engine"),
-		Provisioners: opts.Provisioners,
-		Deploy:       ds,
-		BackoffBase:  opts.BackoffBase,
+		Client:            mgr.GetClient(),
+		APIReader:         mgr.GetAPIReader(),
+		Recorder:          mgr.GetEventRecorder("metalshift-host-engine"),
+		Provisioners:      opts.Provisioners,
+		Deploy:            ds,
+		BackoffBase:       opts.BackoffBase,
+		PowerPollInterval: opts.PowerPollInterval,
 	}).SetupWithManager(ctx, mgr, secrets, controller.Options{MaxConcurrentReconciles: opts.Concurrency})
 }
 

@@ -29,6 +29,10 @@ const (
 	IPXEPath   = "/images/deploy.ipxe"
 	KernelPath = "/images/deploy-kernel"
 	InitrdPath = "/images/deploy-initrd"
+	// PXEPath is where network-booting hosts find their iPXE script by the
+	// MAC address they boot from (the provisioning network's DHCP points
+	// iPXE at PXEPath${net0/mac}).
+	PXEPath = "/boot/by-mac/"
 )
 
 // Server serves hosts. Create it with New.
@@ -140,6 +144,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET "+IPXEPath, s.serveIPXE)
 	mux.HandleFunc("GET "+KernelPath, s.serveKernel)
 	mux.HandleFunc("GET "+InitrdPath, s.serveKernel)
+	mux.HandleFunc("GET "+PXEPath+"{mac}", s.serveByMAC)
 	mux.HandleFunc("GET /deploy/v1/hosts/{id}/instructions", s.instructions)
 	mux.HandleFunc("POST /deploy/v1/hosts/{id}/status", s.status)
 	return mux
@@ -313,4 +318,29 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	w.WriteHeader(http.StatusAccepted)
+}
+
+// serveByMAC answers a network-booting host: the deploy iPXE script when
+// the engine wants its agent, 404 (boot the next device) otherwise.
+func (s *Server) serveByMAC(w http.ResponseWriter, r *http.Request) {
+	mac := strings.ToLower(r.PathValue("mac"))
+	hosts := &metal3v1.BareMetalHostList{}
+	if err := s.client.List(r.Context(), hosts); err != nil {
+		http.Error(w, "listing hosts failed", http.StatusServiceUnavailable)
+		return
+	}
+	for i := range hosts.Items {
+		h := &hosts.Items[i]
+		if strings.ToLower(h.Spec.BootMACAddress) != mac || Generation(h) == "" {
+			continue
+		}
+		id := HostID(h)
+		exp := s.clock.Now().Add(s.ttl)
+		kernel := s.baseURL + KernelPath + "?" + deployapi.SignURLQuery(s.key, KernelPath, id, exp)
+		initrd := s.baseURL + InitrdPath + "?" + deployapi.SignURLQuery(s.key, InitrdPath, id, exp)
+		w.Header().Set("Content-Type", "text/plain")
+		_, _ = w.Write([]byte(imageservice.DeployIPXEScript(kernel, initrd, s.bootConfig(id))))
+		return
+	}
+	http.Error(w, "no network boot for "+mac, http.StatusNotFound)
 }

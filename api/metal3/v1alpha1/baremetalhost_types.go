@@ -362,8 +362,10 @@ type OperationHistory struct {
 // ProvisionStatus is where the host is in its lifecycle and what is on it.
 type ProvisionStatus struct {
 	// state of the host in the engine's state machine.
+	// +optional
 	State ProvisioningState `json:"state"`
 	// ID of the host in the engine.
+	// +optional
 	ID string `json:"ID"`
 	// image last written to the host.
 	// +optional
@@ -383,6 +385,7 @@ type ProvisionStatus struct {
 type BareMetalHostStatus struct {
 	// operationalStatus summarises whether the host can be managed.
 	// +kubebuilder:validation:Enum="";OK;discovered;error;delayed;detached;servicing
+	// +optional
 	OperationalStatus OperationalStatus `json:"operationalStatus"`
 
 	// errorType classifies the last error; empty when there is none.
@@ -403,6 +406,7 @@ type BareMetalHostStatus struct {
 	HardwareDetails *HardwareDetails `json:"hardware,omitempty"`
 
 	// provisioning is where the host is in its lifecycle.
+	// +optional
 	Provisioning ProvisionStatus `json:"provisioning"`
 
 	// goodCredentials are the last credentials that worked.
@@ -414,9 +418,11 @@ type BareMetalHostStatus struct {
 	TriedCredentials CredentialsStatus `json:"triedCredentials,omitempty"`
 
 	// errorMessage says what went wrong and what to do about it.
+	// +optional
 	ErrorMessage string `json:"errorMessage"`
 
 	// poweredOn is the power state last read from the BMC.
+	// +optional
 	PoweredOn bool `json:"poweredOn"`
 
 	// operationHistory records the timing of each phase.
@@ -425,6 +431,7 @@ type BareMetalHostStatus struct {
 
 	// errorCount counts errors since the last success; it drives the backoff.
 	// +kubebuilder:default:=0
+	// +optional
 	ErrorCount int `json:"errorCount"`
 
 	// conditions of the host.

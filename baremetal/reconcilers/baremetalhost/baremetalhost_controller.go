@@ -46,6 +46,9 @@ type Reconciler struct {
 	// BackoffBase is the first retry delay after an error; it doubles per
 	// consecutive error up to BackoffCap. Defaults: 2s and 5m.
 	BackoffBase, BackoffCap time.Duration
+	// PowerPollInterval is how often stable hosts have their power state
+	// checked against spec.online; 0 means 60s.
+	PowerPollInterval time.Duration
 
 	provs sync.Map // host key → *cachedProvisioner
 }
@@ -70,6 +73,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, sec
 	}
 	if r.BackoffCap == 0 {
 		r.BackoffCap = 5 * time.Minute
+	}
+	if r.PowerPollInterval == 0 {
+		r.PowerPollInterval = powerPollInterval
 	}
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &metal3v1.BareMetalHost{}, credentialsIndex, func(o client.Object) []string {
 		return []string{o.(*metal3v1.BareMetalHost).Spec.BMC.CredentialsName}
@@ -99,8 +105,11 @@ func (r *Reconciler) hostsForSecret(ctx context.Context, s *corev1.Secret) []rec
 
 // Reconcile runs the handler of the host's state once and applies its result.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+	// Read around the cache: a state handler acts on hardware, and a cached
+	// copy older than this reconciler's own last write would make it act
+	// twice (boot the deploy agent again, write the disk again).
 	host := &metal3v1.BareMetalHost{}
-	if err := r.Client.Get(ctx, req.NamespacedName, host); err != nil {
+	if err := r.APIReader.Get(ctx, req.NamespacedName, host); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.provs.Delete(req.String())
 			return ctrl.Result{}, nil

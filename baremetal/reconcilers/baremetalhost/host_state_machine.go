@@ -49,18 +49,18 @@ func (r *Reconciler) stateMachine() map[metal3v1.ProvisioningState]stateHandler 
 
 // allowedTransitions lists where each state may go; anything else is a bug.
 var allowedTransitions = map[metal3v1.ProvisioningState][]metal3v1.ProvisioningState{
-	metal3v1.StateNone:                  {metal3v1.StateUnmanaged, metal3v1.StateRegistering},
-	metal3v1.StateUnmanaged:             {metal3v1.StateRegistering},
-	metal3v1.StateRegistering:           {metal3v1.StateInspecting, metal3v1.StatePreparing, metal3v1.StateExternallyProvisioned, metal3v1.StateUnmanaged},
-	metal3v1.StateInspecting:            {metal3v1.StatePreparing, metal3v1.StateExternallyProvisioned},
-	metal3v1.StatePreparing:             {metal3v1.StateAvailable},
-	metal3v1.StateAvailable:             {metal3v1.StateProvisioning, metal3v1.StateExternallyProvisioned, metal3v1.StateInspecting},
-	metal3v1.StateProvisioning:          {metal3v1.StateProvisioned, metal3v1.StateDeprovisioning},
-	metal3v1.StateProvisioned:           {metal3v1.StateDeprovisioning},
-	metal3v1.StateDeprovisioning:        {metal3v1.StateAvailable},
-	metal3v1.StateExternallyProvisioned: {metal3v1.StatePreparing},
+	metal3v1.StateNone:                    {metal3v1.StateUnmanaged, metal3v1.StateRegistering},
+	metal3v1.StateUnmanaged:               {metal3v1.StateRegistering},
+	metal3v1.StateRegistering:             {metal3v1.StateInspecting, metal3v1.StatePreparing, metal3v1.StateExternallyProvisioned, metal3v1.StateUnmanaged},
+	metal3v1.StateInspecting:              {metal3v1.StatePreparing, metal3v1.StateExternallyProvisioned},
+	metal3v1.StatePreparing:               {metal3v1.StateAvailable},
+	metal3v1.StateAvailable:               {metal3v1.StateProvisioning, metal3v1.StateExternallyProvisioned, metal3v1.StateInspecting},
+	metal3v1.StateProvisioning:            {metal3v1.StateProvisioned, metal3v1.StateDeprovisioning},
+	metal3v1.StateProvisioned:             {metal3v1.StateDeprovisioning},
+	metal3v1.StateDeprovisioning:          {metal3v1.StateAvailable},
+	metal3v1.StateExternallyProvisioned:   {metal3v1.StatePreparing},
 	metal3v1.StatePoweringOffBeforeDelete: {metal3v1.StateDeleting},
-	metal3v1.StateDeleting:              {},
+	metal3v1.StateDeleting:                {},
 }
 
 // errIllegalTransition is a programming error in a handler.
@@ -328,7 +328,7 @@ func (r *Reconciler) managePower(ctx context.Context, s *hostScope) actionResult
 		if !s.host.Spec.Online {
 			return wait(time.Second) // power it off again below on the next pass
 		}
-		return wait(powerPollInterval)
+		return wait(r.PowerPollInterval)
 	}
 	on, err := s.prov.PowerState(ctx)
 	if err != nil {
@@ -336,7 +336,7 @@ func (r *Reconciler) managePower(ctx context.Context, s *hostScope) actionResult
 	}
 	s.host.Status.PoweredOn = on
 	if on == s.host.Spec.Online {
-		return wait(powerPollInterval)
+		return wait(r.PowerPollInterval)
 	}
 	if s.host.Spec.Online {
 		err = s.prov.PowerOn(ctx)
@@ -348,7 +348,7 @@ func (r *Reconciler) managePower(ctx context.Context, s *hostScope) actionResult
 	}
 	s.event(corev1.EventTypeNormal, "PowerChanged", "Power", "Powered the host %s to match spec.online", map[bool]string{true: "on", false: "off"}[s.host.Spec.Online])
 	s.host.Status.PoweredOn = s.host.Spec.Online
-	return wait(powerPollInterval)
+	return wait(r.PowerPollInterval)
 }
 
 // rebootAnnotations returns the reboot.metal3.io annotations on host.

@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
-	rf "github.com/metalshift/metalshift/baremetal/pkg/redfish"
 	"github.com/metalshift/metalshift/baremetal/pkg/provisioner"
+	rf "github.com/metalshift/metalshift/baremetal/pkg/redfish"
 )
 
 // Driver drives one machine over Redfish.

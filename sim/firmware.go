@@ -1,0 +1,188 @@
+package sim
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/metalshift/metalshift/agent/deploy"
+	"github.com/metalshift/metalshift/baremetal/pkg/deployapi"
+	"github.com/metalshift/metalshift/imageservice"
+	"github.com/metalshift/metalshift/sim/machine"
+)
+
+// What a machine runs, as machine.BootedOS reports it.
+const (
+	OSDeployAgent = "deploy-agent"
+	OSDisk        = "disk"
+	OSNone        = "no bootable device"
+)
+
+// Firmware boots simulated machines.
+type Firmware struct {
+	// HTTP fetches images and talks to the engine.
+	HTTP *http.Client
+	// BootURL is the provisioning network's boot server, as DHCP would
+	// announce it to PXE firmware; empty means no network boot.
+	BootURL string
+	// AgentPollInterval is the deploy agent's poll interval.
+	AgentPollInterval time.Duration
+	// OnDiskBoot, when set, runs when a machine boots a disk written by the
+	// deploy agent, with the config drive it found (the installed OS).
+	OnDiskBoot func(ctx context.Context, m *machine.Machine, cd deployapi.ConfigDrive)
+
+	mu   sync.Mutex
+	logs map[string][]string
+}
+
+// Boot implements machine.Firmware.
+func (f *Firmware) Boot(ctx context.Context, m *machine.Machine, from machine.BootTarget) {
+	var err error
+	switch from {
+	case machine.BootCd:
+		err = f.bootCD(ctx, m)
+	case machine.BootPxe:
+		err = f.bootPXE(ctx, m)
+	default:
+		err = f.bootDisk(ctx, m)
+	}
+	if err != nil && ctx.Err() == nil {
+		f.logf(m, "Boot from %s failed: %v", from, err)
+		m.SetBootedOS(OSNone)
+	}
+}
+
+// Log returns what a machine's console printed.
+func (f *Firmware) Log(id string) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.logs[id]...)
+}
+
+func (f *Firmware) logf(m *machine.Machine, format string, args ...any) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.logs == nil {
+		f.logs = map[string][]string{}
+	}
+	lines := append(f.logs[m.ID], fmt.Sprintf(format, args...))
+	if len(lines) > 200 {
+		lines = lines[len(lines)-200:]
+	}
+	f.logs[m.ID] = lines
+}
+
+func (f *Firmware) get(ctx context.Context, url string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := f.HTTP.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s", redact(url), resp.Status)
+	}
+	return io.ReadAll(io.LimitReader(resp.Body, 256<<20))
+}
+
+// redact drops the query (signatures) from a URL for logs.
+func redact(url string) string {
+	u, _, _ := strings.Cut(url, "?")
+	return u
+}
+
+// bootCD downloads the inserted image and boots it if it is a deploy ISO.
+func (f *Firmware) bootCD(ctx context.Context, m *machine.Machine) error {
+	url := m.Media()
+	if url == "" {
+		return f.bootDisk(ctx, m)
+	}
+	iso, err := f.get(ctx, url)
+	if err != nil {
+		return err
+	}
+	cfg, err := imageservice.ReadDeployISO(bytes.NewReader(iso))
+	if err != nil {
+		return fmt.Errorf("the virtual media is not bootable: %w", err)
+	}
+	return f.runAgent(ctx, m, cfg)
+}
+
+// bootPXE asks the boot server for an iPXE script by the first NIC's MAC.
+func (f *Firmware) bootPXE(ctx context.Context, m *machine.Machine) error {
+	if f.BootURL == "" || len(m.Hardware.NICs) == 0 {
+		return f.bootDisk(ctx, m)
+	}
+	script, err := f.get(ctx, strings.TrimSuffix(f.BootURL, "/")+"/boot/by-mac/"+m.Hardware.NICs[0].MAC)
+	if err != nil {
+		f.logf(m, "PXE: %v; booting the disk", err)
+		return f.bootDisk(ctx, m)
+	}
+	b, err := imageservice.ParseIPXEScript(string(script))
+	if err != nil {
+		return err
+	}
+	if _, err := f.get(ctx, b.KernelURL); err != nil {
+		return fmt.Errorf("loading the kernel: %w", err)
+	}
+	if b.InitrdURL != "" {
+		if _, err := f.get(ctx, b.InitrdURL); err != nil {
+			return fmt.Errorf("loading the initrd: %w", err)
+		}
+	}
+	cfg, err := imageservice.BootConfigFromArgs(b.Args)
+	if err != nil {
+		return err
+	}
+	return f.runAgent(ctx, m, cfg)
+}
+
+func (f *Firmware) runAgent(ctx context.Context, m *machine.Machine, cfg deployapi.BootConfig) error {
+	m.SetBootedOS(OSDeployAgent)
+	f.logf(m, "Deploy agent started for %s", cfg.HostID)
+	devs := make([]deploy.BlockDevice, 0, len(m.Hardware.Disks))
+	for _, d := range m.Hardware.Disks {
+		devs = append(devs, blockDevice{d})
+	}
+	return deploy.Run(ctx, deploy.Options{
+		Config: cfg, Devices: devs, HTTP: f.HTTP, PollInterval: f.AgentPollInterval,
+		Logf: func(format string, args ...any) { f.logf(m, format, args...) },
+	})
+}
+
+// bootDisk boots the first disk that holds a config drive.
+func (f *Firmware) bootDisk(ctx context.Context, m *machine.Machine) error {
+	for _, d := range m.Hardware.Disks {
+		cd, ok, err := deploy.ReadConfigDrive(d, d.SizeBytes)
+		if err != nil || !ok {
+			continue
+		}
+		m.SetBootedOS(OSDisk)
+		f.logf(m, "Booted %s", d.Name)
+		if f.OnDiskBoot != nil {
+			f.OnDiskBoot(ctx, m, cd)
+		}
+		return nil
+	}
+	m.SetBootedOS(OSNone)
+	f.logf(m, "No bootable device")
+	return nil
+}
+
+// blockDevice adapts a simulated disk to the agent's block devices.
+type blockDevice struct{ d *machine.Disk }
+
+func (b blockDevice) ReadAt(p []byte, off int64) (int, error)  { return b.d.ReadAt(p, off) }
+func (b blockDevice) WriteAt(p []byte, off int64) (int, error) { return b.d.WriteAt(p, off) }
+func (b blockDevice) Info() deploy.DeviceInfo {
+	return deploy.DeviceInfo{Name: b.d.Name, Model: b.d.Model, Vendor: b.d.Vendor, SerialNumber: b.d.SerialNumber,
+		WWN: b.d.WWN, HCTL: b.d.HCTL, SizeBytes: b.d.SizeBytes, Rotational: b.d.Rotational}
+}

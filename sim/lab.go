@@ -1,0 +1,202 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
+	"github.com/metalshift/metalshift/sim/machine"
+	"github.com/metalshift/metalshift/sim/redfish"
+)
+
+// LabOptions describe a simulated lab.
+type LabOptions struct {
+	// Hosts is the number of machines.
+	Hosts int
+	// NamePrefix names machines <prefix>-<n>; default "host".
+	NamePrefix string
+	// Username and Password are the BMC credentials; defaults admin / a random password.
+	Username, Password string
+	// BootURL is the provisioning network's boot server (the engine's
+	// deploy server); empty means no network boot.
+	BootURL string
+	// DiskSizeBytes is the size of each machine's disk; default 480 GB.
+	DiskSizeBytes int64
+	// AgentPollInterval is how often deploy agents poll; default 250ms.
+	AgentPollInterval time.Duration
+	// Subnet is the first three octets of the machines' IPs; default 192.0.2.
+	Subnet string
+}
+
+// Lab is a running set of simulated machines behind one Redfish endpoint.
+type Lab struct {
+	Opts     LabOptions
+	BMC      *redfish.Server
+	Firmware *Firmware
+	Machines []*machine.Machine
+
+	listener net.Listener
+	server   *http.Server
+}
+
+// NewLab creates the machines; Start serves their BMC.
+func NewLab(opts LabOptions) *Lab {
+	if opts.NamePrefix == "" {
+		opts.NamePrefix = "host"
+	}
+	if opts.Username == "" {
+		opts.Username = "admin"
+	}
+	if opts.Password == "" {
+		opts.Password = randomPassword()
+	}
+	if opts.DiskSizeBytes == 0 {
+		opts.DiskSizeBytes = 480_000_000_000
+	}
+	if opts.AgentPollInterval == 0 {
+		opts.AgentPollInterval = 250 * time.Millisecond
+	}
+	if opts.Subnet == "" {
+		opts.Subnet = "192.0.2"
+	}
+	l := &Lab{Opts: opts, BMC: redfish.New(opts.Username, opts.Password)}
+	l.Firmware = &Firmware{HTTP: &http.Client{Timeout: 30 * time.Second}, BootURL: opts.BootURL, AgentPollInterval: opts.AgentPollInterval}
+	for i := range opts.Hosts {
+		m := NewMachine(opts.NamePrefix, i, opts.Subnet, opts.DiskSizeBytes)
+		m.SetFirmware(l.Firmware)
+		l.BMC.Add(m)
+		l.Machines = append(l.Machines, m)
+	}
+	return l
+}
+
+// NewMachine returns machine number i with plausible, unique hardware.
+func NewMachine(prefix string, i int, subnet string, diskSize int64) *machine.Machine {
+	id := fmt.Sprintf("%s-%d", prefix, i)
+	hi, lo := byte(i>>8), byte(i)
+	return machine.New(id, fmt.Sprintf("6d657461-6c73-4869-8674-%012x", i), machine.Hardware{
+		Manufacturer: "Metalshift Sim", Model: "SimServer 2U", SerialNumber: fmt.Sprintf("MS%06d", i),
+		BIOSVersion: "2.4.1", BIOSVendor: "SimBIOS", BIOSDate: "2026-03-01",
+		CPUArch: "x86_64", CPUModel: "Simulated Xeon 6000", CPUCount: 32, CPUMHz: 2600, RAMMiB: 131072,
+		NICs: []machine.NIC{
+			{Name: "eno1", MAC: fmt.Sprintf("52:54:00:6d:%02x:%02x", hi, lo), IP: fmt.Sprintf("%s.%d", subnet, 10+i%240), SpeedGbps: 25},
+			{Name: "eno2", MAC: fmt.Sprintf("52:54:01:6d:%02x:%02x", hi, lo), SpeedGbps: 25},
+		},
+		Disks: []*machine.Disk{
+			{Name: "/dev/sda", Model: "SimSSD 480", Vendor: "SimDisk", SerialNumber: fmt.Sprintf("SSD%06d", i),
+				WWN: fmt.Sprintf("0x5000c500%08x", i), HCTL: "0:0:0:0", SizeBytes: diskSize, Type: "SSD"},
+			{Name: "/dev/sdb", Model: "SimHDD 4T", Vendor: "SimDisk", SerialNumber: fmt.Sprintf("HDD%06d", i),
+				WWN: fmt.Sprintf("0x5000c501%08x", i), HCTL: "0:0:1:0", SizeBytes: 4_000_000_000_000, Rotational: true, Type: "HDD"},
+		},
+	})
+}
+
+// Start serves the BMC emulator on addr (e.g. 127.0.0.1:0).
+func (l *Lab) Start(addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	l.listener = ln
+	l.server = &http.Server{Handler: l.BMC.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = l.server.Serve(ln) }()
+	return nil
+}
+
+// Close stops the BMC emulator and powers every machine off.
+func (l *Lab) Close() {
+	if l.server != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = l.server.Shutdown(ctx)
+	}
+	for _, m := range l.Machines {
+		m.PowerOff()
+	}
+}
+
+// Endpoint is the BMC emulator's address, host:port.
+func (l *Lab) Endpoint() string {
+	if l.listener == nil {
+		return ""
+	}
+	return l.listener.Addr().String()
+}
+
+// Machine returns the machine with id.
+func (l *Lab) Machine(id string) *machine.Machine { return l.BMC.Machine(id) }
+
+// BMCAddress is the BareMetalHost BMC address of m: virtual media or PXE.
+func (l *Lab) BMCAddress(m *machine.Machine, virtualMedia bool) string {
+	scheme := "redfish+http"
+	if virtualMedia {
+		scheme = "redfish-virtualmedia+http"
+	}
+	return fmt.Sprintf("%s://%s/redfish/v1/Systems/%s", scheme, l.Endpoint(), m.ID)
+}
+
+// Host returns a BareMetalHost and its credentials Secret for m.
+func (l *Lab) Host(m *machine.Machine, namespace string, virtualMedia bool) (*metal3v1.BareMetalHost, *corev1.Secret) {
+	secret := &corev1.Secret{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{Name: m.ID + "-bmc-secret", Namespace: namespace},
+		Type:       corev1.SecretTypeOpaque,
+		StringData: map[string]string{"username": l.Opts.Username, "password": l.Opts.Password},
+	}
+	host := &metal3v1.BareMetalHost{
+		TypeMeta:   metav1.TypeMeta{APIVersion: metal3v1.GroupVersion.String(), Kind: "BareMetalHost"},
+		ObjectMeta: metav1.ObjectMeta{Name: m.ID, Namespace: namespace},
+		Spec: metal3v1.BareMetalHostSpec{
+			BMC:            metal3v1.BMCDetails{Address: l.BMCAddress(m, virtualMedia), CredentialsName: secret.Name},
+			BootMACAddress: m.Hardware.NICs[0].MAC,
+			BootMode:       metal3v1.UEFI,
+			Online:         false,
+		},
+	}
+	return host, secret
+}
+
+// Manifests returns YAML with a Secret and a BareMetalHost per machine.
+func (l *Lab) Manifests(namespace string, virtualMedia bool) ([]byte, error) {
+	var docs []string
+	for _, m := range l.Machines {
+		host, secret := l.Host(m, namespace, virtualMedia)
+		for _, obj := range []any{secret, host} {
+			data, err := yaml.Marshal(obj)
+			if err != nil {
+				return nil, err
+			}
+			docs = append(docs, stripEmpty(string(data)))
+		}
+	}
+	return []byte(strings.Join(docs, "---\n")), nil
+}
+
+// stripEmpty drops the empty status and creationTimestamp a typed object marshals.
+func stripEmpty(doc string) string {
+	var out []string
+	skip := false
+	for _, line := range strings.Split(doc, "\n") {
+		switch {
+		case line == "status:":
+			skip = true
+			continue
+		case skip && strings.HasPrefix(line, " "):
+			continue
+		case strings.TrimSpace(line) == "creationTimestamp: null":
+			continue
+		}
+		skip = false
+		out = append(out, line)
+	}
+	return strings.Join(out, "\n")
+}
+
