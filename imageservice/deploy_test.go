@@ -14,7 +14,7 @@ func TestDeployISORoundTrip(t *testing.T) {
 	cfg := deployapi.BootConfig{EngineURL: "http://127.0.0.1:9999", HostID: "ns~h~abc", Token: "123.sig"}
 	iso, err := BuildDeployISO(cfg)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(len(iso) % 2048).To(BeZero(), "ISO 9660 sectors")
+	g.Expect(len(iso)%2048).To(BeZero(), "ISO 9660 sectors")
 	g.Expect(string(iso[0x8001:0x8006])).To(Equal("CD001"), "primary volume descriptor")
 	got, err := ReadDeployISO(bytes.NewReader(iso))
 	g.Expect(err).NotTo(HaveOccurred())

@@ -2,6 +2,7 @@ package localcp
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -252,6 +253,27 @@ func (h *Hub) WebhookURL() string { return "https://127.0.0.1:" + strconv.Itoa(h
 func (h *Hub) CABundle() []byte {
 	data, _ := os.ReadFile(h.pki.cert("ca"))
 	return data
+}
+
+// DeployAddr is where the host engine's deploy server listens.
+func (h *Hub) DeployAddr() string { return "127.0.0.1:" + strconv.Itoa(h.ports.Deploy) }
+
+// DeployURL is how (simulated) hosts reach the deploy server.
+func (h *Hub) DeployURL() string { return "http://" + h.DeployAddr() }
+
+// SigningKey returns the key that signs deploy URLs and agent tokens,
+// created on first start and kept in the directory so that a restarted
+// hub honours the tokens of agents still running.
+func (h *Hub) SigningKey() ([]byte, error) {
+	path := filepath.Join(h.pki.dir, "deploy-signing.key")
+	if data, err := os.ReadFile(path); err == nil && len(data) >= 32 {
+		return data, nil
+	}
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return nil, err
+	}
+	return key, os.WriteFile(path, key, 0o600)
 }
 
 // LogDir holds the children's logs.

@@ -42,6 +42,8 @@ type Ports struct {
 	Webhook    int `json:"webhook"`
 	// ControllerManager serves kube-controller-manager's health endpoint.
 	ControllerManager int `json:"controllerManager"`
+	// Deploy is the host engine's deploy server (images, agent API).
+	Deploy int `json:"deploy"`
 }
 
 // ErrAlreadyRunning is returned when a hub already runs in the directory.
@@ -132,7 +134,7 @@ func choosePorts(prev Ports) (Ports, error) {
 	for _, f := range []struct {
 		dst  *int
 		want int
-	}{{&p.EtcdClient, prev.EtcdClient}, {&p.EtcdPeer, prev.EtcdPeer}, {&p.APIServer, prev.APIServer}, {&p.Webhook, prev.Webhook}, {&p.ControllerManager, prev.ControllerManager}} {
+	}{{&p.EtcdClient, prev.EtcdClient}, {&p.EtcdPeer, prev.EtcdPeer}, {&p.APIServer, prev.APIServer}, {&p.Webhook, prev.Webhook}, {&p.ControllerManager, prev.ControllerManager}, {&p.Deploy, prev.Deploy}} {
 		if *f.dst, err = pick(f.want); err != nil {
 			return p, err
 		}

@@ -199,4 +199,3 @@ func stripEmpty(doc string) string {
 	}
 	return strings.Join(out, "\n")
 }
-

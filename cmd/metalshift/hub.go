@@ -17,6 +17,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/metalshift/metalshift/component"
 	"github.com/metalshift/metalshift/localcp"
 	"github.com/metalshift/metalshift/manager"
 )
@@ -159,9 +160,14 @@ func (o *hubOptions) up(ctx context.Context, out io.Writer) error {
 // webhook server and registers the webhooks with the kube-apiserver.
 func startManager(ctx context.Context, hub *localcp.Hub) (<-chan error, error) {
 	ws := hub.WebhookServing()
+	key, err := hub.SigningKey()
+	if err != nil {
+		return nil, err
+	}
 	mgr, err := manager.New(ctx, hub.RESTConfig(), manager.Options{
 		WebhookHost: ws.Host, WebhookPort: ws.Port, WebhookCertDir: ws.CertDir,
 		WebhookCertName: ws.CertName, WebhookKeyName: ws.KeyName,
+		HostEngine: component.HostEngineOptions{DeployListenAddr: hub.DeployAddr(), DeployURL: hub.DeployURL(), SigningKey: key},
 	})
 	if err != nil {
 		return nil, err
@@ -188,6 +194,7 @@ func startManager(ctx context.Context, hub *localcp.Hub) (<-chan error, error) {
 func printReady(out io.Writer, hub *localcp.Hub, took time.Duration) {
 	fmt.Fprintf(out, "Hub is ready in %s at %s\n", took.Round(100*time.Millisecond), hub.Server())
 	fmt.Fprintf(out, "  kubectl --kubeconfig %s get clusters -A\n", hub.Kubeconfig())
+	fmt.Fprintf(out, "  deploy server (hosts boot from it): %s\n", hub.DeployURL())
 	fmt.Fprintf(out, "  logs: %s\n", hub.LogDir())
 	fmt.Fprintln(out, "Press Ctrl-C, or run `metalshift hub down --dir "+hub.Dir()+"`, to stop it.")
 }
@@ -207,8 +214,8 @@ func (o *hubOptions) status(ctx context.Context, out io.Writer, wait time.Durati
 	}
 	fmt.Fprintf(out, "Directory:  %s\nPhase:      %s\n", s.Dir, s.State.Phase)
 	if s.Running {
-		fmt.Fprintf(out, "PID:        %d\nServer:     %s\nKubeconfig: %s\nSince:      %s\n",
-			s.State.PID, s.State.Server, s.Kubeconfig, s.State.Since.Local().Format(time.RFC3339))
+		fmt.Fprintf(out, "PID:        %d\nServer:     %s\nKubeconfig: %s\nDeploy:     http://127.0.0.1:%d\nSince:      %s\n",
+			s.State.PID, s.State.Server, s.Kubeconfig, s.State.Ports.Deploy, s.State.Since.Local().Format(time.RFC3339))
 	}
 	if err != nil {
 		fmt.Fprintln(out, err)

@@ -34,6 +34,6 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newHubCommand(), newVersionCommand())
+	root.AddCommand(newHubCommand(), newSimCommand(), newVersionCommand())
 	return root
 }

@@ -2,8 +2,8 @@ package baremetalhost_test
 
 import (
 	"context"
-	"fmt"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -14,8 +14,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	"github.com/metalshift/metalshift/agent/deploy"
+	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	"github.com/metalshift/metalshift/sim"
 	"github.com/metalshift/metalshift/sim/machine"
 	simredfish "github.com/metalshift/metalshift/sim/redfish"
@@ -67,7 +67,11 @@ func TestVirtualMediaLifecycle(t *testing.T) {
 	g.Expect(m.PoweredOn()).To(BeFalse(), "online: false keeps an available host off")
 
 	ud := userDataSecret(t, ns, "worker-user-data", `{"ignition":{"version":"3.4.0"}}`)
-	update(t, host, func(h *metal3v1.BareMetalHost) { h.Spec.Image = img.image(); h.Spec.UserData = ud; h.Spec.Online = true })
+	update(t, host, func(h *metal3v1.BareMetalHost) {
+		h.Spec.Image = img.image()
+		h.Spec.UserData = ud
+		h.Spec.Online = true
+	})
 	waitState(t, host, metal3v1.StateProvisioned)
 	g.Expect(host.Status.Provisioning.Image.URL).To(Equal(img.image().URL))
 	g.Expect(host.Status.PoweredOn).To(BeTrue())

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/metalshift/metalshift/localcp"
+	"github.com/metalshift/metalshift/sim"
+)
+
+type simBMCOptions struct {
+	hosts        int
+	listen       string
+	bootURL      string
+	hubDir       string
+	namespace    string
+	virtualMedia bool
+	manifests    string
+	username     string
+	password     string
+}
+
+func newSimCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "sim",
+		Short: "Run simulated hardware behind real protocols (Redfish BMCs, machines that boot what they are told)",
+	}
+	o := &simBMCOptions{}
+	bmc := &cobra.Command{
+		Use:   "bmc",
+		Short: "Serve simulated machines behind one Redfish endpoint and print a BareMetalHost and Secret per machine",
+		Long: `Serve N simulated machines behind one Redfish BMC emulator until Ctrl-C.
+Each machine boots what its BMC says: the deploy ISO from virtual media, iPXE from the
+hub's deploy server (the provisioning network's boot server), or its disk.
+
+The manifests (a Secret and a BareMetalHost per machine) go to stdout, or to --manifests:
+  metalshift sim bmc --hosts 3 --manifests hosts.yaml &
+  kubectl --kubeconfig $(metalshift hub kubeconfig) apply -f hosts.yaml
+  kubectl --kubeconfig $(metalshift hub kubeconfig) get bmh -w`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()) },
+	}
+	f := bmc.Flags()
+	f.IntVar(&o.hosts, "hosts", 3, "Number of machines")
+	f.StringVar(&o.listen, "listen", "127.0.0.1:0", "Address of the Redfish endpoint")
+	f.StringVar(&o.bootURL, "boot-url", "", "Boot server for network boot (default: the deploy server of the hub in --hub-dir)")
+	f.StringVar(&o.hubDir, "hub-dir", localcp.DefaultDir(), "Hub whose deploy server is the boot server")
+	f.StringVar(&o.namespace, "namespace", "default", "Namespace of the printed manifests")
+	f.BoolVar(&o.virtualMedia, "virtual-media", true, "Address the BMCs as redfish-virtualmedia (else redfish, booting over PXE)")
+	f.StringVar(&o.manifests, "manifests", "", "Write the manifests to this file instead of stdout")
+	f.StringVar(&o.username, "username", "admin", "BMC username")
+	f.StringVar(&o.password, "password", "", "BMC password (default: random)")
+	cmd.AddCommand(bmc)
+	return cmd
+}
+
+func (o *simBMCOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
+	if o.hosts < 1 {
+		return fmt.Errorf("--hosts must be at least 1")
+	}
+	bootURL := o.bootURL
+	if bootURL == "" {
+		if st, err := localcp.ReadState(o.hubDir); err == nil && st.Ports.Deploy != 0 {
+			bootURL = "http://127.0.0.1:" + strconv.Itoa(st.Ports.Deploy)
+		}
+	}
+	lab := sim.NewLab(sim.LabOptions{Hosts: o.hosts, Username: o.username, Password: o.password, BootURL: bootURL})
+	if err := lab.Start(o.listen); err != nil {
+		return err
+	}
+	defer lab.Close()
+	data, err := lab.Manifests(o.namespace, o.virtualMedia)
+	if err != nil {
+		return err
+	}
+	if o.manifests != "" {
+		if err := os.WriteFile(o.manifests, data, 0o600); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "Wrote a Secret and a BareMetalHost for each of %d machines to %s\n", o.hosts, o.manifests)
+	} else if _, err := stdout.Write(data); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "Serving %d simulated machines at redfish endpoint http://%s (boot server: %s); Ctrl-C stops them\n",
+		o.hosts, lab.Endpoint(), orNone(bootURL))
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	<-ctx.Done()
+	fmt.Fprintln(stderr, "Stopping the simulated machines")
+	return nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
