@@ -65,8 +65,13 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if err != nil {
 		return err
 	}
+	direct, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), HTTPClient: mgr.GetHTTPClient()})
+	if err != nil {
+		return err
+	}
 	return (&baremetalhost.Reconciler{
 		Client:            mgr.GetClient(),
+		Direct:            direct,
 		APIReader:         mgr.GetAPIReader(),
 		Recorder:          mgr.GetEventRecorder("metalshift-host-engine"),
 		Provisioners:      opts.Provisioners,

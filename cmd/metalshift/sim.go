@@ -45,7 +45,9 @@ The manifests (a Secret and a BareMetalHost per machine) go to stdout, or to --m
   kubectl --kubeconfig $(metalshift hub kubeconfig) apply -f hosts.yaml
   kubectl --kubeconfig $(metalshift hub kubeconfig) get bmh -w`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return o.run(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
 	}
 	f := bmc.Flags()
 	f.IntVar(&o.hosts, "hosts", 3, "Number of machines")

@@ -25,7 +25,7 @@ type Disk struct {
 	writes int
 }
 
-const chunkSize = 1 << 20
+const chunkSize = 64 << 10
 
 // ErrOutOfRange is returned for reads and writes beyond the end of the disk.
 var ErrOutOfRange = errors.New("beyond the end of the disk")

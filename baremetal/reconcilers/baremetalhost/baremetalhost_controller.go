@@ -35,7 +35,14 @@ const credentialsIndex = "spec.bmc.credentialsName"
 
 // Reconciler reconciles BareMetalHosts.
 type Reconciler struct {
+	// Client is the manager's cached client, for lists.
 	Client client.Client
+	// Direct reads and writes hosts without the cache. A state handler
+	// acts on hardware, and a cached copy older than this reconciler's own
+	// last write would make it act twice (boot the deploy agent again,
+	// write the disk again); the patch helper must compare against the
+	// same fresh copy.
+	Direct client.Client
 	// APIReader reads Secrets, which the manager does not cache.
 	APIReader client.Reader
 	Recorder  events.EventRecorder
@@ -105,11 +112,8 @@ func (r *Reconciler) hostsForSecret(ctx context.Context, s *corev1.Secret) []rec
 
 // Reconcile runs the handler of the host's state once and applies its result.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
-	// Read around the cache: a state handler acts on hardware, and a cached
-	// copy older than this reconciler's own last write would make it act
-	// twice (boot the deploy agent again, write the disk again).
 	host := &metal3v1.BareMetalHost{}
-	if err := r.APIReader.Get(ctx, req.NamespacedName, host); err != nil {
+	if err := r.Direct.Get(ctx, req.NamespacedName, host); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.provs.Delete(req.String())
 			return ctrl.Result{}, nil
@@ -123,7 +127,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if deleting && !controllerutil.ContainsFinalizer(host, metal3v1.BareMetalHostFinalizer) {
 		return ctrl.Result{}, nil
 	}
-	helper, err := patch.NewHelper(host, r.Client)
+	helper, err := patch.NewHelper(host, r.Direct)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

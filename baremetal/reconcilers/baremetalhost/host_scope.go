@@ -1,7 +1,6 @@
 package baremetalhost
 
 import (
-	"fmt"
 	"strings"
 	"time"
 
@@ -66,7 +65,12 @@ func (s *hostScope) setAgentBooted(booted bool, reason, msg string) {
 	if booted {
 		status = metav1.ConditionTrue
 	}
-	conditions.Set(s.host, metav1.Condition{Type: DeployAgentBootedCondition, Status: status, Reason: reason, Message: msg})
+	now := time.Now
+	if s.now != nil {
+		now = s.now
+	}
+	conditions.Set(s.host, metav1.Condition{Type: DeployAgentBootedCondition, Status: status, Reason: reason, Message: msg,
+		LastTransitionTime: metav1.NewTime(now().Truncate(time.Second))})
 }
 
 // agentBootedFor returns when the agent was booted for request gen, if it was.
@@ -84,6 +88,3 @@ func (s *hostScope) event(eventType, reason, action, format string, args ...any)
 	}
 }
 
-// errorMessage keeps the text of an error; it never holds credentials
-// because no handler puts them in a message.
-func errorMessage(format string, args ...any) string { return fmt.Sprintf(format, args...) }

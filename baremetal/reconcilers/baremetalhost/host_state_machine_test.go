@@ -1,0 +1,236 @@
+package baremetalhost
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
+	"github.com/metalshift/metalshift/baremetal/deployserver"
+	"github.com/metalshift/metalshift/baremetal/pkg/provisioner"
+	"github.com/metalshift/metalshift/baremetal/pkg/provisioner/fixture"
+)
+
+// testClock is the clock of the reconciler under test; scopes read it.
+var testClock *clocktesting.FakeClock
+
+func newTestReconciler(t *testing.T) (*Reconciler, *clocktesting.FakeClock) {
+	t.Helper()
+	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC))
+	testClock = clk
+	ds, err := deployserver.New(deployserver.Options{Key: []byte("0123456789abcdef0123"), BaseURL: "http://engine.example:6180", Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Reconciler{Deploy: ds, Clock: clk, PowerPollInterval: time.Minute}, clk
+}
+
+func newTestHost(state metal3v1.ProvisioningState) *metal3v1.BareMetalHost {
+	return &metal3v1.BareMetalHost{
+		ObjectMeta: metav1.ObjectMeta{Name: "h", Namespace: "ns", UID: "0c6b3e9a-1234-4000-8000-000000000001"},
+		Spec: metal3v1.BareMetalHostSpec{
+			BMC: metal3v1.BMCDetails{Address: "redfish://bmc/redfish/v1/Systems/1", CredentialsName: "creds"},
+		},
+		Status: metal3v1.BareMetalHostStatus{Provisioning: metal3v1.ProvisionStatus{State: state}},
+	}
+}
+
+func scopeFor(host *metal3v1.BareMetalHost, f *fixture.Fixture) *hostScope {
+	return &hostScope{host: host, prov: f, now: testClock.Now, creds: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds", Namespace: "ns", ResourceVersion: "7"}}}
+}
+
+func TestHandleRegistering(t *testing.T) {
+	tests := []struct {
+		name     string
+		err      error
+		mutate   func(*metal3v1.BareMetalHost)
+		want     actionResult
+		wantGood bool
+	}{
+		{name: "new host is inspected", want: actionComplete{next: metal3v1.StateInspecting}, wantGood: true},
+		{name: "known hardware skips inspection", mutate: func(h *metal3v1.BareMetalHost) { h.Status.HardwareDetails = &metal3v1.HardwareDetails{} },
+			want: actionComplete{next: metal3v1.StatePreparing}, wantGood: true},
+		{name: "externally provisioned", mutate: func(h *metal3v1.BareMetalHost) { h.Spec.ExternallyProvisioned = true },
+			want: actionComplete{next: metal3v1.StateExternallyProvisioned}, wantGood: true},
+		{name: "wrong credentials", err: provisioner.ErrCredentials,
+			want: actionError{errType: metal3v1.RegistrationError, msg: "The BMC at redfish://bmc/redfish/v1/Systems/1 refused the credentials in Secret creds: fix username and password there"}},
+		{name: "no BMC address", mutate: func(h *metal3v1.BareMetalHost) { h.Spec.BMC.Address = "" }, want: actionComplete{next: metal3v1.StateUnmanaged}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			r, _ := newTestReconciler(t)
+			host := newTestHost(metal3v1.StateRegistering)
+			if tt.mutate != nil {
+				tt.mutate(host)
+			}
+			s := scopeFor(host, &fixture.Fixture{RegisterErr: tt.err})
+			g.Expect(r.handleRegistering(context.Background(), s)).To(Equal(tt.want))
+			g.Expect(host.Status.GoodCredentials.Reference != nil).To(Equal(tt.wantGood))
+		})
+	}
+}
+
+func TestHandleInspecting(t *testing.T) {
+	g := NewWithT(t)
+	r, _ := newTestReconciler(t)
+
+	host := newTestHost(metal3v1.StateInspecting)
+	s := scopeFor(host, &fixture.Fixture{Hardware: &metal3v1.HardwareDetails{CPU: metal3v1.CPU{Arch: "aarch64", Count: 8}}})
+	g.Expect(r.handleInspecting(context.Background(), s)).To(Equal(actionComplete{next: metal3v1.StatePreparing}))
+	g.Expect(host.Status.HardwareDetails.CPU.Count).To(Equal(8))
+	g.Expect(s.archToSet).To(Equal("aarch64"))
+
+	host = newTestHost(metal3v1.StateInspecting)
+	host.Annotations = map[string]string{metal3v1.InspectAnnotation: "disabled", metal3v1.HardwareDetailsAnnotation: `{"ramMebibytes": 4096}`}
+	f := &fixture.Fixture{InspectErr: errors.New("must not be called")}
+	g.Expect(r.handleInspecting(context.Background(), scopeFor(host, f))).To(Equal(actionComplete{next: metal3v1.StatePreparing}))
+	g.Expect(host.Status.HardwareDetails.RAMMebibytes).To(Equal(4096))
+
+	host.Annotations[metal3v1.HardwareDetailsAnnotation] = "{not json"
+	res := r.handleInspecting(context.Background(), scopeFor(host, f))
+	g.Expect(res).To(BeAssignableToTypeOf(actionError{}))
+	g.Expect(res.(actionError).msg).To(ContainSubstring("is not valid hardware details JSON"))
+
+	host = newTestHost(metal3v1.StateInspecting)
+	res = r.handleInspecting(context.Background(), scopeFor(host, &fixture.Fixture{InspectErr: provisioner.ErrNotSupported}))
+	g.Expect(res).To(Equal(actionComplete{next: metal3v1.StatePreparing}), "drivers without inventory skip inspection")
+}
+
+func TestHandleProvisioningBootsTheAgentOnce(t *testing.T) {
+	g := NewWithT(t)
+	r, clk := newTestReconciler(t)
+	host := newTestHost(metal3v1.StateProvisioning)
+	host.Spec.Online = true
+	host.Spec.Image = &metal3v1.Image{URL: "http://images/os.raw", Checksum: "abc"}
+	host.Status.OperationHistory.Provision.Start = metav1.NewTime(clk.Now())
+	f := &fixture.Fixture{}
+
+	g.Expect(r.handleProvisioning(context.Background(), scopeFor(host, f))).To(Equal(actionWait{after: agentPollInterval}))
+	g.Expect(f.BootedDeploy).To(Equal(1))
+	g.Expect(f.Media).To(HavePrefix("http://engine.example:6180/images/deploy.iso?host=ns~h~0c6b3e9a1234&expires="))
+
+	// A later pass (or a restarted engine, which reads the condition) waits.
+	clk.Step(10 * time.Minute)
+	g.Expect(r.handleProvisioning(context.Background(), scopeFor(host, f))).To(Equal(actionWait{after: agentPollInterval}))
+	g.Expect(f.BootedDeploy).To(Equal(1))
+
+	// An agent that never reports is an error after the timeout.
+	clk.Step(agentTimeout)
+	res := r.handleProvisioning(context.Background(), scopeFor(host, f))
+	g.Expect(res).To(BeAssignableToTypeOf(actionError{}))
+	g.Expect(res.(actionError).msg).To(ContainSubstring("did not report"))
+}
+
+func TestStableStates(t *testing.T) {
+	tests := []struct {
+		name      string
+		state     metal3v1.ProvisioningState
+		mutate    func(*metal3v1.BareMetalHost)
+		poweredOn bool
+		want      actionResult
+		wantPower bool
+	}{
+		{name: "available host wanted online is powered on", state: metal3v1.StateAvailable,
+			mutate: func(h *metal3v1.BareMetalHost) { h.Spec.Online = true }, want: actionWait{after: time.Minute}, wantPower: true},
+		{name: "available host wanted offline is powered off", state: metal3v1.StateAvailable,
+			poweredOn: true, want: actionWait{after: time.Minute}, wantPower: false},
+		{name: "an image starts provisioning", state: metal3v1.StateAvailable,
+			mutate: func(h *metal3v1.BareMetalHost) { h.Spec.Online = true; h.Spec.Image = &metal3v1.Image{URL: "u"} },
+			want:   actionComplete{next: metal3v1.StateProvisioning}},
+		{name: "provisioned host whose image changed is deprovisioned", state: metal3v1.StateProvisioned,
+			mutate: func(h *metal3v1.BareMetalHost) {
+				h.Spec.Image = &metal3v1.Image{URL: "new"}
+				h.Status.Provisioning.Image = metal3v1.Image{URL: "old"}
+			},
+			want: actionComplete{next: metal3v1.StateDeprovisioning}},
+		{name: "externally provisioned flag cleared", state: metal3v1.StateExternallyProvisioned,
+			want: actionComplete{next: metal3v1.StatePreparing}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			r, _ := newTestReconciler(t)
+			host := newTestHost(tt.state)
+			if tt.mutate != nil {
+				tt.mutate(host)
+			}
+			f := &fixture.Fixture{PoweredOn: tt.poweredOn}
+			g.Expect(r.stateMachine()[tt.state](context.Background(), scopeFor(host, f))).To(Equal(tt.want))
+			if _, isWait := tt.want.(actionWait); isWait {
+				g.Expect(f.PoweredOn).To(Equal(tt.wantPower))
+				g.Expect(host.Status.PoweredOn).To(Equal(tt.wantPower))
+			}
+		})
+	}
+}
+
+func TestDeprovisioningWithoutCleaning(t *testing.T) {
+	g := NewWithT(t)
+	r, _ := newTestReconciler(t)
+	host := newTestHost(metal3v1.StateDeprovisioning)
+	host.Spec.AutomatedCleaningMode = metal3v1.CleaningModeDisabled
+	host.Status.Provisioning.Image = metal3v1.Image{URL: "old"}
+	f := &fixture.Fixture{PoweredOn: true}
+	g.Expect(r.handleDeprovisioning(context.Background(), scopeFor(host, f))).To(Equal(actionComplete{next: metal3v1.StateAvailable}))
+	g.Expect(f.BootedDeploy).To(BeZero(), "no agent without cleaning")
+	g.Expect(f.PoweredOn).To(BeFalse())
+	g.Expect(host.Status.Provisioning.Image.URL).To(BeEmpty())
+}
+
+func TestEveryStateHasAHandlerAndTransitions(t *testing.T) {
+	g := NewWithT(t)
+	r, _ := newTestReconciler(t)
+	m := r.stateMachine()
+	for state := range allowedTransitions {
+		g.Expect(m).To(HaveKey(state))
+	}
+	g.Expect(checkTransition(metal3v1.StateAvailable, metal3v1.StateProvisioned)).To(MatchError(errIllegalTransition))
+	g.Expect(checkTransition(metal3v1.StateProvisioned, metal3v1.StatePoweringOffBeforeDelete)).To(Succeed())
+}
+
+func TestBackoff(t *testing.T) {
+	g := NewWithT(t)
+	for count, want := range map[int]time.Duration{0: 2 * time.Second, 1: 2 * time.Second, 2: 4 * time.Second, 5: 32 * time.Second, 9: 5 * time.Minute, 100: 5 * time.Minute} {
+		g.Expect(backoff(2*time.Second, 5*time.Minute, count)).To(Equal(want), "count %d", count)
+	}
+}
+
+func TestSetConditions(t *testing.T) {
+	tests := []struct {
+		name       string
+		status     metal3v1.BareMetalHostStatus
+		manageable metav1.ConditionStatus
+		reason     string
+	}{
+		{name: "registering", manageable: metav1.ConditionFalse, reason: ReasonRegistering},
+		{name: "registration error", status: metal3v1.BareMetalHostStatus{ErrorType: metal3v1.RegistrationError, ErrorMessage: "fix it"},
+			manageable: metav1.ConditionFalse, reason: ReasonRegistrationFailed},
+		{name: "detached", status: metal3v1.BareMetalHostStatus{OperationalStatus: metal3v1.OperationalStatusDetached},
+			manageable: metav1.ConditionFalse, reason: ReasonDetached},
+		{name: "manageable", status: metal3v1.BareMetalHostStatus{GoodCredentials: metal3v1.CredentialsStatus{Reference: &corev1.SecretReference{Name: "c"}}},
+			manageable: metav1.ConditionTrue, reason: ReasonManageable},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			h := &metal3v1.BareMetalHost{Status: tt.status}
+			setConditions(h)
+			var got *metav1.Condition
+			for i := range h.Status.Conditions {
+				if h.Status.Conditions[i].Type == ManageableCondition {
+					got = &h.Status.Conditions[i]
+				}
+			}
+			g.Expect(got).NotTo(BeNil())
+			g.Expect(got.Status).To(Equal(tt.manageable))
+			g.Expect(got.Reason).To(Equal(tt.reason))
+		})
+	}
+}
