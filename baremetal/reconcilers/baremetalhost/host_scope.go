@@ -87,4 +87,3 @@ func (s *hostScope) event(eventType, reason, action, format string, args ...any)
 		s.recorder.Eventf(s.host, nil, eventType, reason, action, format, args...)
 	}
 }
-
