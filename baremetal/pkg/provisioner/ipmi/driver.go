@@ -12,6 +12,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	ipmiclient "github.com/bougou/go-ipmi/pkg/client"
@@ -22,6 +23,9 @@ import (
 	"github.com/metalshift/metalshift/baremetal/pkg/provisioner"
 )
 
+// exchangeTimeout bounds one UDP request/response with the BMC.
+const exchangeTimeout = time.Second
+
 // Driver drives one machine over IPMI. It opens a session per call, as
 // BMCs limit concurrent sessions.
 type Driver struct {
@@ -29,7 +33,15 @@ type Driver struct {
 	port    int
 	creds   provisioner.Credentials
 	timeout time.Duration
+
+	mu    sync.Mutex
+	suite ipmitypes.CipherSuiteID // the suite the BMC accepted; 0 until known
 }
+
+// cipherSuites are tried in order until the BMC accepts one: 17
+// (HMAC-SHA256, AES-CBC-128) first, then the widely supported 3
+// (HMAC-SHA1, AES-CBC-128). The one that works is remembered.
+var cipherSuites = []ipmitypes.CipherSuiteID{ipmitypes.CipherSuiteID17, ipmitypes.CipherSuiteID3}
 
 var _ provisioner.Provisioner = &Driver{}
 
@@ -44,24 +56,43 @@ func New(addr provisioner.Address, creds provisioner.Credentials, timeout time.D
 		return nil, fmt.Errorf("invalid IPMI port %q", portStr)
 	}
 	if timeout == 0 {
-		timeout = 10 * time.Second
+		timeout = 30 * time.Second
 	}
 	return &Driver{host: host, port: port, creds: creds, timeout: timeout}, nil
 }
 
 func (d *Driver) session(ctx context.Context, fn func(*ipmiclient.Client) error) error {
-	c, err := ipmiclient.NewClient(d.host, d.port, d.creds.Username, d.creds.Password)
-	if err != nil {
-		return err
-	}
-	c = c.WithInterface(ipmiclient.InterfaceLanplus).WithTimeout(d.timeout)
-	ctx, cancel := context.WithTimeout(ctx, 3*d.timeout)
+	ctx, cancel := context.WithTimeout(ctx, d.timeout)
 	defer cancel()
-	if err := c.Connect(ctx); err != nil {
-		return translate(err)
+	d.mu.Lock()
+	suites := cipherSuites
+	if d.suite != 0 {
+		suites = []ipmitypes.CipherSuiteID{d.suite}
 	}
-	defer c.Close(ctx) //nolint:errcheck // closing the session is best effort
-	return translate(fn(c))
+	d.mu.Unlock()
+	var lastErr error
+	for _, suite := range suites {
+		c, err := ipmiclient.NewClient(d.host, d.port, d.creds.Username, d.creds.Password)
+		if err != nil {
+			return err
+		}
+		// Exchanges are short: a BMC that ignores a suite it does not
+		// support (ipmi_sim ignores 17) must not use up the whole budget.
+		c = c.WithInterface(ipmiclient.InterfaceLanplus).WithTimeout(exchangeTimeout).WithRetry(2).WithCipherSuiteID(suite)
+		if err := c.Connect(ctx); err != nil {
+			lastErr = translate(err)
+			if errors.Is(lastErr, provisioner.ErrCredentials) {
+				return lastErr
+			}
+			continue
+		}
+		d.mu.Lock()
+		d.suite = suite
+		d.mu.Unlock()
+		defer c.Close(ctx) //nolint:errcheck // closing the session is best effort
+		return translate(fn(c))
+	}
+	return lastErr
 }
 
 func translate(err error) error {

@@ -1,0 +1,248 @@
+// Package ipmi puts a simulated machine behind a real IPMI BMC: OpenIPMI's
+// ipmi_sim (from Debian), configured with a chassis-control program that
+// drives the machine's power, reset and boot device. ipmi_sim speaks IPMI
+// 1.5 and 2.0 (lanplus) on UDP; ipmitool and metalshift's IPMI driver talk
+// to it like to any BMC.
+//
+// The control program is a POSIX shell script that exchanges small files
+// with this package (a request file it writes and waits to be consumed, and
+// state files this package keeps current), so nothing but sh is needed.
+package ipmi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/metalshift/metalshift/sim/machine"
+)
+
+// IPMISimPath is where Debian's openipmi package installs ipmi_sim.
+const IPMISimPath = "/usr/bin/ipmi_sim"
+
+// BMC is a running ipmi_sim wired to a machine.
+type BMC struct {
+	// Addr is host:port of the IPMI LAN interface (UDP).
+	Addr string
+	m    *machine.Machine
+	dir  string
+	cmd  *exec.Cmd
+	stop context.CancelFunc
+	done chan struct{}
+}
+
+// Start runs ipmi_sim for m in dir with one admin user.
+func Start(m *machine.Machine, dir, username, password string) (*BMC, error) {
+	if _, err := os.Stat(IPMISimPath); err != nil {
+		return nil, fmt.Errorf("ipmi_sim is missing: install Debian's openipmi package: %w", err)
+	}
+	port, err := freeUDPPort()
+	if err != nil {
+		return nil, err
+	}
+	b := &BMC{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), m: m, dir: dir, done: make(chan struct{})}
+	if err := b.writeConfig(port, username, password); err != nil {
+		return nil, err
+	}
+	b.publish()
+	ctx, cancel := context.WithCancel(context.Background())
+	b.stop = cancel
+	b.cmd = exec.CommandContext(ctx, IPMISimPath, "-c", filepath.Join(dir, "lan.conf"), "-f", filepath.Join(dir, "bmc.emu"),
+		"-s", filepath.Join(dir, "state"), "-n")
+	log, err := os.Create(filepath.Join(dir, "ipmi_sim.log"))
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	b.cmd.Stdout, b.cmd.Stderr = log, log
+	if err := b.cmd.Start(); err != nil {
+		cancel()
+		return nil, err
+	}
+	go b.serve(ctx)
+	return b, b.waitReady()
+}
+
+// Close stops ipmi_sim.
+func (b *BMC) Close() {
+	b.stop()
+	_ = b.cmd.Wait()
+	<-b.done
+}
+
+func (b *BMC) writeConfig(port int, username, password string) error {
+	if strings.ContainsAny(username+password, "\"\n") {
+		return errors.New("IPMI credentials must not contain quotes or newlines")
+	}
+	if err := os.MkdirAll(filepath.Join(b.dir, "state"), 0o700); err != nil {
+		return err
+	}
+	script := filepath.Join(b.dir, "chassis-control")
+	lan := fmt.Sprintf(`name "metalshift-%s"
+set_working_mc 0x20
+  startlan 1
+    addr 127.0.0.1 %d
+    priv_limit admin
+    allowed_auths_callback none md2 md5 straight
+    allowed_auths_user none md2 md5 straight
+    allowed_auths_operator none md2 md5 straight
+    allowed_auths_admin none md2 md5 straight
+    guid %s
+  endlan
+  chassis_control "%s 0x20"
+  user 2 true "%s" "%s" admin 10 none md2 md5 straight
+`, b.m.ID, port, strings.ReplaceAll(b.m.UUID, "-", ""), script, username, password)
+	emu := "mc_setbmc 0x20\nmc_add 0x20 0 no-device-sdrs 0x23 9 8 0x9f 0x1291 0xf02 persist_sdr\nmc_enable 0x20\n"
+	files := map[string]string{"lan.conf": lan, "bmc.emu": emu, "chassis-control": controlScript(b.dir)}
+	for name, content := range files {
+		mode := os.FileMode(0o600)
+		if name == "chassis-control" {
+			mode = 0o700
+		}
+		if err := os.WriteFile(filepath.Join(b.dir, name), []byte(content), mode); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// controlScript answers ipmi_sim: "get power|boot" from the state files,
+// "set <parm> <value> ..." by writing a request and waiting until it is
+// consumed.
+func controlScript(dir string) string {
+	return fmt.Sprintf(`#!/bin/sh
+d=%q
+shift
+op=$1
+shift
+if [ "$op" = get ]; then
+  for p in "$@"; do printf '%%s:%%s\n' "$p" "$(cat "$d/$p" 2>/dev/null || echo 0)"; done
+  exit 0
+fi
+req="$d/request.$$"
+: > "$req.tmp"
+while [ $# -gt 1 ]; do echo "$1 $2" >> "$req.tmp"; shift 2; done
+mv "$req.tmp" "$req"
+i=0
+while [ -e "$req" ]; do
+  i=$((i+1))
+  [ $i -gt 500 ] && { echo "machine did not answer"; exit 1; }
+  sleep 0.01
+done
+`, dir)
+}
+
+// serve applies requests to the machine and keeps the state files current.
+func (b *BMC) serve(ctx context.Context) {
+	defer close(b.done)
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		reqs, _ := filepath.Glob(filepath.Join(b.dir, "request.*"))
+		for _, r := range reqs {
+			if strings.HasSuffix(r, ".tmp") {
+				continue
+			}
+			data, err := os.ReadFile(r)
+			if err == nil {
+				b.apply(string(data))
+			}
+			_ = os.Remove(r)
+		}
+		b.publish()
+	}
+}
+
+func (b *BMC) apply(req string) {
+	for _, line := range strings.Split(strings.TrimSpace(req), "\n") {
+		parm, val, _ := strings.Cut(line, " ")
+		switch parm {
+		case "power":
+			if val == "1" {
+				b.m.PowerOn()
+			} else {
+				b.m.PowerOff()
+			}
+		case "reset":
+			if val == "1" {
+				b.m.Reset()
+			}
+		case "boot":
+			o := b.m.Override()
+			switch val {
+			case "pxe":
+				o.Target = machine.BootPxe
+			case "cdrom":
+				o.Target = machine.BootCd
+			default:
+				o.Target = machine.BootNone
+			}
+			o.Continuous = false
+			b.m.SetOverride(o)
+		}
+	}
+}
+
+// publish writes the state files the control script reads.
+func (b *BMC) publish() {
+	power := "0"
+	if b.m.PoweredOn() {
+		power = "1"
+	}
+	boot := "default"
+	switch b.m.Override().Target {
+	case machine.BootPxe:
+		boot = "pxe"
+	case machine.BootCd:
+		boot = "cdrom"
+	}
+	writeIfChanged(filepath.Join(b.dir, "power"), power)
+	writeIfChanged(filepath.Join(b.dir, "boot"), boot)
+}
+
+func writeIfChanged(path, value string) {
+	if old, err := os.ReadFile(path); err == nil && string(old) == value {
+		return
+	}
+	tmp := path + ".tmp"
+	if os.WriteFile(tmp, []byte(value), 0o600) == nil {
+		_ = os.Rename(tmp, path)
+	}
+}
+
+// waitReady waits until ipmi_sim has bound its UDP port.
+func (b *BMC) waitReady() error {
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if c, err := net.ListenPacket("udp", b.Addr); err != nil {
+			return nil // bound by ipmi_sim
+		} else {
+			_ = c.Close()
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	log, _ := os.ReadFile(filepath.Join(b.dir, "ipmi_sim.log"))
+	b.Close()
+	return fmt.Errorf("ipmi_sim did not start: %s", log)
+}
+
+func freeUDPPort() (int, error) {
+	c, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	return c.LocalAddr().(*net.UDPAddr).Port, nil
+}
