@@ -73,6 +73,6 @@ bench: ## Run the benchmarks and print their figures.
 ##@ Demo
 
 .PHONY: demo
-demo: build ## Bring up the embedded hub, reconcile a Cluster API Cluster, show it, shut down.
+demo: build ## Embedded hub + simulator: reconcile a Cluster, register, inspect and provision simulated hosts, shut down.
 	@hack/tools/build.sh $(RUNTIME_TOOLS)
 	@hack/demo.sh

@@ -59,7 +59,7 @@ The manifests (a Secret and a BareMetalHost per machine) go to stdout, or to --m
 	f.StringVar(&o.manifests, "manifests", "", "Write the manifests to this file instead of stdout")
 	f.StringVar(&o.username, "username", "admin", "BMC username")
 	f.StringVar(&o.password, "password", "", "BMC password (default: random)")
-	cmd.AddCommand(bmc)
+	cmd.AddCommand(bmc, newSimImageCommand())
 	return cmd
 }
 

@@ -324,3 +324,23 @@ func TestBadImageChecksum(t *testing.T) {
 		g.Expect(h.Status.ErrorMessage).To(ContainSubstring("checksum mismatch"))
 	}, 60*time.Second).Should(Succeed())
 }
+
+// TestVirtualMediaFault: a BMC that refuses the deploy ISO is a
+// provisioning error that says so, and provisioning resumes once it accepts.
+func TestVirtualMediaFault(t *testing.T) {
+	g := NewWithT(t)
+	ns := env.Namespace(t)
+	e := startEngine(t, "", nil, nil)
+	lab := startLab(t, e, 1)
+	m := lab.Machines[0]
+	m.SetMediaFault(true)
+	img := newImageServer(t, 1<<20, false)
+	host := createHost(t, lab, 0, ns, true, func(h *metal3v1.BareMetalHost) { h.Spec.Image = img.image(); h.Spec.Online = true })
+	g.Eventually(func(g Gomega) {
+		h := get(g, host)
+		g.Expect(h.Status.ErrorType).To(Equal(metal3v1.ProvisioningError))
+		g.Expect(h.Status.ErrorMessage).To(ContainSubstring("could not attach the deploy image"))
+	}, 60*time.Second).Should(Succeed())
+	m.SetMediaFault(false)
+	waitState(t, host, metal3v1.StateProvisioned)
+}

@@ -9,8 +9,8 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/metalshift/metalshift/baremetal/pkg/provisioner"
-	"github.com/metalshift/metalshift/sim/machine"
 	simipmi "github.com/metalshift/metalshift/sim/ipmi"
+	"github.com/metalshift/metalshift/sim/machine"
 )
 
 // TestDriverAgainstIPMISim drives a simulated machine through OpenIPMI's
