@@ -109,7 +109,7 @@ func httpServer(addr string, h http.Handler) manager.Runnable {
 			return fmt.Errorf("deploy server: %w", err)
 		}
 		srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-		go func() {
+		go func() { //nolint:gosec // shutdown must outlive the cancelled manager context
 			<-ctx.Done()
 			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()

@@ -81,7 +81,7 @@ func NewLab(opts LabOptions) *Lab {
 // NewMachine returns machine number i with plausible, unique hardware.
 func NewMachine(prefix string, i int, subnet string, diskSize int64) *machine.Machine {
 	id := fmt.Sprintf("%s-%d", prefix, i)
-	hi, lo := byte(i>>8), byte(i)
+	hi, lo := byte(i>>8&0xff), byte(i&0xff)
 	return machine.New(id, fmt.Sprintf("6d657461-6c73-4869-8674-%012x", i), machine.Hardware{
 		Manufacturer: "Metalshift Sim", Model: "SimServer 2U", SerialNumber: fmt.Sprintf("MS%06d", i),
 		BIOSVersion: "2.4.1", BIOSVendor: "SimBIOS", BIOSDate: "2026-03-01",

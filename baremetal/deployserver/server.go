@@ -188,7 +188,8 @@ func (s *Server) serveIPXE(w http.ResponseWriter, r *http.Request) {
 	kernel := s.baseURL + KernelPath + "?" + deployapi.SignURLQuery(s.key, KernelPath, id, exp)
 	initrd := s.baseURL + InitrdPath + "?" + deployapi.SignURLQuery(s.key, InitrdPath, id, exp)
 	w.Header().Set("Content-Type", "text/plain")
-	_, _ = w.Write([]byte(imageservice.DeployIPXEScript(kernel, initrd, s.bootConfig(id))))
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	_, _ = w.Write([]byte(imageservice.DeployIPXEScript(kernel, initrd, s.bootConfig(id)))) //nolint:gosec // a text/plain iPXE script of signed URLs, not HTML
 }
 
 // serveKernel serves the deploy kernel and initrd. metalshift does not
@@ -200,7 +201,11 @@ func (s *Server) serveKernel(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")
-	_, _ = w.Write([]byte("metalshift deploy " + strings.TrimPrefix(r.URL.Path, "/images/deploy-") + " placeholder\n"))
+	kind := "kernel"
+	if r.URL.Path == InitrdPath {
+		kind = "initrd"
+	}
+	_, _ = w.Write([]byte("metalshift deploy " + kind + " placeholder\n"))
 }
 
 // agentHost authenticates an agent and loads its host.
@@ -294,7 +299,7 @@ func (s *Server) secretData(ctx context.Context, ns string, ref *corev1.SecretRe
 			return v, nil
 		}
 	}
-	return nil, fmt.Errorf("Secret %s/%s has none of the keys %v", ns, ref.Name, keys)
+	return nil, fmt.Errorf("secret %s/%s has none of the keys %v", ns, ref.Name, keys)
 }
 
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {

@@ -226,11 +226,11 @@ func writeIfChanged(path, value string) {
 func (b *BMC) waitReady() error {
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		if c, err := net.ListenPacket("udp", b.Addr); err != nil {
+		c, err := net.ListenPacket("udp", b.Addr)
+		if err != nil {
 			return nil // bound by ipmi_sim
-		} else {
-			_ = c.Close()
 		}
+		_ = c.Close()
 		time.Sleep(20 * time.Millisecond)
 	}
 	log, _ := os.ReadFile(filepath.Join(b.dir, "ipmi_sim.log"))
@@ -243,6 +243,6 @@ func freeUDPPort() (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer c.Close()
+	defer c.Close() //nolint:errcheck // a probe socket
 	return c.LocalAddr().(*net.UDPAddr).Port, nil
 }

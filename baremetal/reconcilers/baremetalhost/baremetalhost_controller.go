@@ -31,7 +31,7 @@ import (
 )
 
 // credentialsIndex indexes hosts by the name of their credentials Secret.
-const credentialsIndex = "spec.bmc.credentialsName"
+const credentialsIndex = "spec.bmc.credentialsName" //nolint:gosec // a field path, not a credential
 
 // Reconciler reconciles BareMetalHosts.
 type Reconciler struct {
@@ -245,7 +245,7 @@ func (r *Reconciler) recordError(s *hostScope, e actionError) time.Duration {
 	if changed {
 		now := metav1.NewTime(r.Clock.Now().Truncate(time.Second))
 		host.Status.LastUpdated = &now
-		s.event(corev1.EventTypeWarning, string(errorReason(e.errType)), "Reconcile", "%s", e.msg)
+		s.event(corev1.EventTypeWarning, errorReason(e.errType), "Reconcile", "%s", e.msg)
 	}
 	return backoff(r.BackoffBase, r.BackoffCap, host.Status.ErrorCount)
 }
