@@ -7,6 +7,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	"github.com/metalshift/metalshift/infrastructure/metal/reconcilers/metalcluster"
+	"github.com/metalshift/metalshift/infrastructure/metal/reconcilers/metalmachine"
 )
 
 // Options tune the bare-metal infrastructure provider.
@@ -18,8 +19,15 @@ type Options struct {
 
 // Setup registers the provider's controllers with mgr.
 func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
-	return (&metalcluster.Reconciler{
+	if err := (&metalcluster.Reconciler{
 		Client:           mgr.GetClient(),
+		WatchFilterValue: opts.WatchFilterValue,
+	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: 10}); err != nil {
+		return err
+	}
+	return (&metalmachine.Reconciler{
+		Client:           mgr.GetClient(),
+		APIReader:        mgr.GetAPIReader(),
 		WatchFilterValue: opts.WatchFilterValue,
 	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: 10})
 }
