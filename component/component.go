@@ -9,6 +9,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	bootstrapv1 "github.com/metalshift/metalshift/api/bootstrap/v1alpha1"
 	infrav1 "github.com/metalshift/metalshift/api/infrastructure/v1alpha1"
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	"github.com/metalshift/metalshift/capicore"
@@ -91,6 +92,7 @@ func NewScheme() (*runtime.Scheme, error) {
 		capicore.AddToScheme,
 		infrav1.AddToScheme,
 		metal3v1.AddToScheme,
+		bootstrapv1.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			return nil, err

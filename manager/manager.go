@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/cluster-api/version"
 
 	"github.com/metalshift/metalshift/baremetal"
+	"github.com/metalshift/metalshift/bootstrap"
 	"github.com/metalshift/metalshift/component"
 	"github.com/metalshift/metalshift/infrastructure/metal"
 )
@@ -39,6 +40,9 @@ var Components = []Component{
 			return nil
 		}
 		return baremetal.Setup(ctx, mgr, baremetal.Options{DeployListenAddr: e.DeployListenAddr, DeployURL: e.DeployURL, SigningKey: e.SigningKey})
+	}},
+	{Name: "bootstrap-openshift", Setup: func(ctx context.Context, mgr ctrl.Manager, opts Options) error {
+		return bootstrap.Setup(ctx, mgr, bootstrap.Options{WatchFilterValue: opts.WatchFilterValue})
 	}},
 	{Name: "infrastructure-metal", Setup: func(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		return metal.Setup(ctx, mgr, metal.Options{WatchFilterValue: opts.WatchFilterValue})

@@ -1,0 +1,175 @@
+package openshiftconfig
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util"
+	"sigs.k8s.io/cluster-api/util/annotations"
+	"sigs.k8s.io/cluster-api/util/conditions"
+	"sigs.k8s.io/cluster-api/util/patch"
+	"sigs.k8s.io/cluster-api/util/predicates"
+	"sigs.k8s.io/cluster-api/util/secret"
+
+	bootstrapv1 "github.com/metalshift/metalshift/api/bootstrap/v1alpha1"
+	"github.com/metalshift/metalshift/bootstrap/pkg/ignition"
+)
+
+// Reconciler reconciles OpenShiftConfigs.
+type Reconciler struct {
+	Client           client.Client
+	APIReader        client.Reader
+	WatchFilterValue string
+}
+
+// +kubebuilder:rbac:groups=bootstrap.cluster.x-k8s.io,resources=openshiftconfigs;openshiftconfigs/status;openshiftconfigs/finalizers,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=machines;clusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update
+
+// SetupWithManager registers the reconciler with mgr.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, options controller.Options) error {
+	log := ctrl.LoggerFrom(ctx)
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&bootstrapv1.OpenShiftConfig{}).
+		WithOptions(options).
+		WithEventFilter(predicates.ResourceNotPausedAndHasFilterLabel(mgr.GetScheme(), log, r.WatchFilterValue)).
+		Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(util.MachineToInfrastructureMapFunc(bootstrapv1.GroupVersion.WithKind("OpenShiftConfig")))).
+		Complete(r)
+}
+
+// errWait means a precondition is missing; a condition says which.
+var errWait = errors.New("waiting")
+
+// Reconcile renders the config's Ignition Secret.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+	cfg := &bootstrapv1.OpenShiftConfig{}
+	if err := r.Client.Get(ctx, req.NamespacedName, cfg); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	machine, err := owner(ctx, r.Client, cfg)
+	if err != nil || machine == nil {
+		return ctrl.Result{}, err
+	}
+	cluster, err := util.GetClusterFromMetadata(ctx, r.Client, machine.ObjectMeta)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if annotations.IsPaused(cluster, cfg) {
+		return ctrl.Result{}, nil
+	}
+	helper, err := patch.NewHelper(cfg, r.Client)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	defer func() {
+		cfg.Status.ObservedGeneration = cfg.Generation
+		if err := helper.Patch(ctx, cfg, patch.WithOwnedConditions{Conditions: []string{bootstrapv1.DataSecretAvailableCondition}}); err != nil {
+			reterr = kerrors.NewAggregate([]error{reterr, err})
+		}
+	}()
+	if !cfg.DeletionTimestamp.IsZero() || ptr.Deref(cfg.Status.Initialization.DataSecretCreated, false) {
+		return ctrl.Result{}, nil // the Secret is owned by the config; rendered once, as the contract expects
+	}
+	data, err := r.render(ctx, cfg, machine, cluster)
+	if errors.Is(err, errWait) {
+		// The condition says what is missing; look again in a while (the
+		// cluster CA Secret and endpoint are not watched).
+		if cfg.Spec.IgnitionOverride != "" && conditions.GetReason(cfg, bootstrapv1.DataSecretAvailableCondition) == bootstrapv1.InvalidIgnitionOverrideReason {
+			return ctrl.Result{}, nil // a spec change wakes us
+		}
+		return ctrl.Result{RequeueAfter: 10 * time.Second}, nil
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{}, r.writeSecret(ctx, cfg, cluster, data)
+}
+
+func owner(ctx context.Context, c client.Client, cfg *bootstrapv1.OpenShiftConfig) (*clusterv1.Machine, error) {
+	return util.GetOwnerMachine(ctx, c, cfg.ObjectMeta)
+}
+
+// role is the config's role, else derived from the Machine.
+func role(cfg *bootstrapv1.OpenShiftConfig, m *clusterv1.Machine) string {
+	if cfg.Spec.Role != "" {
+		return cfg.Spec.Role
+	}
+	if util.IsControlPlaneMachine(m) {
+		return bootstrapv1.RoleMaster
+	}
+	return bootstrapv1.RoleWorker
+}
+
+func (r *Reconciler) render(ctx context.Context, cfg *bootstrapv1.OpenShiftConfig, m *clusterv1.Machine, cluster *clusterv1.Cluster) ([]byte, error) {
+	cfg.Status.Role = role(cfg, m)
+	if cfg.Status.Role == bootstrapv1.RoleBootstrap {
+		setCondition(cfg, metav1.ConditionFalse, bootstrapv1.RoleNotSupportedReason,
+			"The bootstrap node's config (install-config, manifests, install state) is rendered by the OpenShiftControlPlane provider, which is not available yet")
+		return nil, errWait
+	}
+	ep := cluster.Spec.ControlPlaneEndpoint
+	if ep.Host == "" {
+		setCondition(cfg, metav1.ConditionFalse, bootstrapv1.WaitingForControlPlaneEndpointReason,
+			"Waiting for Cluster "+cluster.Name+" to have a control-plane endpoint (the API VIP); the machine-config-server is reached there")
+		return nil, errWait
+	}
+	ca := &corev1.Secret{}
+	caName := secret.Name(cluster.Name, secret.ClusterCA)
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: caName}, ca); err != nil || len(ca.Data[secret.TLSCrtDataName]) == 0 {
+		setCondition(cfg, metav1.ConditionFalse, bootstrapv1.WaitingForClusterCAReason,
+			fmt.Sprintf("Waiting for Secret %s/%s with the cluster CA (key %s)", cluster.Namespace, caName, secret.TLSCrtDataName))
+		return nil, errWait
+	}
+	data, err := ignition.Pointer(ignition.PointerOptions{
+		MachineConfigServer: "https://" + ep.Host + ":" + strconv.Itoa(ignition.MachineConfigServerPort),
+		Role:                cfg.Status.Role,
+		RootCA:              ca.Data[secret.TLSCrtDataName],
+		Override:            []byte(cfg.Spec.IgnitionOverride),
+	})
+	if errors.Is(err, ignition.ErrInvalidOverride) {
+		setCondition(cfg, metav1.ConditionFalse, bootstrapv1.InvalidIgnitionOverrideReason, "spec.ignitionOverride: "+err.Error())
+		return nil, errWait
+	}
+	return data, err
+}
+
+func (r *Reconciler) writeSecret(ctx context.Context, cfg *bootstrapv1.OpenShiftConfig, cluster *clusterv1.Cluster, data []byte) error {
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: cfg.Name, Namespace: cfg.Namespace}}
+	if _, err := controllerutil.CreateOrUpdate(ctx, r.Client, s, func() error {
+		if s.Labels == nil {
+			s.Labels = map[string]string{}
+		}
+		s.Labels[clusterv1.ClusterNameLabel] = cluster.Name
+		s.Type = clusterv1.ClusterSecretType
+		s.Data = map[string][]byte{"value": data, "format": []byte("ignition")}
+		return controllerutil.SetControllerReference(cfg, s, r.Client.Scheme())
+	}); err != nil {
+		return fmt.Errorf("writing the bootstrap data Secret: %w", err)
+	}
+	cfg.Status.DataSecretName = ptr.To(s.Name)
+	cfg.Status.Initialization.DataSecretCreated = ptr.To(true)
+	setCondition(cfg, metav1.ConditionTrue, bootstrapv1.DataSecretCreatedReason, "Ignition config for a "+cfg.Status.Role+" is in Secret "+s.Name)
+	return nil
+}
+
+func setCondition(cfg *bootstrapv1.OpenShiftConfig, status metav1.ConditionStatus, reason, msg string) {
+	conditions.Set(cfg, metav1.Condition{Type: bootstrapv1.DataSecretAvailableCondition, Status: status, Reason: reason, Message: msg})
+}

@@ -1,0 +1,174 @@
+package openshiftconfig
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/conditions"
+
+	bootstrapv1 "github.com/metalshift/metalshift/api/bootstrap/v1alpha1"
+	infrav1 "github.com/metalshift/metalshift/api/infrastructure/v1alpha1"
+	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
+	"github.com/metalshift/metalshift/bootstrap/pkg/ignition"
+)
+
+// caSecret holds a real CA: Cluster API itself reads <cluster>-ca to write
+// the cluster's kubeconfig.
+func caSecret(t *testing.T, ns string) *corev1.Secret {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "ocp-ca"}, IsCA: true, BasicConstraintsValid: true,
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, _ := x509.MarshalECPrivateKey(key)
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "ocp-ca", Namespace: ns}, Data: map[string][]byte{
+		"tls.crt": pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		"tls.key": pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
+	}}
+}
+
+// cluster creates a Cluster on a MetalCluster with the API VIP 192.0.2.10.
+func cluster(t *testing.T, ns string, withCA bool) {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	g.Expect(env.Client.Create(ctx, &infrav1.MetalCluster{ObjectMeta: metav1.ObjectMeta{Name: "ocp", Namespace: ns},
+		Spec: infrav1.MetalClusterSpec{ControlPlaneEndpoint: infrav1.APIEndpoint{Host: "192.0.2.10", Port: 6443}}})).To(Succeed())
+	g.Expect(env.Client.Create(ctx, &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "ocp", Namespace: ns}, Spec: clusterv1.ClusterSpec{
+		InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: infrav1.GroupVersion.Group, Kind: "MetalCluster", Name: "ocp"},
+	}})).To(Succeed())
+	if withCA {
+		g.Expect(env.Client.Create(ctx, caSecret(t, ns))).To(Succeed())
+	}
+}
+
+// machine creates an OpenShiftConfig, a MetalMachine and a control-plane
+// Machine that references both.
+func machine(t *testing.T, ns, name, override string) (*clusterv1.Machine, *bootstrapv1.OpenShiftConfig) {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	lbls := map[string]string{clusterv1.ClusterNameLabel: "ocp"}
+	cfg := &bootstrapv1.OpenShiftConfig{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: lbls},
+		Spec: bootstrapv1.OpenShiftConfigSpec{IgnitionOverride: override}}
+	g.Expect(env.Client.Create(ctx, cfg)).To(Succeed())
+	g.Expect(env.Client.Create(ctx, &infrav1.MetalMachine{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: lbls},
+		Spec: infrav1.MetalMachineSpec{Image: infrav1.Image{URL: "http://images/rhcos.raw", Checksum: "abc", ChecksumType: "sha256"}}})).To(Succeed())
+	m := &clusterv1.Machine{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{clusterv1.ClusterNameLabel: "ocp", clusterv1.MachineControlPlaneLabel: ""}},
+		Spec: clusterv1.MachineSpec{
+			ClusterName:       "ocp",
+			Bootstrap:         clusterv1.Bootstrap{ConfigRef: clusterv1.ContractVersionedObjectReference{APIGroup: bootstrapv1.GroupVersion.Group, Kind: "OpenShiftConfig", Name: name}},
+			InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: infrav1.GroupVersion.Group, Kind: "MetalMachine", Name: name},
+		},
+	}
+	g.Expect(env.Client.Create(ctx, m)).To(Succeed())
+	return m, cfg
+}
+
+func setHostState(t *testing.T, h *metal3v1.BareMetalHost, state metal3v1.ProvisioningState) {
+	t.Helper()
+	NewWithT(t).Eventually(func() error {
+		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(h), h); err != nil {
+			return err
+		}
+		h.Status.OperationalStatus = metal3v1.OperationalStatusOK
+		h.Status.Provisioning.State = state
+		return env.Client.Status().Update(context.Background(), h)
+	}).Should(Succeed())
+}
+
+// TestMasterMachinePhases: a control-plane Machine with an OpenShiftConfig
+// and a MetalMachine goes Pending → Provisioning → Provisioned under
+// upstream Cluster API, and its host gets a valid Ignition pointer config.
+func TestMasterMachinePhases(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	cluster(t, ns, true)
+	host := &metal3v1.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Name: "master-0", Namespace: ns},
+		Spec: metal3v1.BareMetalHostSpec{BMC: metal3v1.BMCDetails{Address: "redfish://bmc/redfish/v1/Systems/0", CredentialsName: "bmc"}}}
+	g.Expect(env.Client.Create(ctx, host)).To(Succeed())
+	setHostState(t, host, metal3v1.StateAvailable)
+	m, cfg := machine(t, ns, "master-a", `{"ignition":{"version":"3.2.0"}}`)
+
+	var phases []string
+	observe := func(g Gomega) string {
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(m), m)).To(Succeed())
+		if p := m.Status.Phase; p != "" && (len(phases) == 0 || phases[len(phases)-1] != p) {
+			phases = append(phases, p)
+		}
+		return m.Status.Phase
+	}
+	g.Eventually(func(g Gomega) { g.Expect(observe(g)).To(Equal("Provisioning")) }).Should(Succeed())
+
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(cfg), cfg)).To(Succeed())
+	g.Expect(cfg.Status.Role).To(Equal(bootstrapv1.RoleMaster))
+	g.Expect(conditions.IsTrue(cfg, bootstrapv1.DataSecretAvailableCondition)).To(BeTrue())
+	data := &corev1.Secret{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: *cfg.Status.DataSecretName}, data)).To(Succeed())
+	g.Expect(string(data.Data["format"])).To(Equal("ignition"))
+	g.Expect(ignition.Validate(data.Data["value"])).To(Succeed())
+	g.Expect(string(data.Data["value"])).To(ContainSubstring("https://192.0.2.10:22623/config/master"))
+
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(host), host)).To(Succeed())
+		g.Expect(host.Spec.UserData).NotTo(BeNil())
+		ud := &corev1.Secret{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: host.Spec.UserData.Name}, ud)).To(Succeed())
+		g.Expect(ud.Data["userData"]).To(Equal(data.Data["value"]), "the host boots the Machine's Ignition")
+	}).Should(Succeed())
+
+	setHostState(t, host, metal3v1.StateProvisioned)
+	g.Eventually(func(g Gomega) { g.Expect(observe(g)).To(Equal("Provisioned")) }).Should(Succeed())
+	g.Expect(phases).To(Equal([]string{"Pending", "Provisioning", "Provisioned"}), "in this order, by upstream Cluster API")
+}
+
+// TestConfigConditions: what is missing, or wrong, is a condition that says so.
+func TestConfigConditions(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	cluster(t, ns, false)
+	_, noCA := machine(t, ns, "no-ca", "")
+	_, bad := machine(t, ns, "bad-override", `{"ignition":{"version":"2.2.0"}}`)
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(noCA), noCA)).To(Succeed())
+		c := conditions.Get(noCA, bootstrapv1.DataSecretAvailableCondition)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal(bootstrapv1.WaitingForClusterCAReason))
+		g.Expect(c.Message).To(ContainSubstring(ns + "/ocp-ca"))
+	}).Should(Succeed())
+	g.Expect(env.Client.Create(ctx, caSecret(t, ns))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(bad), bad)).To(Succeed())
+		c := conditions.Get(bad, bootstrapv1.DataSecretAvailableCondition)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal(bootstrapv1.InvalidIgnitionOverrideReason))
+		g.Expect(c.Message).To(ContainSubstring("spec.ignitionOverride"))
+	}).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(noCA), noCA)).To(Succeed())
+		g.Expect(noCA.Status.Initialization.DataSecretCreated).To(HaveValue(BeTrue()))
+	}, "30s").Should(Succeed(), "once the CA exists the config renders")
+}
