@@ -80,10 +80,9 @@ func (d *Driver) session(ctx context.Context, fn func(*ipmiclient.Client) error)
 		// support (ipmi_sim ignores 17) must not use up the whole budget.
 		c = c.WithInterface(ipmiclient.InterfaceLanplus).WithTimeout(exchangeTimeout).WithRetry(2).WithCipherSuiteID(suite)
 		if err := c.Connect(ctx); err != nil {
+			// A suite the BMC does not offer can fail like bad
+			// credentials; only the last suite's answer decides.
 			lastErr = translate(err)
-			if errors.Is(lastErr, provisioner.ErrCredentials) {
-				return lastErr
-			}
 			continue
 		}
 		d.mu.Lock()

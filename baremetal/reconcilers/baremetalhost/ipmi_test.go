@@ -1,0 +1,45 @@
+package baremetalhost_test
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+
+	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
+	"github.com/metalshift/metalshift/sim"
+	simipmi "github.com/metalshift/metalshift/sim/ipmi"
+)
+
+// TestIPMIHost provisions an ipmi:// host: OpenIPMI's ipmi_sim drives the
+// simulated machine's power and boot device, the machine network-boots the
+// deploy agent, and IPMI's missing inventory is covered by the
+// hardwaredetails annotation.
+func TestIPMIHost(t *testing.T) {
+	g := NewWithT(t)
+	ns := env.Namespace(t)
+	e := startEngine(t, "", nil, nil)
+	lab := startLab(t, e, 1)
+	m := lab.Machines[0]
+	bmc, err := simipmi.Start(m, t.TempDir(), "admin", canary)
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(bmc.Close)
+	img := newImageServer(t, 1<<20, false)
+
+	host := createHost(t, lab, 0, ns, false, func(h *metal3v1.BareMetalHost) {
+		h.Spec.BMC.Address = "ipmi://" + bmc.Addr
+		h.Annotations = map[string]string{
+			metal3v1.InspectAnnotation:         metal3v1.InspectAnnotationValueDisabled,
+			metal3v1.HardwareDetailsAnnotation: `{"cpu":{"arch":"x86_64","count":32},"ramMebibytes":131072}`,
+		}
+	})
+	waitState(t, host, metal3v1.StateAvailable)
+	g.Expect(host.Status.HardwareDetails.CPU.Count).To(Equal(32), "from the annotation")
+
+	update(t, host, func(h *metal3v1.BareMetalHost) { h.Spec.Image = img.image(); h.Spec.Online = true })
+	waitState(t, host, metal3v1.StateProvisioned)
+	g.Eventually(m.BootedOS).Should(Equal(sim.OSDisk))
+	written := make([]byte, len(img.data))
+	_, _ = m.DiskByName("/dev/sda").ReadAt(written, 0)
+	g.Expect(written).To(Equal(img.data))
+	expectNoCanary(t, e, ns, host)
+}
