@@ -34,6 +34,9 @@ type LabOptions struct {
 	AgentPollInterval time.Duration
 	// Subnet is the first three octets of the machines' IPs; default 192.0.2.
 	Subnet string
+	// MACOctet is the fourth octet of the machines' MAC addresses, so that
+	// labs sharing a provisioning network do not clash; default 0x6d.
+	MACOctet byte
 }
 
 // Lab is a running set of simulated machines behind one Redfish endpoint.
@@ -67,10 +70,13 @@ func NewLab(opts LabOptions) *Lab {
 	if opts.Subnet == "" {
 		opts.Subnet = "192.0.2"
 	}
+	if opts.MACOctet == 0 {
+		opts.MACOctet = 0x6d
+	}
 	l := &Lab{Opts: opts, BMC: redfish.New(opts.Username, opts.Password)}
 	l.Firmware = &Firmware{HTTP: &http.Client{Timeout: 30 * time.Second}, BootURL: opts.BootURL, AgentPollInterval: opts.AgentPollInterval}
 	for i := range opts.Hosts {
-		m := NewMachine(opts.NamePrefix, i, opts.Subnet, opts.DiskSizeBytes)
+		m := NewMachine(opts.NamePrefix, i, opts.Subnet, opts.MACOctet, opts.DiskSizeBytes)
 		m.SetFirmware(l.Firmware)
 		l.BMC.Add(m)
 		l.Machines = append(l.Machines, m)
@@ -79,7 +85,7 @@ func NewLab(opts LabOptions) *Lab {
 }
 
 // NewMachine returns machine number i with plausible, unique hardware.
-func NewMachine(prefix string, i int, subnet string, diskSize int64) *machine.Machine {
+func NewMachine(prefix string, i int, subnet string, macOctet byte, diskSize int64) *machine.Machine {
 	id := fmt.Sprintf("%s-%d", prefix, i)
 	hi, lo := byte(i>>8&0xff), byte(i&0xff)
 	return machine.New(id, fmt.Sprintf("6d657461-6c73-4869-8674-%012x", i), machine.Hardware{
@@ -87,8 +93,8 @@ func NewMachine(prefix string, i int, subnet string, diskSize int64) *machine.Ma
 		BIOSVersion: "2.4.1", BIOSVendor: "SimBIOS", BIOSDate: "2026-03-01",
 		CPUArch: "x86_64", CPUModel: "Simulated Xeon 6000", CPUCount: 32, CPUMHz: 2600, RAMMiB: 131072,
 		NICs: []machine.NIC{
-			{Name: "eno1", MAC: fmt.Sprintf("52:54:00:6d:%02x:%02x", hi, lo), IP: fmt.Sprintf("%s.%d", subnet, 10+i%240), SpeedGbps: 25},
-			{Name: "eno2", MAC: fmt.Sprintf("52:54:01:6d:%02x:%02x", hi, lo), SpeedGbps: 25},
+			{Name: "eno1", MAC: fmt.Sprintf("52:54:00:%02x:%02x:%02x", macOctet, hi, lo), IP: fmt.Sprintf("%s.%d", subnet, 10+i%240), SpeedGbps: 25},
+			{Name: "eno2", MAC: fmt.Sprintf("52:54:01:%02x:%02x:%02x", macOctet, hi, lo), SpeedGbps: 25},
 		},
 		Disks: []*machine.Disk{
 			{Name: "/dev/sda", Model: "SimSSD 480", Vendor: "SimDisk", SerialNumber: fmt.Sprintf("SSD%06d", i),

@@ -334,17 +334,25 @@ func (s *Server) serveByMAC(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "listing hosts failed", http.StatusServiceUnavailable)
 		return
 	}
+	var matches []*metal3v1.BareMetalHost
 	for i := range hosts.Items {
-		h := &hosts.Items[i]
-		if strings.ToLower(h.Spec.BootMACAddress) != mac || Generation(h) == "" {
-			continue
+		if h := &hosts.Items[i]; strings.EqualFold(h.Spec.BootMACAddress, mac) && Generation(h) != "" {
+			matches = append(matches, h)
 		}
+	}
+	switch {
+	case len(matches) > 1:
+		// Booting one of them could write the wrong host's image.
+		http.Error(w, fmt.Sprintf("%d hosts waiting for their deploy agent have boot MAC %s; fix spec.bootMACAddress", len(matches), mac), http.StatusConflict)
+		return
+	case len(matches) == 1:
+		h := matches[0]
 		id := HostID(h)
 		exp := s.clock.Now().Add(s.ttl)
 		kernel := s.baseURL + KernelPath + "?" + deployapi.SignURLQuery(s.key, KernelPath, id, exp)
 		initrd := s.baseURL + InitrdPath + "?" + deployapi.SignURLQuery(s.key, InitrdPath, id, exp)
 		w.Header().Set("Content-Type", "text/plain")
-		_, _ = w.Write([]byte(imageservice.DeployIPXEScript(kernel, initrd, s.bootConfig(id))))
+		_, _ = w.Write([]byte(imageservice.DeployIPXEScript(kernel, initrd, s.bootConfig(id)))) //nolint:gosec // a text/plain iPXE script of signed URLs
 		return
 	}
 	http.Error(w, "no network boot for "+mac, http.StatusNotFound)

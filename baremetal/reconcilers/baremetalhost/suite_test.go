@@ -39,6 +39,11 @@ func TestMain(m *testing.M) {
 	os.Exit(testenv.Run(m, &env, testenv.Options{}))
 }
 
+// labCounter gives every lab its own MAC addresses: hosts of earlier
+// tests stay in envtest (it has no namespace controller) and share the
+// provisioning network's boot server.
+var labCounter atomic.Int32
+
 // canary is the BMC password of every lab; it must never appear in logs,
 // Events or status.
 const canary = "Canary-BMC-Pa55x" // 16 bytes: IPMI 1.5 passwords, and ipmi_sim, stop there
@@ -144,7 +149,8 @@ func startEngine(t *testing.T, addr string, key []byte, logs *logBuffer) *engine
 // startLab serves n simulated machines whose network boot server is the engine.
 func startLab(t *testing.T, e *engine, n int) *sim.Lab {
 	t.Helper()
-	lab := sim.NewLab(sim.LabOptions{Hosts: n, Password: canary, BootURL: e.deployURL, AgentPollInterval: 100 * time.Millisecond, DiskSizeBytes: 64 << 30})
+	lab := sim.NewLab(sim.LabOptions{Hosts: n, Password: canary, BootURL: e.deployURL, AgentPollInterval: 100 * time.Millisecond, DiskSizeBytes: 64 << 30,
+		MACOctet: byte(labCounter.Add(1))})
 	if err := lab.Start("127.0.0.1:0"); err != nil {
 		t.Fatal(err)
 	}
