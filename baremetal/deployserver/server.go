@@ -352,7 +352,7 @@ func (s *Server) serveByMAC(w http.ResponseWriter, r *http.Request) {
 		kernel := s.baseURL + KernelPath + "?" + deployapi.SignURLQuery(s.key, KernelPath, id, exp)
 		initrd := s.baseURL + InitrdPath + "?" + deployapi.SignURLQuery(s.key, InitrdPath, id, exp)
 		w.Header().Set("Content-Type", "text/plain")
-		_, _ = w.Write([]byte(imageservice.DeployIPXEScript(kernel, initrd, s.bootConfig(id)))) //nolint:gosec // a text/plain iPXE script of signed URLs
+		_, _ = w.Write([]byte(imageservice.DeployIPXEScript(kernel, initrd, s.bootConfig(id))))
 		return
 	}
 	http.Error(w, "no network boot for "+mac, http.StatusNotFound)
