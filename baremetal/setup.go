@@ -3,12 +3,11 @@ package baremetal
 import (
 	"context"
 	"errors"
-	"fmt"
-	"net"
 	"net/http"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -54,11 +53,18 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if opts.Concurrency == 0 {
 		opts.Concurrency = 20
 	}
-	ds, err := deployserver.New(deployserver.Options{Client: mgr.GetAPIReader(), Key: opts.SigningKey, BaseURL: opts.DeployURL})
+	// The manager's client serves hosts from the cache, which agents polling
+	// every few seconds would otherwise turn into API reads, and reads Secrets
+	// directly (Cluster API's client options keep them out of the cache).
+	ds, err := deployserver.New(deployserver.Options{Client: mgr.GetClient(), Key: opts.SigningKey, BaseURL: opts.DeployURL})
 	if err != nil {
 		return err
 	}
-	if err := mgr.Add(httpServer(opts.DeployListenAddr, ds.Handler())); err != nil {
+	if err := mgr.Add(&manager.Server{
+		Name:            "deploy-server",
+		Server:          &http.Server{Addr: opts.DeployListenAddr, Handler: ds.Handler(), ReadHeaderTimeout: 10 * time.Second},
+		ShutdownTimeout: ptr.To(5 * time.Second),
+	}); err != nil {
 		return err
 	}
 	secrets, err := secretMetadataCache(mgr)
@@ -99,25 +105,4 @@ func secretMetadataCache(mgr ctrl.Manager) (cache.Cache, error) {
 		return nil, err
 	}
 	return c, mgr.Add(c)
-}
-
-// httpServer runs h on addr for the life of the manager.
-func httpServer(addr string, h http.Handler) manager.Runnable {
-	return manager.RunnableFunc(func(ctx context.Context) error {
-		l, err := net.Listen("tcp", addr)
-		if err != nil {
-			return fmt.Errorf("deploy server: %w", err)
-		}
-		srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-		go func() { //nolint:gosec // shutdown must outlive the cancelled manager context
-			<-ctx.Done()
-			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			_ = srv.Shutdown(sctx)
-		}()
-		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			return err
-		}
-		return nil
-	})
 }

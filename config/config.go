@@ -110,7 +110,7 @@ func documents(name string) ([][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := utilyaml.NewYAMLReader(bufioReader(data))
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
 	var docs [][]byte
 	for {
 		doc, err := r.Read()
@@ -135,5 +135,3 @@ func onlyComments(doc []byte) bool {
 	}
 	return true
 }
-
-func bufioReader(data []byte) *bufio.Reader { return bufio.NewReader(bytes.NewReader(data)) }

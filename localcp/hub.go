@@ -86,7 +86,7 @@ func Start(ctx context.Context, opts Options) (_ *Hub, reterr error) {
 		return nil, err
 	}
 	h := &Hub{opts: opts, dir: dir}
-	if h.lock, err = lock(dir); err != nil {
+	if h.lock, err = lock(dir, startLockPatience); err != nil {
 		if errors.Is(err, ErrAlreadyRunning) {
 			return nil, alreadyRunningError(dir)
 		}

@@ -78,26 +78,38 @@ func writeState(dir string, s State) error {
 	return os.Rename(tmp, statePath(dir))
 }
 
-// lock takes the exclusive lock of dir. The kernel drops it when the hub
-// process exits, however it exits, so a stale lock cannot exist.
-func lock(dir string) (*os.File, error) {
+// lock takes the exclusive lock of dir, trying for up to patience. The
+// kernel drops it when the hub process exits, however it exits, so a stale
+// lock cannot exist.
+func lock(dir string, patience time.Duration) (*os.File, error) {
 	f, err := os.OpenFile(lockPath(dir), os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, err
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
+	deadline := time.Now().Add(patience)
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		switch {
+		case err == nil:
+			return f, nil
+		case !errors.Is(err, syscall.EWOULDBLOCK):
+			f.Close()
+			return nil, fmt.Errorf("locking %s: %w", lockPath(dir), err)
+		case time.Now().After(deadline):
+			f.Close()
 			return nil, ErrAlreadyRunning
 		}
-		return nil, fmt.Errorf("locking %s: %w", lockPath(dir), err)
+		time.Sleep(20 * time.Millisecond)
 	}
-	return f, nil
 }
+
+// startLockPatience covers Running's probes: they hold the lock for an
+// instant, and a hub starting during one must not take it for another hub.
+const startLockPatience = 500 * time.Millisecond
 
 // Running reports whether a hub holds the lock of dir.
 func Running(dir string) bool {
-	f, err := lock(dir)
+	f, err := lock(dir, 0)
 	if err != nil {
 		return errors.Is(err, ErrAlreadyRunning)
 	}

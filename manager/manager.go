@@ -2,16 +2,11 @@ package manager
 
 import (
 	"context"
-	"fmt"
-	"time"
 
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	coresetup "sigs.k8s.io/cluster-api/core/setup"
 	"sigs.k8s.io/cluster-api/version"
 
 	"github.com/metalshift/metalshift/baremetal"
@@ -55,55 +50,12 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 	if err := version.CheckKubernetesVersion(cfg, version.MinimumKubernetesVersion); err != nil {
 		return nil, err
 	}
-	scheme, err := component.NewScheme()
+	mgr, err := component.NewManager(ctx, cfg, Name, opts, Components)
 	if err != nil {
 		return nil, err
-	}
-	syncPeriod := opts.SyncPeriod
-	if syncPeriod == 0 {
-		syncPeriod = 10 * time.Minute
-	}
-	mgrOpts := ctrl.Options{
-		Scheme:                  scheme,
-		Cache:                   coresetup.ManagerCacheOptions(scheme, Name, opts.Namespace, syncPeriod),
-		Client:                  coresetup.ManagerClientOptions(),
-		Metrics:                 metricsserver.Options{BindAddress: orZero(opts.MetricsAddr)},
-		HealthProbeBindAddress:  orZero(opts.HealthAddr),
-		LeaderElection:          opts.LeaderElection,
-		LeaderElectionID:        leaderElectionID(opts.WatchFilterValue),
-		LeaderElectionNamespace: opts.LeaderElectionNamespace,
-	}
-	if opts.WebhookPort != 0 {
-		mgrOpts.WebhookServer = webhook.NewServer(webhook.Options{
-			Host: opts.WebhookHost, Port: opts.WebhookPort, CertDir: opts.WebhookCertDir,
-			CertName: opts.WebhookCertName, KeyName: opts.WebhookKeyName,
-		})
-	}
-	mgr, err := ctrl.NewManager(cfg, mgrOpts)
-	if err != nil {
-		return nil, fmt.Errorf("creating the manager: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return nil, err
 	}
-	for _, c := range Components {
-		if err := c.Setup(ctx, mgr, opts); err != nil {
-			return nil, fmt.Errorf("component %s: %w", c.Name, err)
-		}
-	}
 	return mgr, nil
-}
-
-func orZero(addr string) string {
-	if addr == "" {
-		return "0"
-	}
-	return addr
-}
-
-func leaderElectionID(filter string) string {
-	if filter == "" {
-		return Name
-	}
-	return Name + "-" + filter
 }

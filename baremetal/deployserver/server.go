@@ -1,6 +1,7 @@
 package deployserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -52,7 +53,8 @@ type Server struct {
 
 // Options configure a Server.
 type Options struct {
-	// Client reads BareMetalHosts and Secrets (uncached for Secrets).
+	// Client reads BareMetalHosts (a cached client suits: agents poll) and
+	// their Secrets.
 	Client client.Reader
 	// Key signs tokens and URLs; keep it across restarts.
 	Key []byte
@@ -176,7 +178,7 @@ func (s *Server) serveISO(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/x-iso9660-image")
-	http.ServeContent(w, r, "deploy.iso", time.Time{}, strings.NewReader(string(iso)))
+	http.ServeContent(w, r, "deploy.iso", time.Time{}, bytes.NewReader(iso))
 }
 
 func (s *Server) serveIPXE(w http.ResponseWriter, r *http.Request) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -69,7 +70,7 @@ func serveImage(ctx context.Context, out io.Writer, size int64, listen, envFile 
 			http.NotFound(w, r)
 			return
 		}
-		http.ServeContent(w, r, "os.raw", time.Time{}, strings.NewReader(string(data)))
+		http.ServeContent(w, r, "os.raw", time.Time{}, bytes.NewReader(data))
 	})}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()

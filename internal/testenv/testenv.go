@@ -15,17 +15,12 @@ import (
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/controller-runtime/pkg/webhook"
-
-	coresetup "sigs.k8s.io/cluster-api/core/setup"
 
 	"github.com/metalshift/metalshift/component"
 	"github.com/metalshift/metalshift/localcp"
@@ -117,19 +112,6 @@ func (e *Env) start(opts Options) error {
 	if e.Client, err = client.New(e.Config, client.Options{Scheme: scheme}); err != nil {
 		return err
 	}
-	mgrOpts := component.Options{WebhookHost: wio.LocalServingHost, WebhookPort: wio.LocalServingPort, WebhookCertDir: wio.LocalServingCertDir}
-	e.Manager, err = ctrl.NewManager(e.Config, ctrl.Options{
-		Scheme:  scheme,
-		Cache:   coresetup.ManagerCacheOptions(scheme, "testenv", "", 10*time.Minute),
-		Client:  coresetup.ManagerClientOptions(),
-		Metrics: metricsserver.Options{BindAddress: "0"},
-		WebhookServer: webhook.NewServer(webhook.Options{
-			Host: wio.LocalServingHost, Port: wio.LocalServingPort, CertDir: wio.LocalServingCertDir,
-		}),
-	})
-	if err != nil {
-		return err
-	}
 	components := opts.Components
 	if opts.CAPICore {
 		components = append([]component.Component{component.CAPICore}, components...)
@@ -138,10 +120,9 @@ func (e *Env) start(opts Options) error {
 		// and validated as on a real hub.
 		components = append([]component.Component{component.CAPIWebhooks}, components...)
 	}
-	for _, c := range components {
-		if err := c.Setup(ctx, e.Manager, mgrOpts); err != nil {
-			return fmt.Errorf("component %s: %w", c.Name, err)
-		}
+	mgrOpts := component.Options{WebhookHost: wio.LocalServingHost, WebhookPort: wio.LocalServingPort, WebhookCertDir: wio.LocalServingCertDir}
+	if e.Manager, err = component.NewManager(ctx, e.Config, "testenv", mgrOpts, components); err != nil {
+		return err
 	}
 	e.done = make(chan error, 1)
 	go func() { e.done <- e.Manager.Start(ctx) }()
@@ -186,12 +167,6 @@ func (e *Env) Namespace(t testing.TB) string {
 	}
 	t.Cleanup(func() { _ = e.Client.Delete(context.Background(), ns) })
 	return ns.Name
-}
-
-// GVK returns the group, version and kind of obj from the scheme.
-func (e *Env) GVK(obj client.Object) schema.GroupVersionKind {
-	gvk, _ := e.Client.GroupVersionKindFor(obj)
-	return gvk
 }
 
 func dnsPrefix(name string) string {

@@ -57,7 +57,8 @@ type Reconciler struct {
 	// checked against spec.online; 0 means 60s.
 	PowerPollInterval time.Duration
 
-	provs sync.Map // host key → *cachedProvisioner
+	provs   sync.Map      // host key → *cachedProvisioner
+	secrets client.Reader // Secrets' metadata, from the cache SetupWithManager gets
 }
 
 type cachedProvisioner struct {
@@ -84,6 +85,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, sec
 	if r.PowerPollInterval == 0 {
 		r.PowerPollInterval = powerPollInterval
 	}
+	r.secrets = secrets
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &metal3v1.BareMetalHost{}, credentialsIndex, func(o client.Object) []string {
 		return []string{o.(*metal3v1.BareMetalHost).Spec.BMC.CredentialsName}
 	}); err != nil {
@@ -273,8 +275,19 @@ func (r *Reconciler) buildProvisioner(ctx context.Context, s *hostScope) {
 		s.provErr = fail(metal3v1.RegistrationError, "spec.bmc.credentialsName is empty: name a Secret with keys username and password")
 		return
 	}
+	hostKey := client.ObjectKeyFromObject(host).String()
+	secKey := client.ObjectKey{Namespace: host.Namespace, Name: name}
+	// A driver built from this version of the Secret is reused without
+	// reading the credentials again; the metadata cache tells the version.
+	if meta := (&corev1.Secret{}); r.secrets != nil && r.secrets.Get(ctx, secKey, meta) == nil {
+		if c, ok := r.provs.Load(hostKey); ok && c.(*cachedProvisioner).key == provisionerKey(host, meta) {
+			s.useCredentials(meta)
+			s.prov = c.(*cachedProvisioner).prov
+			return
+		}
+	}
 	sec := &corev1.Secret{}
-	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: host.Namespace, Name: name}, sec); err != nil {
+	if err := r.APIReader.Get(ctx, secKey, sec); err != nil {
 		if apierrors.IsNotFound(err) {
 			s.provErr = fail(metal3v1.RegistrationError, fmt.Sprintf("BMC credentials Secret %s/%s not found: create it with keys username and password", host.Namespace, name))
 		} else {
@@ -288,12 +301,8 @@ func (r *Reconciler) buildProvisioner(ctx context.Context, s *hostScope) {
 			return
 		}
 	}
-	s.creds = sec
-	host.Status.TriedCredentials = metal3v1.CredentialsStatus{
-		Reference: &corev1.SecretReference{Name: sec.Name, Namespace: sec.Namespace}, Version: sec.ResourceVersion,
-	}
-	key := fmt.Sprintf("%s|%t|%s|%s", host.Spec.BMC.Address, host.Spec.BMC.DisableCertificateVerification, sec.UID, sec.ResourceVersion)
-	hostKey := client.ObjectKeyFromObject(host).String()
+	s.useCredentials(sec)
+	key := provisionerKey(host, sec)
 	if c, ok := r.provs.Load(hostKey); ok && c.(*cachedProvisioner).key == key {
 		s.prov = c.(*cachedProvisioner).prov
 		return
@@ -306,4 +315,9 @@ func (r *Reconciler) buildProvisioner(ctx context.Context, s *hostScope) {
 	}
 	r.provs.Store(hostKey, &cachedProvisioner{key: key, prov: p})
 	s.prov = p
+}
+
+// provisionerKey identifies what a driver was built from.
+func provisionerKey(host *metal3v1.BareMetalHost, sec *corev1.Secret) string {
+	return fmt.Sprintf("%s|%t|%s|%s", host.Spec.BMC.Address, host.Spec.BMC.DisableCertificateVerification, sec.UID, sec.ResourceVersion)
 }

@@ -63,7 +63,7 @@ func BenchmarkProvision500(b *testing.B) {
 		}
 		key := make([]byte, 32)
 		_, _ = rand.Read(key)
-		addr := freeAddrB(b)
+		addr := freeAddr(b)
 		ctx, cancel := context.WithCancel(context.Background())
 		if err := baremetal.Setup(ctx, mgr, baremetal.Options{DeployListenAddr: addr, SigningKey: key, Concurrency: 50}); err != nil {
 			b.Fatal(err)
@@ -73,7 +73,7 @@ func BenchmarkProvision500(b *testing.B) {
 		if err := lab.Start("127.0.0.1:0"); err != nil {
 			b.Fatal(err)
 		}
-		img := newImageServerB(b, 256<<10)
+		img := newImageServer(b, 256<<10, false)
 		writer, _ := client.New(env.Config, client.Options{Scheme: scheme})
 		start := time.Now()
 		b.StartTimer()
@@ -128,13 +128,4 @@ func BenchmarkProvision500(b *testing.B) {
 		lab.Close()
 		b.StartTimer()
 	}
-}
-
-func freeAddrB(b *testing.B) string {
-	l, err := netListen()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }

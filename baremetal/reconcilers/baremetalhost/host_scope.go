@@ -49,6 +49,14 @@ func (s *hostScope) requireProvisioner() actionResult {
 
 func (s *hostScope) uefi() bool { return s.host.BootModeOrDefault() != metal3v1.Legacy }
 
+// useCredentials records the Secret the driver uses as the tried credentials.
+func (s *hostScope) useCredentials(sec *corev1.Secret) {
+	s.creds = sec
+	s.host.Status.TriedCredentials = metal3v1.CredentialsStatus{
+		Reference: &corev1.SecretReference{Name: sec.Name, Namespace: sec.Namespace}, Version: sec.ResourceVersion,
+	}
+}
+
 func (s *hostScope) markGoodCredentials() {
 	if s.creds == nil {
 		return

@@ -68,7 +68,7 @@ func (l *logBuffer) String() string {
 	return l.buf.String()
 }
 
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -168,7 +168,7 @@ type imageServer struct {
 	gate chan struct{}
 }
 
-func newImageServer(t *testing.T, size int, gated bool) *imageServer {
+func newImageServer(t testing.TB, size int, gated bool) *imageServer {
 	t.Helper()
 	s := &imageServer{data: make([]byte, size)}
 	_, _ = rand.Read(s.data)

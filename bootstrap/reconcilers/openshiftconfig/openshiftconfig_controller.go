@@ -52,8 +52,12 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		Complete(r)
 }
 
-// errWait means a precondition is missing; a condition says which.
-var errWait = errors.New("waiting")
+// errWait means a precondition is missing, errInvalidSpec that the spec
+// cannot be rendered; either way a condition says what.
+var (
+	errWait        = errors.New("waiting")
+	errInvalidSpec = errors.New("invalid spec")
+)
 
 // Reconcile renders the config's Ignition Secret.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
@@ -64,7 +68,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		}
 		return ctrl.Result{}, err
 	}
-	machine, err := owner(ctx, r.Client, cfg)
+	machine, err := util.GetOwnerMachine(ctx, r.Client, cfg.ObjectMeta)
 	if err != nil || machine == nil {
 		return ctrl.Result{}, err
 	}
@@ -89,22 +93,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, nil // the Secret is owned by the config; rendered once, as the contract expects
 	}
 	data, err := r.render(ctx, cfg, machine, cluster)
-	if errors.Is(err, errWait) {
-		// The condition says what is missing; look again in a while (the
-		// cluster CA Secret and endpoint are not watched).
-		if cfg.Spec.IgnitionOverride != "" && conditions.GetReason(cfg, bootstrapv1.DataSecretAvailableCondition) == bootstrapv1.InvalidIgnitionOverrideReason {
-			return ctrl.Result{}, nil // a spec change wakes us
-		}
+	switch {
+	case errors.Is(err, errInvalidSpec):
+		return ctrl.Result{}, nil // a spec change wakes us
+	case errors.Is(err, errWait):
+		// The cluster CA Secret and endpoint are not watched: look again.
 		return ctrl.Result{RequeueAfter: 10 * time.Second}, nil
 	}
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{}, r.writeSecret(ctx, cfg, cluster, data)
-}
-
-func owner(ctx context.Context, c client.Client, cfg *bootstrapv1.OpenShiftConfig) (*clusterv1.Machine, error) {
-	return util.GetOwnerMachine(ctx, c, cfg.ObjectMeta)
 }
 
 // role is the config's role, else derived from the Machine.
@@ -123,7 +122,7 @@ func (r *Reconciler) render(ctx context.Context, cfg *bootstrapv1.OpenShiftConfi
 	if cfg.Status.Role == bootstrapv1.RoleBootstrap {
 		setCondition(cfg, metav1.ConditionFalse, bootstrapv1.RoleNotSupportedReason,
 			"The bootstrap node's config (install-config, manifests, install state) is rendered by the OpenShiftControlPlane provider, which is not available yet")
-		return nil, errWait
+		return nil, errInvalidSpec
 	}
 	ep := cluster.Spec.ControlPlaneEndpoint
 	if ep.Host == "" {
@@ -146,7 +145,7 @@ func (r *Reconciler) render(ctx context.Context, cfg *bootstrapv1.OpenShiftConfi
 	})
 	if errors.Is(err, ignition.ErrInvalidOverride) {
 		setCondition(cfg, metav1.ConditionFalse, bootstrapv1.InvalidIgnitionOverrideReason, "spec.ignitionOverride: "+err.Error())
-		return nil, errWait
+		return nil, errInvalidSpec
 	}
 	return data, err
 }

@@ -195,7 +195,8 @@ func (r *Reconciler) claim(ctx context.Context, mm *infrav1.MetalMachine) (*meta
 	for i := range hosts.Items {
 		h := &hosts.Items[i]
 		if consumedBy(h, mm) {
-			return h, r.recordClaim(mm, h)
+			recordClaim(mm, h)
+			return h, nil
 		}
 		if available(h, sel) {
 			candidates = append(candidates, h)
@@ -214,7 +215,8 @@ func (r *Reconciler) claim(ctx context.Context, mm *infrav1.MetalMachine) (*meta
 			return nil, err
 		}
 		ctrl.LoggerFrom(ctx).Info("Claimed host", "BareMetalHost", klog.KObj(h))
-		return h, r.recordClaim(mm, h)
+		recordClaim(mm, h)
+		return h, nil
 	}
 	return nil, nil
 }
@@ -226,13 +228,12 @@ func available(h *metal3v1.BareMetalHost, sel labels.Selector) bool {
 		sel.Matches(labels.Set(h.Labels))
 }
 
-func (r *Reconciler) recordClaim(mm *infrav1.MetalMachine, h *metal3v1.BareMetalHost) error {
+func recordClaim(mm *infrav1.MetalMachine, h *metal3v1.BareMetalHost) {
 	mm.Status.Host = &infrav1.HostReference{Namespace: h.Namespace, Name: h.Name}
 	if mm.Annotations == nil {
 		mm.Annotations = map[string]string{}
 	}
 	mm.Annotations[infrav1.HostAnnotation] = h.Namespace + "/" + h.Name
-	return nil
 }
 
 func userDataSecretName(mm *infrav1.MetalMachine) string { return mm.Name + "-user-data" }
