@@ -52,6 +52,11 @@ type Options struct {
 	// Webhooks serves the core admission and conversion webhooks on the
 	// manager's webhook server.
 	Webhooks bool
+
+	// ConnectionRetryInterval is how long the ClusterCache waits before it
+	// tries again to connect to a workload cluster; 0 keeps upstream's 30s.
+	// A local hub, where a cluster's API comes up while we watch, uses less.
+	ConnectionRetryInterval time.Duration
 }
 
 // Setup registers the core indexes and ClusterCache and, as asked, the
@@ -70,6 +75,12 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	clusterCache, err := setupClusterCache(ctx, mgr, opts.WatchFilterValue, concurrency)
 	if err != nil {
 		return err
+	}
+	if opts.ConnectionRetryInterval > 0 {
+		// Not part of the ClusterCache interface, but exported by its implementation.
+		if cc, ok := clusterCache.(interface{ SetConnectionCreationRetryInterval(time.Duration) }); ok {
+			cc.SetConnectionCreationRetryInterval(opts.ConnectionRetryInterval)
+		}
 	}
 	if opts.Reconcilers {
 		if err := setupReconcilers(ctx, mgr, clusterCache, opts.WatchFilterValue, concurrency); err != nil {

@@ -10,6 +10,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	bootstrapv1 "github.com/metalshift/metalshift/api/bootstrap/v1alpha1"
+	configv1 "github.com/metalshift/metalshift/api/config/v1"
+	controlplanev1 "github.com/metalshift/metalshift/api/controlplane/v1alpha1"
 	infrav1 "github.com/metalshift/metalshift/api/infrastructure/v1alpha1"
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	"github.com/metalshift/metalshift/capicore"
@@ -45,6 +47,10 @@ type Options struct {
 	// SyncPeriod is the resync period of the informers; 0 means 10 minutes.
 	SyncPeriod time.Duration
 
+	// WorkloadConnectionRetryInterval is how soon Cluster API retries to
+	// connect to a workload cluster whose API did not answer; 0 means 30s.
+	WorkloadConnectionRetryInterval time.Duration
+
 	// HostEngine configures the BareMetalHost engine.
 	HostEngine HostEngineOptions
 }
@@ -73,6 +79,7 @@ var (
 	CAPICore = Component{Name: "cluster-api-core", Setup: func(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		return capicore.Setup(ctx, mgr, capicore.Options{
 			WatchFilterValue: opts.WatchFilterValue, Reconcilers: true, Webhooks: opts.WebhookPort != 0,
+			ConnectionRetryInterval: opts.WorkloadConnectionRetryInterval,
 		})
 	}}
 
@@ -93,6 +100,8 @@ func NewScheme() (*runtime.Scheme, error) {
 		infrav1.AddToScheme,
 		metal3v1.AddToScheme,
 		bootstrapv1.AddToScheme,
+		controlplanev1.AddToScheme,
+		configv1.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			return nil, err

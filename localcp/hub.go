@@ -167,23 +167,11 @@ func (h *Hub) run(ctx context.Context, p *process, ready func(context.Context) e
 		return err
 	}
 	h.procs = append(h.procs, p)
-	ctx, cancel := context.WithTimeout(ctx, h.opts.StartTimeout)
-	defer cancel()
-	var lastErr error
-	for {
-		if done, err := p.exited(); done {
-			return fmt.Errorf("%s exited during start (%v); last lines of %s:\n%s", p.name, err, p.logPath, p.logTail(15))
-		}
-		if lastErr = ready(ctx); lastErr == nil {
-			h.progress("Started %s in %s", p.name, time.Since(start).Round(10*time.Millisecond))
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s did not become ready in %s: %v; see %s", p.name, h.opts.StartTimeout, lastErr, p.logPath)
-		case <-time.After(100 * time.Millisecond):
-		}
+	if err := waitReady(ctx, p, ready, h.opts.StartTimeout); err != nil {
+		return err
 	}
+	h.progress("Started %s in %s", p.name, time.Since(start).Round(10*time.Millisecond))
+	return nil
 }
 
 // Stop stops the children in reverse start order, records the hub as

@@ -12,6 +12,7 @@ import (
 	"github.com/metalshift/metalshift/baremetal"
 	"github.com/metalshift/metalshift/bootstrap"
 	"github.com/metalshift/metalshift/component"
+	"github.com/metalshift/metalshift/controlplane"
 	"github.com/metalshift/metalshift/infrastructure/metal"
 )
 
@@ -38,6 +39,9 @@ var Components = []Component{
 	}},
 	{Name: "bootstrap-openshift", Setup: func(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		return bootstrap.Setup(ctx, mgr, bootstrap.Options{WatchFilterValue: opts.WatchFilterValue})
+	}},
+	{Name: "controlplane-openshift", Setup: func(ctx context.Context, mgr ctrl.Manager, opts Options) error {
+		return controlplane.Setup(ctx, mgr, controlplane.Options{WatchFilterValue: opts.WatchFilterValue})
 	}},
 	{Name: "infrastructure-metal", Setup: func(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		return metal.Setup(ctx, mgr, metal.Options{WatchFilterValue: opts.WatchFilterValue})

@@ -168,6 +168,8 @@ func startManager(ctx context.Context, hub *localcp.Hub) (<-chan error, error) {
 		WebhookHost: ws.Host, WebhookPort: ws.Port, WebhookCertDir: ws.CertDir,
 		WebhookCertName: ws.CertName, WebhookKeyName: ws.KeyName,
 		HostEngine: component.HostEngineOptions{DeployListenAddr: hub.DeployAddr(), DeployURL: hub.DeployURL(), SigningKey: key},
+		// Installed clusters come up while the hub watches: connect soon after.
+		WorkloadConnectionRetryInterval: 2 * time.Second,
 	})
 	if err != nil {
 		return nil, err

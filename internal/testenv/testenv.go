@@ -120,7 +120,8 @@ func (e *Env) start(opts Options) error {
 		// and validated as on a real hub.
 		components = append([]component.Component{component.CAPIWebhooks}, components...)
 	}
-	mgrOpts := component.Options{WebhookHost: wio.LocalServingHost, WebhookPort: wio.LocalServingPort, WebhookCertDir: wio.LocalServingCertDir}
+	mgrOpts := component.Options{WebhookHost: wio.LocalServingHost, WebhookPort: wio.LocalServingPort, WebhookCertDir: wio.LocalServingCertDir,
+		WorkloadConnectionRetryInterval: 2 * time.Second}
 	if e.Manager, err = component.NewManager(ctx, e.Config, "testenv", mgrOpts, components); err != nil {
 		return err
 	}

@@ -22,7 +22,14 @@ const (
 	WaitingForControlPlaneEndpointReason = "WaitingForControlPlaneEndpoint"
 	WaitingForClusterCAReason            = "WaitingForClusterCA"
 	InvalidIgnitionOverrideReason        = "InvalidIgnitionOverride"
-	RoleNotSupportedReason               = "RoleNotSupported"
+	WaitingForControlPlaneReason         = "WaitingForControlPlane"
+	WaitingForInstallConfigReason        = "WaitingForInstallConfig"
+	WaitingForInstallStateReason         = "WaitingForInstallState"
+	WaitingForControlPlaneInitReason     = "WaitingForControlPlaneInitialized"
+	InvalidInstallConfigReason           = "InvalidInstallConfig"
+	InvalidInstallStateReason            = "InvalidInstallState"
+	InvalidManifestsReason               = "InvalidManifests"
+	BootstrapNeedsControlPlaneReason     = "BootstrapNeedsOpenShiftControlPlane"
 )
 
 // OpenShiftConfigSpec asks for the Ignition config of one machine.

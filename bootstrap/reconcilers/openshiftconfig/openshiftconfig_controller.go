@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"time"
 
@@ -119,16 +120,35 @@ func role(cfg *bootstrapv1.OpenShiftConfig, m *clusterv1.Machine) string {
 
 func (r *Reconciler) render(ctx context.Context, cfg *bootstrapv1.OpenShiftConfig, m *clusterv1.Machine, cluster *clusterv1.Cluster) ([]byte, error) {
 	cfg.Status.Role = role(cfg, m)
+	in, err := r.controlPlaneInputs(ctx, cfg, cluster)
+	if err != nil {
+		return nil, err
+	}
 	if cfg.Status.Role == bootstrapv1.RoleBootstrap {
-		setCondition(cfg, metav1.ConditionFalse, bootstrapv1.RoleNotSupportedReason,
-			"The bootstrap node's config (install-config, manifests, install state) is rendered by the OpenShiftControlPlane provider, which is not available yet")
-		return nil, errInvalidSpec
+		if in == nil {
+			setCondition(cfg, metav1.ConditionFalse, bootstrapv1.BootstrapNeedsControlPlaneReason,
+				"A bootstrap node's config is made of the install-config, install state and manifests an OpenShiftControlPlane names; Cluster "+
+					cluster.Name+" has no OpenShiftControlPlane")
+			return nil, errInvalidSpec
+		}
+		return r.bootstrapData(ctx, cfg, in)
 	}
 	ep := cluster.Spec.ControlPlaneEndpoint
 	if ep.Host == "" {
 		setCondition(cfg, metav1.ConditionFalse, bootstrapv1.WaitingForControlPlaneEndpointReason,
 			"Waiting for Cluster "+cluster.Name+" to have a control-plane endpoint (the API VIP); the machine-config-server is reached there")
 		return nil, errWait
+	}
+	if cfg.Status.Role == bootstrapv1.RoleWorker && !conditions.IsTrue(cluster, clusterv1.ClusterControlPlaneInitializedCondition) {
+		setCondition(cfg, metav1.ConditionFalse, bootstrapv1.WaitingForControlPlaneInitReason,
+			"Waiting for Cluster "+cluster.Name+"'s control plane to be initialized: workers fetch their config from the masters' machine-config-server")
+		return nil, errWait
+	}
+	// The machine-config-server answers at api-int.<cluster>.<baseDomain>,
+	// which resolves to the API VIP; without an install-config, at the VIP.
+	mcsHost := ep.Host
+	if in != nil {
+		mcsHost = in.ic.APIInternalHost()
 	}
 	ca := &corev1.Secret{}
 	caName := secret.Name(cluster.Name, secret.ClusterCA)
@@ -138,7 +158,7 @@ func (r *Reconciler) render(ctx context.Context, cfg *bootstrapv1.OpenShiftConfi
 		return nil, errWait
 	}
 	data, err := ignition.Pointer(ignition.PointerOptions{
-		MachineConfigServer: "https://" + ep.Host + ":" + strconv.Itoa(ignition.MachineConfigServerPort),
+		MachineConfigServer: "https://" + net.JoinHostPort(mcsHost, strconv.Itoa(ignition.MachineConfigServerPort)),
 		Role:                cfg.Status.Role,
 		RootCA:              ca.Data[secret.TLSCrtDataName],
 		Override:            []byte(cfg.Spec.IgnitionOverride),

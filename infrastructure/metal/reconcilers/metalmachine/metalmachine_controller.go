@@ -2,6 +2,7 @@ package metalmachine
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 
@@ -247,7 +248,7 @@ func (r *Reconciler) ensureHostSpec(ctx context.Context, mm *infrav1.MetalMachin
 	ud := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: userDataSecretName(mm), Namespace: host.Namespace}}
 	if _, err := controllerutil.CreateOrUpdate(ctx, r.Client, ud, func() error {
 		ud.Type = corev1.SecretTypeOpaque
-		ud.Data = map[string][]byte{"userData": boot.Data["value"]}
+		ud.Data = map[string][]byte{"userData": boot.Data["value"], "metaData": metaData(host)}
 		return controllerutil.SetOwnerReference(mm, ud, r.Client.Scheme())
 	}); err != nil {
 		return fmt.Errorf("writing the host's user data Secret: %w", err)
@@ -256,13 +257,25 @@ func (r *Reconciler) ensureHostSpec(ctx context.Context, mm *infrav1.MetalMachin
 	if mm.Spec.Image.Format != "" {
 		want.DiskFormat = ptr.To(mm.Spec.Image.Format)
 	}
-	if host.Spec.Online && host.Spec.Image != nil && *host.Spec.Image == *want && host.Spec.UserData != nil && host.Spec.UserData.Name == ud.Name {
+	if host.Spec.Online && host.Spec.Image != nil && *host.Spec.Image == *want && host.Spec.UserData != nil && host.Spec.UserData.Name == ud.Name &&
+		host.Spec.MetaData != nil && host.Spec.MetaData.Name == ud.Name {
 		return nil
 	}
 	host.Spec.Image = want
 	host.Spec.UserData = &corev1.SecretReference{Name: ud.Name, Namespace: ud.Namespace}
+	host.Spec.MetaData = &corev1.SecretReference{Name: ud.Name, Namespace: ud.Namespace}
 	host.Spec.Online = true
 	return r.Client.Update(ctx, host)
+}
+
+// metaData is the host's config-drive metadata: its identity, and the
+// providerID the installed OS registers its Node with (as cloud-init's
+// and afterburn's metadata do on other platforms).
+func metaData(host *metal3v1.BareMetalHost) []byte {
+	data, _ := json.Marshal(map[string]string{
+		"uuid": string(host.UID), "name": host.Name, "local-hostname": host.Name, "providerid": ProviderID(host),
+	})
+	return data
 }
 
 // reconcileDelete releases the host: it drops image, user data and
@@ -276,7 +289,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, mm *infrav1.MetalMachi
 		case err != nil:
 			return err
 		case consumedBy(host, mm):
-			host.Spec.ConsumerRef, host.Spec.Image, host.Spec.UserData = nil, nil, nil
+			host.Spec.ConsumerRef, host.Spec.Image, host.Spec.UserData, host.Spec.MetaData = nil, nil, nil, nil
 			host.Spec.Online = false
 			if err := r.Client.Update(ctx, host); err != nil {
 				return fmt.Errorf("releasing BareMetalHost %s: %w", host.Name, err)

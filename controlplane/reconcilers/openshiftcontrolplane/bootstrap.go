@@ -1,0 +1,304 @@
+package openshiftcontrolplane
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/controllers/external"
+	"sigs.k8s.io/cluster-api/util/conditions"
+
+	bootstrapv1 "github.com/metalshift/metalshift/api/bootstrap/v1alpha1"
+	controlplanev1 "github.com/metalshift/metalshift/api/controlplane/v1alpha1"
+)
+
+// reconcileBootstrap runs the control plane up to its initialization:
+// bootstrap Machine, API served by the bootstrap node, masters, bootstrap complete.
+func (r *Reconciler) reconcileBootstrap(ctx context.Context, s *scope) (ctrl.Result, error) {
+	cp := s.cp
+	bm := s.bootstrapMachine()
+	if bm == nil {
+		if cp.Status.BootstrapPhase == controlplanev1.BootstrapPhaseRemoved {
+			return ctrl.Result{}, nil
+		}
+		m, err := r.createMachine(ctx, s, s.cluster.Name+"-bootstrap", bootstrapv1.RoleBootstrap)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		cp.Status.BootstrapPhase = controlplanev1.BootstrapPhaseProvisioning
+		cp.Status.BootstrapMachine = m.Name
+		setCondition(cp, controlplanev1.BootstrapReadyCondition, metav1.ConditionFalse, controlplanev1.BootstrapMachineCreatedReason,
+			"Created bootstrap Machine "+m.Name)
+		r.event(cp, corev1.EventTypeNormal, controlplanev1.BootstrapMachineCreatedReason, "Created bootstrap Machine %s", m.Name)
+		return ctrl.Result{}, nil
+	}
+	cp.Status.BootstrapMachine = bm.Name
+	endpoint := endpointURL(s.cluster)
+	w, err := r.Workload(s.state.Data[controlplanev1.InstallStateKubeconfigKey])
+	if err != nil {
+		setCondition(cp, controlplanev1.BootstrapReadyCondition, metav1.ConditionFalse, controlplanev1.InstallStateMissingReason, err.Error())
+		return ctrl.Result{}, errWait
+	}
+	if err := w.Ready(ctx); err != nil {
+		cp.Status.BootstrapPhase = controlplanev1.BootstrapPhaseProvisioning
+		reason, msg := controlplanev1.BootstrapProvisioningReason, bootstrapProgress(bm)
+		if bm.Status.GetTypedPhase() == clusterv1.MachinePhaseProvisioned || bm.Status.GetTypedPhase() == clusterv1.MachinePhaseRunning {
+			reason = controlplanev1.BootstrapNotServingReason
+			since := provisionedSince(bm)
+			msg = fmt.Sprintf("Bootstrap Machine %s is provisioned%s, but the API at %s does not answer: %v", bm.Name, since, endpoint, err)
+		}
+		setCondition(cp, controlplanev1.BootstrapReadyCondition, metav1.ConditionFalse, reason, msg)
+		return ctrl.Result{RequeueAfter: waitShort}, nil
+	}
+	if cp.Status.BootstrapPhase != controlplanev1.BootstrapPhaseServing {
+		r.event(cp, corev1.EventTypeNormal, controlplanev1.BootstrapServingReason, "The bootstrap node serves the API at %s", endpoint)
+	}
+	cp.Status.BootstrapPhase = controlplanev1.BootstrapPhaseServing
+	setCondition(cp, controlplanev1.BootstrapReadyCondition, metav1.ConditionTrue, controlplanev1.BootstrapServingReason,
+		"Bootstrap Machine "+bm.Name+" serves the API at "+endpoint)
+
+	if err := r.scaleUp(ctx, s); err != nil {
+		return ctrl.Result{}, err
+	}
+	joined := 0
+	for _, m := range s.masters() {
+		if m.Status.NodeRef.IsDefined() {
+			joined++
+		}
+	}
+	want := int(ptr.Deref(cp.Spec.Replicas, 3))
+	complete, err := w.BootstrapComplete(ctx)
+	if err != nil || !complete || joined < want {
+		msg := fmt.Sprintf("%d of %d masters joined the cluster", joined, want)
+		if err != nil {
+			msg += "; reading the bootstrap status: " + err.Error()
+		} else if !complete {
+			msg += "; the bootstrap node has not reported the bootstrap complete yet"
+		}
+		setCondition(cp, controlplanev1.ControlPlaneInitializedCondition, metav1.ConditionFalse, controlplanev1.WaitingForMastersReason, msg)
+		return ctrl.Result{RequeueAfter: waitShort}, nil
+	}
+	cp.Status.Initialization.ControlPlaneInitialized = ptr.To(true)
+	setCondition(cp, controlplanev1.ControlPlaneInitializedCondition, metav1.ConditionTrue, controlplanev1.InitializedReason,
+		fmt.Sprintf("%d masters joined and the bootstrap is complete", joined))
+	r.event(cp, corev1.EventTypeNormal, controlplanev1.InitializedReason, "Control plane initialized: %d masters joined; removing the bootstrap node", joined)
+	return ctrl.Result{Requeue: true}, nil
+}
+
+// reconcileInitialized removes the bootstrap Machine and keeps the masters at spec.replicas.
+func (r *Reconciler) reconcileInitialized(ctx context.Context, s *scope) (ctrl.Result, error) {
+	cp := s.cp
+	if bm := s.bootstrapMachine(); bm != nil {
+		cp.Status.BootstrapPhase = controlplanev1.BootstrapPhaseRemoving
+		setCondition(cp, controlplanev1.BootstrapRemovedCondition, metav1.ConditionFalse, controlplanev1.BootstrapDeletingReason,
+			"Deleting bootstrap Machine "+bm.Name+"; its host returns to the pool")
+		if bm.DeletionTimestamp.IsZero() {
+			if err := r.Client.Delete(ctx, bm); err != nil && !apierrors.IsNotFound(err) {
+				return ctrl.Result{}, err
+			}
+			r.event(cp, corev1.EventTypeNormal, controlplanev1.BootstrapDeletingReason, "Deleting bootstrap Machine %s", bm.Name)
+		}
+	} else {
+		cp.Status.BootstrapPhase = controlplanev1.BootstrapPhaseRemoved
+		setCondition(cp, controlplanev1.BootstrapRemovedCondition, metav1.ConditionTrue, controlplanev1.BootstrapRemovedReason, "The bootstrap Machine is gone")
+	}
+	if err := r.scaleUp(ctx, s); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.scaleDown(ctx, s); err != nil {
+		return ctrl.Result{}, err
+	}
+	w, err := r.Workload(s.state.Data[controlplanev1.InstallStateKubeconfigKey])
+	if err == nil {
+		err = w.Ready(ctx)
+	}
+	ready := readyMasters(s.masters())
+	switch {
+	case err != nil:
+		setCondition(cp, controlplanev1.AvailableCondition, metav1.ConditionFalse, controlplanev1.APINotAnsweringReason,
+			fmt.Sprintf("The API at %s does not answer: %v", endpointURL(s.cluster), err))
+		return ctrl.Result{RequeueAfter: waitShort}, nil
+	case ready == 0:
+		setCondition(cp, controlplanev1.AvailableCondition, metav1.ConditionFalse, controlplanev1.WaitingForMastersReason, "No master Node is Ready")
+	default:
+		setCondition(cp, controlplanev1.AvailableCondition, metav1.ConditionTrue, controlplanev1.ReadyReason,
+			fmt.Sprintf("The API answers at %s; %d masters Ready", endpointURL(s.cluster), ready))
+	}
+	return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
+}
+
+// scaleUp creates masters until spec.replicas exist (not counting those being deleted).
+func (r *Reconciler) scaleUp(ctx context.Context, s *scope) error {
+	want := int(ptr.Deref(s.cp.Spec.Replicas, 3))
+	used := map[string]bool{}
+	have := 0
+	for _, m := range s.masters() {
+		used[m.Name] = true
+		if m.DeletionTimestamp.IsZero() {
+			have++
+		}
+	}
+	for i := 0; have < want; i++ {
+		name := s.cluster.Name + "-master-" + strconv.Itoa(i)
+		if used[name] {
+			continue
+		}
+		m, err := r.createMachine(ctx, s, name, bootstrapv1.RoleMaster)
+		if err != nil {
+			return err
+		}
+		s.machines = append(s.machines, m)
+		r.event(s.cp, corev1.EventTypeNormal, controlplanev1.ScalingReason, "Created master Machine %s", name)
+		have++
+	}
+	return nil
+}
+
+// scaleDown deletes one master at a time while more than spec.replicas
+// exist: first one without a Node, else the newest. Cluster API drains it.
+func (r *Reconciler) scaleDown(ctx context.Context, s *scope) error {
+	want := int(ptr.Deref(s.cp.Spec.Replicas, 3))
+	var live []*clusterv1.Machine
+	for _, m := range s.masters() {
+		if !m.DeletionTimestamp.IsZero() {
+			return nil // one at a time
+		}
+		live = append(live, m)
+	}
+	if len(live) <= want {
+		return nil
+	}
+	sort.SliceStable(live, func(i, j int) bool {
+		if a, b := live[i].Status.NodeRef.IsDefined(), live[j].Status.NodeRef.IsDefined(); a != b {
+			return !a
+		}
+		return live[i].CreationTimestamp.After(live[j].CreationTimestamp.Time)
+	})
+	victim := live[0]
+	if err := r.Client.Delete(ctx, victim); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	r.event(s.cp, corev1.EventTypeNormal, controlplanev1.ScalingReason, "Deleting master Machine %s (%d masters wanted)", victim.Name, want)
+	return nil
+}
+
+// createMachine creates an OpenShiftConfig, the infrastructure cloned from
+// the template, and the Machine that binds them, owned by the control plane.
+func (r *Reconciler) createMachine(ctx context.Context, s *scope, name, role string) (*clusterv1.Machine, error) {
+	cp, cluster := s.cp, s.cluster
+	labels := map[string]string{clusterv1.ClusterNameLabel: cluster.Name}
+	for k, v := range cp.Spec.MachineTemplate.ObjectMeta.Labels {
+		labels[k] = v
+	}
+	if role == bootstrapv1.RoleBootstrap {
+		labels[controlplanev1.BootstrapMachineLabel] = ""
+	} else {
+		labels[clusterv1.MachineControlPlaneLabel] = ""
+	}
+	owner := metav1.NewControllerRef(cp, controlplanev1.GroupVersion.WithKind("OpenShiftControlPlane"))
+
+	tref := cp.Spec.MachineTemplate.Spec.InfrastructureRef
+	mapping, err := r.Client.RESTMapper().RESTMapping(tref.GroupKind())
+	if err != nil {
+		return nil, fmt.Errorf("spec.machineTemplate.spec.infrastructureRef %s: %w", tref.Kind, err)
+	}
+	_, infraRef, err := external.CreateFromTemplate(ctx, &external.CreateFromTemplateInput{
+		Client: r.Client,
+		TemplateRef: &corev1.ObjectReference{
+			APIVersion: mapping.GroupVersionKind.GroupVersion().String(), Kind: tref.Kind, Namespace: cp.Namespace, Name: tref.Name,
+		},
+		Namespace: cp.Namespace, Name: name, ClusterName: cluster.Name, OwnerRef: owner, Labels: labels,
+		Annotations: cp.Spec.MachineTemplate.ObjectMeta.Annotations,
+	})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("cloning %s %s for Machine %s: %w", tref.Kind, tref.Name, name, err)
+	}
+	if err != nil {
+		infraRef = clusterv1.ContractVersionedObjectReference{APIGroup: tref.APIGroup, Kind: strings.TrimSuffix(tref.Kind, "Template"), Name: name}
+	}
+	cfg := &bootstrapv1.OpenShiftConfig{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: cp.Namespace, Labels: labels, OwnerReferences: []metav1.OwnerReference{*owner}},
+		Spec:       bootstrapv1.OpenShiftConfigSpec{Role: role},
+	}
+	if err := r.Client.Create(ctx, cfg); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("creating OpenShiftConfig %s: %w", name, err)
+	}
+	del := cp.Spec.MachineTemplate.Spec.Deletion
+	m := &clusterv1.Machine{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: cp.Namespace, Labels: labels, Annotations: cp.Spec.MachineTemplate.ObjectMeta.Annotations,
+			OwnerReferences: []metav1.OwnerReference{*owner},
+		},
+		Spec: clusterv1.MachineSpec{
+			ClusterName: cluster.Name,
+			Version:     cp.Spec.Version,
+			Bootstrap: clusterv1.Bootstrap{ConfigRef: clusterv1.ContractVersionedObjectReference{
+				APIGroup: bootstrapv1.GroupVersion.Group, Kind: "OpenShiftConfig", Name: name,
+			}},
+			InfrastructureRef: infraRef,
+			Deletion: clusterv1.MachineDeletionSpec{
+				NodeDrainTimeoutSeconds:        del.NodeDrainTimeoutSeconds,
+				NodeVolumeDetachTimeoutSeconds: del.NodeVolumeDetachTimeoutSeconds,
+				NodeDeletionTimeoutSeconds:     del.NodeDeletionTimeoutSeconds,
+			},
+		},
+	}
+	if err := r.Client.Create(ctx, m); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return m, r.Client.Get(ctx, client.ObjectKeyFromObject(m), m)
+		}
+		return nil, fmt.Errorf("creating Machine %s: %w", name, err)
+	}
+	return m, nil
+}
+
+func endpointURL(c *clusterv1.Cluster) string {
+	return fmt.Sprintf("https://%s:%d", c.Spec.ControlPlaneEndpoint.Host, c.Spec.ControlPlaneEndpoint.Port)
+}
+
+// bootstrapProgress says where the bootstrap Machine is, with the reason
+// of its first false condition.
+func bootstrapProgress(m *clusterv1.Machine) string {
+	msg := fmt.Sprintf("Bootstrap Machine %s is %s", m.Name, orDefault(m.Status.Phase, "Pending"))
+	for _, t := range []string{clusterv1.MachineBootstrapConfigReadyCondition, clusterv1.MachineInfrastructureReadyCondition} {
+		if c := conditions.Get(m, t); c != nil && c.Status != metav1.ConditionTrue && c.Message != "" {
+			return msg + ": " + c.Message
+		}
+	}
+	return msg
+}
+
+func provisionedSince(m *clusterv1.Machine) string {
+	if c := conditions.Get(m, clusterv1.MachineInfrastructureReadyCondition); c != nil && c.Status == metav1.ConditionTrue {
+		return " since " + time.Since(c.LastTransitionTime.Time).Round(time.Second).String()
+	}
+	return ""
+}
+
+func readyMasters(ms []*clusterv1.Machine) int {
+	n := 0
+	for _, m := range ms {
+		if m.Status.NodeRef.IsDefined() && conditions.IsTrue(m, clusterv1.MachineNodeReadyCondition) {
+			n++
+		}
+	}
+	return n
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}

@@ -1,0 +1,57 @@
+package openshiftcontrolplane
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Workload is what the reconciler asks of the installed cluster.
+type Workload interface {
+	// Ready fails unless the API answers /readyz.
+	Ready(ctx context.Context) error
+	// BootstrapComplete reports whether the bootstrap node has handed the
+	// cluster over to the masters (ConfigMap kube-system/bootstrap with
+	// status: complete, as the bootstrap service writes it).
+	BootstrapComplete(ctx context.Context) (bool, error)
+}
+
+type workload struct{ cs kubernetes.Interface }
+
+func newWorkload(kubeconfig []byte) (Workload, error) {
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("the admin kubeconfig of the install state: %w", err)
+	}
+	cfg.Timeout = 5 * time.Second
+	cfg.QPS, cfg.Burst = 5, 10
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &workload{cs: cs}, nil
+}
+
+func (w *workload) Ready(ctx context.Context) error {
+	body, err := w.cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+	if err != nil {
+		return fmt.Errorf("%v %s", err, body)
+	}
+	return nil
+}
+
+func (w *workload) BootstrapComplete(ctx context.Context) (bool, error) {
+	cm, err := w.cs.CoreV1().ConfigMaps(metav1.NamespaceSystem).Get(ctx, "bootstrap", metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return cm.Data["status"] == "complete", nil
+}
