@@ -13,6 +13,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
+	"github.com/metalshift/metalshift/baremetal/pkg/deployapi"
+	"github.com/metalshift/metalshift/sim/cluster"
 	"github.com/metalshift/metalshift/sim/machine"
 	"github.com/metalshift/metalshift/sim/redfish"
 )
@@ -37,6 +39,10 @@ type LabOptions struct {
 	// MACOctet is the fourth octet of the machines' MAC addresses, so that
 	// labs sharing a provisioning network do not clash; default 0x6d.
 	MACOctet byte
+	// World, when set, runs what machines boot from their disks: the
+	// installed OpenShift cluster (see sim/cluster). Without it a booted
+	// disk only records that it booted.
+	World *cluster.World
 }
 
 // Lab is a running set of simulated machines behind one Redfish endpoint.
@@ -75,6 +81,11 @@ func NewLab(opts LabOptions) *Lab {
 	}
 	l := &Lab{Opts: opts, BMC: redfish.New(opts.Username, opts.Password)}
 	l.Firmware = &Firmware{HTTP: &http.Client{Timeout: 30 * time.Second}, BootURL: opts.BootURL, AgentPollInterval: opts.AgentPollInterval}
+	if w := opts.World; w != nil {
+		l.Firmware.OnDiskBoot = func(ctx context.Context, m *machine.Machine, cd deployapi.ConfigDrive) {
+			w.Run(ctx, cluster.Machine{ID: m.ID, IP: m.Hardware.NICs[0].IP, UserData: cd.UserData, MetaData: cd.MetaData})
+		}
+	}
 	for i := range opts.Hosts {
 		m := NewMachine(opts.NamePrefix, i, opts.Subnet, opts.MACOctet, opts.DiskSizeBytes)
 		m.SetFirmware(l.Firmware)

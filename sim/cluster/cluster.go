@@ -1,0 +1,286 @@
+package cluster
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	configv1 "github.com/metalshift/metalshift/api/config/v1"
+	"github.com/metalshift/metalshift/installer/installconfig"
+	"github.com/metalshift/metalshift/internal/certs"
+	"github.com/metalshift/metalshift/localcp"
+)
+
+// Ports of an installed cluster on its API VIP.
+const (
+	APIPort                 = 6443
+	MachineConfigServerPort = 22623
+)
+
+// bootstrapFiles is what the bootstrap service reads from /opt/openshift.
+type bootstrapFiles struct {
+	installConfig   *installconfig.InstallConfig
+	ca              certs.KeyPair
+	adminKubeconfig []byte
+	release         string
+	manifests       map[string][]byte // path → content
+}
+
+// Cluster is one installed cluster, running while any of its machines is up.
+type Cluster struct {
+	w       *World
+	name    string
+	domain  string
+	vip     string
+	files   bootstrapFiles
+	dir     string
+	names   []string
+	kubelet []byte // the kubeconfig the machine-config-server hands to nodes
+
+	apiserver *localcp.Child
+	mcs       *http.Server
+	client    client.Client
+	cancel    context.CancelFunc
+	done      chan struct{}
+
+	mu   sync.Mutex
+	refs int
+}
+
+// Name is the cluster's name.
+func (c *Cluster) Name() string { return c.name }
+
+// Client is an admin client of the cluster's API.
+func (c *Cluster) Client() client.Client { return c.client }
+
+// acquire returns the running cluster at the VIP of f, starting it if it
+// is not running; release must follow.
+func (w *World) acquire(ctx context.Context, f bootstrapFiles) (*Cluster, error) {
+	vip := f.installConfig.APIVIP()
+	w.mu.Lock()
+	if c := w.clusters[vip]; c != nil {
+		c.mu.Lock()
+		c.refs++
+		c.mu.Unlock()
+		w.mu.Unlock()
+		return c, nil
+	}
+	w.mu.Unlock()
+	c, err := w.start(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if other := w.clusters[vip]; other != nil { // two bootstrap nodes raced
+		c.stop()
+		other.mu.Lock()
+		other.refs++
+		other.mu.Unlock()
+		return other, nil
+	}
+	c.refs = 1
+	w.clusters[vip] = c
+	return c, nil
+}
+
+// join takes a reference on the running cluster at vip.
+func (w *World) join(vip string) *Cluster {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	c := w.clusters[vip]
+	if c != nil {
+		c.mu.Lock()
+		c.refs++
+		c.mu.Unlock()
+	}
+	return c
+}
+
+// release drops a reference; the last one stops the cluster.
+func (w *World) release(c *Cluster) {
+	w.mu.Lock()
+	c.mu.Lock()
+	c.refs--
+	last := c.refs == 0
+	c.mu.Unlock()
+	if last && w.clusters[c.vip] == c {
+		delete(w.clusters, c.vip)
+	}
+	w.mu.Unlock()
+	if last {
+		c.stop()
+	}
+}
+
+func (w *World) start(ctx context.Context, f bootstrapFiles) (_ *Cluster, reterr error) {
+	ic := f.installConfig
+	etcdURL, err := w.ensureEtcd(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(f.ca.Cert)
+	c := &Cluster{
+		w: w, name: ic.Metadata.Name, domain: ic.ClusterDomain(), vip: ic.APIVIP(), files: f,
+		dir:   filepath.Join(w.dir, ic.Metadata.Name+"-"+hex.EncodeToString(sum[:4])),
+		names: []string{ic.APIHost(), ic.APIInternalHost()},
+		done:  make(chan struct{}),
+	}
+	defer func() {
+		if reterr != nil {
+			c.stop()
+		}
+	}()
+	if err := os.MkdirAll(c.dir, 0o700); err != nil {
+		return nil, err
+	}
+	if err := c.writePKI(); err != nil {
+		return nil, err
+	}
+	if err := c.startAPIServer(ctx, etcdURL, filepath.Base(c.dir)); err != nil {
+		return nil, err
+	}
+	w.register(c.names, c.vip)
+	if err := c.startMachineConfigServer(); err != nil {
+		return nil, err
+	}
+	loopCtx, cancel := context.WithCancel(context.Background())
+	c.cancel = cancel
+	if err := c.installContent(ctx); err != nil {
+		return nil, err
+	}
+	go c.versionLoop(loopCtx)
+	w.opts.Logf("Cluster %s: API at https://%s:%d, machine-config-server at https://%s:%d", c.name, c.vip, APIPort, c.vip, MachineConfigServerPort)
+	return c, nil
+}
+
+// writePKI issues the API and machine-config-server serving certificates,
+// the service-account key and the kubelets' client certificate.
+func (c *Cluster) writePKI() error {
+	ip := net.ParseIP(c.vip)
+	serving, err := certs.Issue(c.files.ca, certs.Spec{
+		CommonName: c.names[0], Server: true,
+		DNSNames: append([]string{"kubernetes", "kubernetes.default", "kubernetes.default.svc", "localhost"}, c.names...),
+		IPs:      []net.IP{ip, net.ParseIP("172.30.0.1")},
+	})
+	if err != nil {
+		return err
+	}
+	sa, err := certs.NewCA("service-accounts")
+	if err != nil {
+		return err
+	}
+	kubelet, err := certs.Issue(c.files.ca, certs.Spec{CommonName: "system:machine-config-server-kubelet", Organizations: []string{"system:masters"}})
+	if err != nil {
+		return err
+	}
+	c.kubelet, err = kubeconfig("https://"+net.JoinHostPort(c.names[1], fmt.Sprint(APIPort)), c.files.ca.Cert, kubelet)
+	if err != nil {
+		return err
+	}
+	for name, data := range map[string][]byte{
+		"ca.crt": c.files.ca.Cert, "serving.crt": serving.Cert, "serving.key": serving.Key, "sa.key": sa.Key,
+	} {
+		if err := os.WriteFile(filepath.Join(c.dir, name), data, 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *Cluster) startAPIServer(ctx context.Context, etcdURL, prefix string) error {
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(c.files.adminKubeconfig)
+	if err != nil {
+		return fmt.Errorf("the admin kubeconfig: %w", err)
+	}
+	cfg.Dial = c.w.DialContext
+	cfg.Timeout = 5 * time.Second
+	p := func(n string) string { return filepath.Join(c.dir, n) }
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return err
+	}
+	c.apiserver, err = localcp.StartChild(ctx, localcp.ChildOptions{
+		Name: "kube-apiserver", BinDir: c.w.opts.BinDir, Dir: c.dir,
+		Args: []string{
+			"--etcd-servers=" + etcdURL, "--etcd-prefix=/" + prefix,
+			"--bind-address=" + c.vip, "--advertise-address=" + c.vip, "--secure-port=" + fmt.Sprint(APIPort),
+			"--tls-cert-file=" + p("serving.crt"), "--tls-private-key-file=" + p("serving.key"),
+			"--client-ca-file=" + p("ca.crt"),
+			"--service-account-key-file=" + p("sa.key"), "--service-account-signing-key-file=" + p("sa.key"),
+			"--service-account-issuer=https://kubernetes.default.svc",
+			"--service-cluster-ip-range=172.30.0.0/16",
+			"--authorization-mode=Node,RBAC", "--enable-priority-and-fairness=false", "--profiling=false",
+			"--endpoint-reconciler-type=none", "--v=0",
+		},
+		Ready: func(ctx context.Context) error {
+			return getOK(ctx, hc, strings.TrimSuffix(cfg.Host, "/")+"/readyz")
+		},
+		StopTimeout: 5 * time.Second,
+	})
+	if err != nil {
+		return err
+	}
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = apiextensionsv1.AddToScheme(scheme)
+	_ = configv1.AddToScheme(scheme)
+	c.client, err = client.New(cfg, client.Options{Scheme: scheme})
+	return err
+}
+
+func (c *Cluster) startMachineConfigServer() error {
+	cert, err := tls.LoadX509KeyPair(filepath.Join(c.dir, "serving.crt"), filepath.Join(c.dir, "serving.key"))
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(c.vip, fmt.Sprint(MachineConfigServerPort)))
+	if err != nil {
+		return fmt.Errorf("machine-config-server: %w", err)
+	}
+	c.mcs = &http.Server{
+		Handler:           http.HandlerFunc(c.serveConfig),
+		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	go func() { _ = c.mcs.ServeTLS(ln, "", "") }()
+	return nil
+}
+
+// stop stops the cluster's processes; its data stays in etcd under its
+// prefix until the world closes.
+func (c *Cluster) stop() {
+	if c.cancel != nil {
+		c.cancel()
+	}
+	if c.mcs != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_ = c.mcs.Shutdown(ctx)
+		cancel()
+	}
+	c.w.unregister(c.names)
+	if c.apiserver != nil {
+		c.apiserver.Stop()
+	}
+	c.w.opts.Logf("Cluster %s stopped: none of its machines runs", c.name)
+}
+
+// Wait for the Nodes; used by the OS to register.
+var _ = corev1.NodeReady

@@ -1,0 +1,281 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/coreos/ignition/v2/config/v3_4"
+	"github.com/coreos/ignition/v2/config/v3_4/types"
+	"github.com/vincent-petithory/dataurl"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/metalshift/metalshift/bootstrap/pkg/ignition"
+	"github.com/metalshift/metalshift/installer/installconfig"
+	"github.com/metalshift/metalshift/internal/certs"
+)
+
+// Machine is what the OS needs to know of the machine it runs on.
+type Machine struct {
+	ID string
+	// IP is the machine's address on the machine network.
+	IP string
+	// UserData and MetaData are from the config drive.
+	UserData, MetaData []byte
+}
+
+// metadata is the config drive's meta_data.
+type metadata struct {
+	Name       string `json:"name"`
+	Hostname   string `json:"local-hostname"`
+	ProviderID string `json:"providerid"`
+}
+
+// Run is the installed OS: it runs what the Ignition config in the user
+// data says until ctx ends (the machine powers off or resets).
+func (w *World) Run(ctx context.Context, m Machine) {
+	if err := w.run(ctx, m); err != nil && ctx.Err() == nil {
+		w.opts.Logf("%s: %v", m.ID, err)
+	}
+	<-ctx.Done()
+}
+
+func (w *World) run(ctx context.Context, m Machine) error {
+	if len(m.UserData) == 0 {
+		return errors.New("no user data: nothing to run")
+	}
+	cfg, rpt, err := v3_4.Parse(m.UserData)
+	if err != nil || rpt.IsFatal() {
+		return fmt.Errorf("ignition: the user data is not a valid Ignition 3.4 config: %v %s", err, rpt.String())
+	}
+	for _, u := range cfg.Systemd.Units {
+		if u.Name == ignition.BootstrapServiceName && u.Enabled != nil && *u.Enabled {
+			return w.runBootstrap(ctx, m, cfg)
+		}
+	}
+	if len(cfg.Ignition.Config.Merge) > 0 {
+		return w.runNode(ctx, m, cfg)
+	}
+	return errors.New("the Ignition config neither runs the bootstrap service nor points at a machine-config-server")
+}
+
+// runBootstrap starts the cluster (or joins it, after a reboot) and holds it up.
+func (w *World) runBootstrap(ctx context.Context, m Machine, cfg types.Config) error {
+	files := map[string][]byte{}
+	for _, f := range cfg.Storage.Files {
+		if f.Contents.Source == nil {
+			continue
+		}
+		data, err := decodeDataURL(*f.Contents.Source)
+		if err != nil {
+			return fmt.Errorf("ignition: file %s: %w", f.Path, err)
+		}
+		files[f.Path] = data
+	}
+	ic, err := installconfig.Parse(files[ignition.InstallConfigPath])
+	if err != nil {
+		return fmt.Errorf("bootkube: %w", err)
+	}
+	b := bootstrapFiles{
+		installConfig:   ic,
+		ca:              certs.KeyPair{Cert: files[ignition.RootCACertPath], Key: files[ignition.RootCAKeyPath]},
+		adminKubeconfig: files[ignition.AdminKubeconfigPath],
+		release:         string(files[ignition.ReleaseVersionPath]),
+		manifests:       map[string][]byte{},
+	}
+	for p, data := range files {
+		if strings.HasPrefix(p, ignition.ManifestsDir+"/") || strings.HasPrefix(p, ignition.OpenShiftManifestsDir+"/") {
+			b.manifests[p] = data
+		}
+	}
+	w.opts.Logf("%s: bootkube: starting the control plane of %s", m.ID, ic.Metadata.Name)
+	c, err := w.acquire(ctx, b)
+	if err != nil {
+		return fmt.Errorf("bootkube: %w", err)
+	}
+	defer w.release(c)
+	<-ctx.Done()
+	return nil
+}
+
+// runNode fetches the pool's config from the machine-config-server, as
+// Ignition does (retrying until it answers), then runs the kubelet.
+func (w *World) runNode(ctx context.Context, m Machine, cfg types.Config) error {
+	src := cfg.Ignition.Config.Merge[0].Source
+	if src == nil {
+		return errors.New("ignition: the merge source has no URL")
+	}
+	var ca []byte
+	for _, r := range cfg.Ignition.Security.TLS.CertificateAuthorities {
+		if r.Source != nil {
+			data, err := decodeDataURL(*r.Source)
+			if err != nil {
+				return fmt.Errorf("ignition: certificate authority: %w", err)
+			}
+			ca = append(ca, data...)
+		}
+	}
+	u, err := url.Parse(*src)
+	if err != nil {
+		return fmt.Errorf("ignition: merge source: %w", err)
+	}
+	pool := u.Path[strings.LastIndex(u.Path, "/")+1:]
+	hc, err := w.HTTPClient(ca)
+	if err != nil {
+		return fmt.Errorf("ignition: %w", err)
+	}
+	var served []byte
+	for attempt := 1; ; attempt++ {
+		served, err = fetch(ctx, hc, *src)
+		if err == nil {
+			break
+		}
+		if attempt == 1 || attempt%20 == 0 {
+			w.opts.Logf("%s: ignition: GET %s: attempt #%d: %v", m.ID, *src, attempt, err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(time.Second):
+		}
+	}
+	full, rpt, err := v3_4.Parse(served)
+	if err != nil || rpt.IsFatal() {
+		return fmt.Errorf("ignition: the machine-config-server's config: %v %s", err, rpt.String())
+	}
+	var kubeconfig []byte
+	for _, f := range full.Storage.Files {
+		if f.Path == "/etc/kubernetes/kubeconfig" && f.Contents.Source != nil {
+			kubeconfig, _ = decodeDataURL(*f.Contents.Source)
+		}
+	}
+	if kubeconfig == nil {
+		return errors.New("kubelet: the machine-config-server's config has no /etc/kubernetes/kubeconfig")
+	}
+	var md metadata
+	if err := json.Unmarshal(m.MetaData, &md); err != nil {
+		return fmt.Errorf("kubelet: reading the config drive's metadata: %w", err)
+	}
+	host, _, _ := net.SplitHostPort(u.Host)
+	c := w.join(w.Resolve(host))
+	if c == nil {
+		return fmt.Errorf("kubelet: no cluster answers at %s", host)
+	}
+	defer w.release(c)
+	return w.kubelet(ctx, m, md, pool, kubeconfig)
+}
+
+// kubelet registers the Node, reports it Ready, and NotReady when the
+// machine goes down.
+func (w *World) kubelet(ctx context.Context, m Machine, md metadata, pool string, kubeconfig []byte) error {
+	rc, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	if err != nil {
+		return fmt.Errorf("kubelet: %w", err)
+	}
+	rc.Dial = w.DialContext
+	rc.Timeout = 10 * time.Second
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	c, err := client.New(rc, client.Options{Scheme: scheme})
+	if err != nil {
+		return err
+	}
+	name := md.Hostname
+	if name == "" {
+		name = md.Name
+	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+		"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+		"node-role.kubernetes.io/" + pool: "",
+	}}, Spec: corev1.NodeSpec{ProviderID: md.ProviderID}}
+	if pool == "master" {
+		node.Labels["node-role.kubernetes.io/control-plane"] = ""
+	}
+	for {
+		err = c.Create(ctx, node)
+		if err == nil || apierrors.IsAlreadyExists(err) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(time.Second):
+		}
+	}
+	if err := setReady(ctx, c, name, corev1.ConditionTrue, "KubeletReady", "kubelet is posting ready status", m.IP); err != nil {
+		return fmt.Errorf("kubelet: %w", err)
+	}
+	w.opts.Logf("%s: kubelet: Node %s registered (providerID %s), Ready", m.ID, name, md.ProviderID)
+	<-ctx.Done()
+	stopCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_ = setReady(stopCtx, c, name, corev1.ConditionUnknown, "NodeStatusUnknown", "Kubelet stopped posting node status.", m.IP)
+	return nil
+}
+
+func setReady(ctx context.Context, c client.Client, name string, status corev1.ConditionStatus, reason, msg, ip string) error {
+	node := &corev1.Node{}
+	if err := c.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
+		return err
+	}
+	now := metav1.Now()
+	node.Status.Conditions = []corev1.NodeCondition{{
+		Type: corev1.NodeReady, Status: status, Reason: reason, Message: msg, LastHeartbeatTime: now, LastTransitionTime: now,
+	}}
+	if ip != "" {
+		node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: ip}, {Type: corev1.NodeHostName, Address: name}}
+	}
+	node.Status.NodeInfo.KubeletVersion = "v1.36.3"
+	node.Status.NodeInfo.OperatingSystem = "linux"
+	node.Status.NodeInfo.Architecture = "amd64"
+	node.Status.NodeInfo.OSImage = "Red Hat Enterprise Linux CoreOS (simulated)"
+	err := c.Status().Update(ctx, node)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+func fetch(ctx context.Context, hc interface {
+	Do(*http.Request) (*http.Response, error)
+}, u string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "application/vnd.coreos.ignition+json;version=3.4.0")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s", resp.Status)
+	}
+	return io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+}
+
+func decodeDataURL(s string) ([]byte, error) {
+	d, err := dataurl.DecodeString(s)
+	if err != nil {
+		return nil, err
+	}
+	return d.Data, nil
+}
+
+func dataURL(data []byte) string {
+	return dataurl.New(data, "text/plain").String()
+}

@@ -1,0 +1,218 @@
+package cluster
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/metalshift/metalshift/localcp"
+)
+
+// Options configure a World.
+type Options struct {
+	// Dir holds etcd's data and the clusters' files; a temporary directory when empty.
+	Dir string
+	// BinDir is where etcd and kube-apiserver are (default search as the hub's).
+	BinDir string
+	// Logf receives what the simulated machines and clusters print.
+	Logf func(format string, args ...any)
+}
+
+// World is the simulated network the machines live in: a DNS, one etcd
+// shared by every installed cluster, and the clusters.
+type World struct {
+	opts Options
+	dir  string
+	tmp  bool
+
+	mu       sync.Mutex
+	dns      map[string]string // host name → IP
+	etcd     *localcp.Child
+	etcdURL  string
+	clusters map[string]*Cluster // by API VIP
+	closed   bool
+}
+
+// New returns an empty world; etcd starts with the first cluster.
+func New(opts Options) (*World, error) {
+	w := &World{opts: opts, dns: map[string]string{}, clusters: map[string]*Cluster{}}
+	if opts.Dir == "" {
+		d, err := os.MkdirTemp("", "metalshift-sim-")
+		if err != nil {
+			return nil, err
+		}
+		w.dir, w.tmp = d, true
+	} else {
+		w.dir = opts.Dir
+		if err := os.MkdirAll(w.dir, 0o700); err != nil {
+			return nil, err
+		}
+	}
+	if w.opts.Logf == nil {
+		w.opts.Logf = func(string, ...any) {}
+	}
+	return w, nil
+}
+
+// Close stops every cluster and etcd.
+func (w *World) Close() {
+	w.mu.Lock()
+	w.closed = true
+	cls := make([]*Cluster, 0, len(w.clusters))
+	for _, c := range w.clusters {
+		cls = append(cls, c)
+	}
+	w.mu.Unlock()
+	for _, c := range cls {
+		c.stop()
+	}
+	w.mu.Lock()
+	if w.etcd != nil {
+		w.etcd.Stop()
+		w.etcd = nil
+	}
+	w.mu.Unlock()
+	if w.tmp {
+		_ = os.RemoveAll(w.dir)
+	}
+}
+
+// Cluster returns the running cluster whose API VIP is vip, or nil.
+func (w *World) Cluster(vip string) *Cluster {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.clusters[vip]
+}
+
+// Resolve maps a host name registered in the simulated DNS to its IP; other
+// names and IPs are returned unchanged.
+func (w *World) Resolve(host string) string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if ip, ok := w.dns[host]; ok {
+		return ip
+	}
+	return host
+}
+
+// DialContext dials through the simulated DNS.
+func (w *World) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	ip := w.Resolve(host)
+	if net.ParseIP(ip) == nil {
+		return nil, fmt.Errorf("lookup %s: no such host in the simulated network", host)
+	}
+	var d net.Dialer
+	return d.DialContext(ctx, network, net.JoinHostPort(ip, port))
+}
+
+// HTTPClient returns a client that resolves through the simulated DNS and
+// trusts only the CAs in caPEM (nil: the system's).
+func (w *World) HTTPClient(caPEM []byte) (*http.Client, error) {
+	tr := &http.Transport{DialContext: w.DialContext, TLSClientConfig: &tls.Config{MinVersion: tls.VersionTLS12}}
+	if caPEM != nil {
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(caPEM) {
+			return nil, fmt.Errorf("no certificate in the CA bundle")
+		}
+		tr.TLSClientConfig.RootCAs = pool
+	}
+	return &http.Client{Transport: tr, Timeout: 10 * time.Second}, nil
+}
+
+func (w *World) register(names []string, ip string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, n := range names {
+		w.dns[n] = ip
+	}
+}
+
+func (w *World) unregister(names []string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, n := range names {
+		delete(w.dns, n)
+	}
+}
+
+// ensureEtcd starts the shared etcd once.
+func (w *World) ensureEtcd(ctx context.Context) (string, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return "", fmt.Errorf("the simulated world is closed")
+	}
+	if w.etcd != nil {
+		return w.etcdURL, nil
+	}
+	client, peer, err := freePorts(2)
+	if err != nil {
+		return "", err
+	}
+	url := "http://127.0.0.1:" + strconv.Itoa(client)
+	peerURL := "http://127.0.0.1:" + strconv.Itoa(peer)
+	hc := &http.Client{Timeout: time.Second}
+	etcd, err := localcp.StartChild(ctx, localcp.ChildOptions{
+		Name: "etcd", BinDir: w.opts.BinDir, Dir: w.dir, ID: "sim-etcd",
+		Args: []string{
+			"--name=sim", "--data-dir=" + filepath.Join(w.dir, "etcd"),
+			"--listen-client-urls=" + url, "--advertise-client-urls=" + url,
+			"--listen-peer-urls=" + peerURL, "--initial-advertise-peer-urls=" + peerURL,
+			"--initial-cluster=sim=" + peerURL, "--listen-metrics-urls=",
+			"--unsafe-no-fsync", "--log-level=warn",
+		},
+		Ready: func(ctx context.Context) error { return getOK(ctx, hc, url+"/health") },
+	})
+	if err != nil {
+		return "", err
+	}
+	w.etcd, w.etcdURL = etcd, url
+	return url, nil
+}
+
+func freePorts(n int) (a, b int, err error) {
+	var ports []int
+	var lns []net.Listener
+	defer func() {
+		for _, l := range lns {
+			l.Close()
+		}
+	}()
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, 0, err
+		}
+		lns = append(lns, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports[0], ports[1], nil
+}
+
+func getOK(ctx context.Context, c *http.Client, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	return nil
+}
