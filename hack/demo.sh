@@ -1,90 +1,95 @@
 #!/usr/bin/env bash
-# The metalshift demo: bring up the embedded hub, create a Cluster API
-# Cluster on a MetalCluster and watch the upstream Cluster controller
-# reconcile it; start simulated machines behind a Redfish BMC emulator, let
-# the host engine register, inspect and provision one; show how to reach the
-# hub, and shut down. `make demo` runs it.
+# The metalshift demo: six simulated bare-metal machines behind a Redfish BMC
+# emulator; an install-config for 3 masters + 2 workers on them (the sixth
+# machine hosts the bootstrap node); `metalshift create cluster` brings up the
+# embedded hub, applies the Cluster API objects and reports progress until
+# the simulated OpenShift cluster is installed; then the workers scale to 3
+# and back to 2, and `metalshift destroy cluster` returns every host.
+# `make demo` runs it.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bin="${root}/bin"
 dir="${METALSHIFT_DEMO_DIR:-$(mktemp -d -t metalshift-demo-XXXXXX)}"
-kubectl=("${bin}/kubectl" --kubeconfig "${dir}/kubeconfig")
+vip="${METALSHIFT_DEMO_VIP:-127.42.0.10}"
+ms="${bin}/metalshift"
 start=${SECONDS}
 
 step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
 
 sim_pid=""
-http_pid=""
+image_pid=""
 cleanup() {
-	[[ -n "${sim_pid}" ]] && kill "${sim_pid}" 2>/dev/null
-	[[ -n "${http_pid}" ]] && kill "${http_pid}" 2>/dev/null
-	step "Shutting the hub down"
-	"${bin}/metalshift" hub down --dir "${dir}" || true
-	wait "${hub_pid}" 2>/dev/null || true
-	echo "Demo finished in $((SECONDS - start))s. The hub's data stays in ${dir}:"
-	echo "  ${bin}/metalshift hub up --dir ${dir}    # resumes it"
+	status=$?
+	if [[ ${status} -ne 0 && -d "${dir}/hub" ]]; then
+		"${ms}" gather --dir "${dir}" || true
+	fi
+	"${ms}" hub down --dir "${dir}/hub" >/dev/null 2>&1 || true
+	[[ -n "${sim_pid}" ]] && kill "${sim_pid}" 2>/dev/null && wait "${sim_pid}" 2>/dev/null
+	[[ -n "${image_pid}" ]] && kill "${image_pid}" 2>/dev/null
+	echo "Demo finished in $((SECONDS - start))s (exit ${status}). Files: ${dir}"
 }
-
-step "Starting the hub in ${dir} (etcd, kube-apiserver, kube-controller-manager, Cluster API core, metalshift)"
-mkdir -p "${dir}"
-"${bin}/metalshift" hub up --dir "${dir}" > "${dir}/hub-up.log" 2>&1 &
-hub_pid=$!
 trap cleanup EXIT
-if ! "${bin}/metalshift" hub status --dir "${dir}" --wait 3m; then
-	cat "${dir}/hub-up.log"
-	exit 1
-fi
+mkdir -p "${dir}"
 
-step "Installed CRDs (Cluster API and metalshift)"
-"${kubectl[@]}" get crds -o custom-columns=NAME:.metadata.name --no-headers | grep -E 'x-k8s.io$'
-
-step "Creating a Cluster on a MetalCluster"
-cat "${root}/hack/demo/cluster.yaml"
-"${kubectl[@]}" apply -f "${root}/hack/demo/cluster.yaml"
-
-step "Waiting for the Cluster API Cluster controller to reconcile it"
-"${kubectl[@]}" -n demo wait cluster/demo --for=jsonpath='{.status.initialization.infrastructureProvisioned}'=true --timeout=2m
-"${kubectl[@]}" -n demo wait cluster/demo --for=jsonpath='{.status.phase}'=Provisioned --timeout=2m
-
-step "The reconciled Cluster and its MetalCluster"
-"${kubectl[@]}" -n demo get cluster,metalcluster
-echo
-echo "Conditions set by the upstream Cluster controller:"
-"${kubectl[@]}" -n demo get cluster demo -o jsonpath='{range .status.conditions[*]}{.type}{"\t"}{.status}{"\t"}{.reason}{"\n"}{end}' |
-	grep -E '^(InfrastructureReady|ControlPlaneInitialized|Available|Paused|Deleting)\b' | column -t | sed 's/^/  /'
-echo "(This Cluster has no control plane yet: the OpenShiftControlPlane provider brings one.)"
-echo
-echo "The Cluster took its endpoint from the MetalCluster:"
-"${kubectl[@]}" -n demo get cluster demo -o jsonpath='  {.spec.controlPlaneEndpoint.host}:{.spec.controlPlaneEndpoint.port}{"\n"}'
-
-step "Simulated hardware: 3 machines behind a Redfish BMC emulator"
-"${bin}/metalshift" sim bmc --hosts 3 --hub-dir "${dir}" --namespace demo --manifests "${dir}/hosts.yaml" > "${dir}/sim.log" 2>&1 &
+step "Simulated hardware: 6 machines behind a Redfish BMC emulator, and an OS image server"
+"${ms}" sim bmc --hosts 6 --namespace demo --manifests "${dir}/hosts.yaml" > "${dir}/sim.log" 2>&1 &
 sim_pid=$!
-for _ in $(seq 50); do [[ -s "${dir}/hosts.yaml" ]] && break; sleep 0.1; done
+"${ms}" sim image --size 8MiB --env "${dir}/image.env" > "${dir}/image.log" 2>&1 &
+image_pid=$!
+for _ in $(seq 100); do [[ -s "${dir}/hosts.yaml" && -s "${dir}/image.env" ]] && break; sleep 0.1; done
 cat "${dir}/sim.log"
-"${kubectl[@]}" apply -f "${dir}/hosts.yaml"
-
-step "The host engine registers and inspects them over Redfish (no Ironic)"
-"${kubectl[@]}" -n demo wait bmh --all --for=jsonpath='{.status.provisioning.state}'=available --timeout=2m
-"${kubectl[@]}" -n demo get bmh
-echo
-echo "Inspected hardware of host-0:"
-"${kubectl[@]}" -n demo get bmh host-0 -o jsonpath='  {.status.hardware.cpu.count} CPUs ({.status.hardware.cpu.arch}), {.status.hardware.ramMebibytes} MiB RAM, NICs {.status.hardware.nics[*].mac}{"\n"}'
-
-step "Provisioning host-0: spec.image and spec.userData, through the deploy agent"
-"${bin}/metalshift" sim image --size 8MiB --env "${dir}/image.env" > "${dir}/image.log" 2>&1 &
-http_pid=$!
-for _ in $(seq 50); do [[ -s "${dir}/image.env" ]] && break; sleep 0.1; done
 # shellcheck disable=SC1091
 source "${dir}/image.env"
-"${kubectl[@]}" -n demo create secret generic host-0-user-data --from-literal=userData='{"ignition":{"version":"3.4.0"}}'
-"${kubectl[@]}" -n demo patch bmh host-0 --type=merge -p "{\"spec\":{\"online\":true,\"userData\":{\"name\":\"host-0-user-data\"},\"image\":{\"url\":\"${IMAGE_URL}\",\"checksum\":\"${IMAGE_SHA256}\",\"checksumType\":\"sha256\"}}}"
-"${kubectl[@]}" -n demo wait bmh host-0 --for=jsonpath='{.status.provisioning.state}'=provisioned --timeout=3m
-"${kubectl[@]}" -n demo get bmh
-kill "${http_pid}" "${sim_pid}" 2>/dev/null || true
 
-step "Reach the hub with kubectl"
-echo "While a hub runs, every kubectl command works against it, for example:"
-echo "  kubectl --kubeconfig ${dir}/kubeconfig get clusters -A"
-"${kubectl[@]}" get clusters -A
+step "metalshift create install-config: 3 masters, 2 workers, API VIP ${vip}"
+"${ms}" create install-config --dir "${dir}" --name demo --base-domain example.com --api-vip "${vip}" \
+	--masters 3 --workers 2 --hosts-from "${dir}/hosts.yaml" --os-image-url "${IMAGE_URL}" --os-image-checksum "${IMAGE_SHA256}"
+grep -v -E 'password|pullSecret' "${dir}/install-config.yaml" | sed -n '1,30p'
+echo "  ..."
+
+step "metalshift create manifests"
+"${ms}" create manifests --dir "${dir}"
+ls "${dir}/cluster-api" | sed 's/^/  /' | head -30
+
+step "metalshift create cluster (embedded hub + every controller; progress until installed)"
+"${ms}" create cluster --dir "${dir}" --timeout 10m
+
+kubectl=("${bin}/kubectl" --kubeconfig "${dir}/hub/kubeconfig" -n demo)
+oc=("${bin}/kubectl" --kubeconfig "${dir}/auth/kubeconfig")
+
+step "The installed cluster: kubectl --kubeconfig ${dir}/auth/kubeconfig get nodes"
+"${oc[@]}" get nodes -o wide
+echo
+"${oc[@]}" get clusterversion
+"${oc[@]}" get clusteroperators
+
+step "The hub: Machines (all Running, with their Nodes), the control plane, the hosts"
+"${kubectl[@]}" get machines
+"${kubectl[@]}" get openshiftcontrolplane
+"${kubectl[@]}" get bmh
+
+step "Scaling the workers to 3 (the host the bootstrap node returned takes the new one)"
+"${kubectl[@]}" scale machinedeployment demo-worker --replicas 3
+"${kubectl[@]}" wait machinedeployment demo-worker --for=jsonpath='{.status.readyReplicas}'=3 --timeout=5m
+"${oc[@]}" get nodes
+
+step "Scaling the workers back to 2: Cluster API cordons and drains the node first"
+"${kubectl[@]}" scale machinedeployment demo-worker --replicas 2
+seen=""
+for _ in $(seq 600); do
+	cordoned="$("${oc[@]}" get nodes -o jsonpath='{range .items[?(@.spec.unschedulable==true)]}{.metadata.name}{"\n"}{end}' 2>/dev/null || true)"
+	if [[ -n "${cordoned}" && -z "${seen}" ]]; then
+		seen="${cordoned}"
+		echo "Cordoned: ${cordoned}"
+		"${oc[@]}" get nodes
+	fi
+	[[ "$("${oc[@]}" get nodes --no-headers 2>/dev/null | wc -l)" -eq 5 && -n "${seen}" ]] && break
+	sleep 0.2
+done
+"${kubectl[@]}" wait machinedeployment demo-worker --for=jsonpath='{.status.replicas}'=2 --timeout=5m
+"${oc[@]}" get nodes
+"${kubectl[@]}" get machines
+
+step "metalshift destroy cluster: every host back to available, nothing left on the hub"
+"${ms}" destroy cluster --dir "${dir}"

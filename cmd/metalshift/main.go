@@ -34,6 +34,7 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newHubCommand(), newSimCommand(), newVersionCommand())
+	root.AddCommand(newHubCommand(), newSimCommand(), newVersionCommand(),
+		newCreateCommand(), newWaitForCommand(), newDestroyCommand(), newGatherCommand())
 	return root
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/metalshift/metalshift/localcp"
 	"github.com/metalshift/metalshift/sim"
+	"github.com/metalshift/metalshift/sim/cluster"
 )
 
 type simBMCOptions struct {
@@ -25,6 +26,7 @@ type simBMCOptions struct {
 	manifests    string
 	username     string
 	password     string
+	binDir       string
 }
 
 func newSimCommand() *cobra.Command {
@@ -59,6 +61,7 @@ The manifests (a Secret and a BareMetalHost per machine) go to stdout, or to --m
 	f.StringVar(&o.manifests, "manifests", "", "Write the manifests to this file instead of stdout")
 	f.StringVar(&o.username, "username", "admin", "BMC username")
 	f.StringVar(&o.password, "password", "", "BMC password (default: random)")
+	f.StringVar(&o.binDir, "bin-dir", "", "Directory holding etcd and kube-apiserver, which installed clusters run (default: as `hub up`)")
 	cmd.AddCommand(bmc, newSimImageCommand())
 	return cmd
 }
@@ -73,7 +76,14 @@ func (o *simBMCOptions) run(ctx context.Context, stdout, stderr io.Writer) error
 			bootURL = "http://127.0.0.1:" + strconv.Itoa(st.Ports.Deploy)
 		}
 	}
-	lab := sim.NewLab(sim.LabOptions{Hosts: o.hosts, Username: o.username, Password: o.password, BootURL: bootURL})
+	world, err := cluster.New(cluster.Options{BinDir: o.binDir, Logf: func(format string, args ...any) {
+		fmt.Fprintf(stderr, format+"\n", args...)
+	}})
+	if err != nil {
+		return err
+	}
+	defer world.Close()
+	lab := sim.NewLab(sim.LabOptions{Hosts: o.hosts, Username: o.username, Password: o.password, BootURL: bootURL, World: world})
 	if err := lab.Start(o.listen); err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -302,4 +303,13 @@ func (ic *InstallConfig) validatePlatform() field.ErrorList {
 		errs = append(errs, field.Required(ms.Child("osImage", "checksum"), ""))
 	}
 	return errs
+}
+
+// ParseFile reads an install-config file without validating it.
+func ParseFile(path string) (*InstallConfig, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(data)
 }

@@ -84,6 +84,19 @@ func Issue(ca KeyPair, s Spec) (KeyPair, error) {
 	return encode(der, key)
 }
 
+// PublicKeyPEM returns the PEM of the pair's public key.
+func (kp KeyPair) PublicKeyPEM() ([]byte, error) {
+	_, key, err := kp.Parse()
+	if err != nil {
+		return nil, err
+	}
+	der, err := x509.MarshalPKIXPublicKey(key.Public())
+	if err != nil {
+		return nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), nil
+}
+
 // Parse decodes the pair.
 func (kp KeyPair) Parse() (*x509.Certificate, crypto.Signer, error) {
 	cb, _ := pem.Decode(kp.Cert)

@@ -187,6 +187,10 @@ func (c *Cluster) writePKI() error {
 	if err != nil {
 		return err
 	}
+	saPub, err := sa.PublicKeyPEM()
+	if err != nil {
+		return err
+	}
 	kubelet, err := certs.Issue(c.files.ca, certs.Spec{CommonName: "system:machine-config-server-kubelet", Organizations: []string{"system:masters"}})
 	if err != nil {
 		return err
@@ -196,7 +200,7 @@ func (c *Cluster) writePKI() error {
 		return err
 	}
 	for name, data := range map[string][]byte{
-		"ca.crt": c.files.ca.Cert, "serving.crt": serving.Cert, "serving.key": serving.Key, "sa.key": sa.Key,
+		"ca.crt": c.files.ca.Cert, "serving.crt": serving.Cert, "serving.key": serving.Key, "sa.key": sa.Key, "sa.pub": saPub,
 	} {
 		if err := os.WriteFile(filepath.Join(c.dir, name), data, 0o600); err != nil {
 			return err
@@ -224,7 +228,7 @@ func (c *Cluster) startAPIServer(ctx context.Context, etcdURL, prefix string) er
 			"--bind-address=" + c.vip, "--advertise-address=" + c.vip, "--secure-port=" + fmt.Sprint(APIPort),
 			"--tls-cert-file=" + p("serving.crt"), "--tls-private-key-file=" + p("serving.key"),
 			"--client-ca-file=" + p("ca.crt"),
-			"--service-account-key-file=" + p("sa.key"), "--service-account-signing-key-file=" + p("sa.key"),
+			"--service-account-key-file=" + p("sa.pub"), "--service-account-signing-key-file=" + p("sa.key"),
 			"--service-account-issuer=https://kubernetes.default.svc",
 			"--service-cluster-ip-range=172.30.0.0/16",
 			"--authorization-mode=Node,RBAC", "--enable-priority-and-fairness=false", "--profiling=false",

@@ -102,9 +102,18 @@ func (w *World) runBootstrap(ctx context.Context, m Machine, cfg types.Config) e
 		}
 	}
 	w.opts.Logf("%s: bootkube: starting the control plane of %s", m.ID, ic.Metadata.Name)
-	c, err := w.acquire(ctx, b)
-	if err != nil {
-		return fmt.Errorf("bootkube: %w", err)
+	var c *Cluster
+	for {
+		if c, err = w.acquire(ctx, b); err == nil {
+			break
+		}
+		// The service restarts on failure, as its unit says.
+		w.opts.Logf("%s: bootkube: %v; restarting in 5s", m.ID, err)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(5 * time.Second):
+		}
 	}
 	defer w.release(c)
 	<-ctx.Done()
@@ -232,9 +241,17 @@ func setReady(ctx context.Context, c client.Client, name string, status corev1.C
 		return err
 	}
 	now := metav1.Now()
-	node.Status.Conditions = []corev1.NodeCondition{{
-		Type: corev1.NodeReady, Status: status, Reason: reason, Message: msg, LastHeartbeatTime: now, LastTransitionTime: now,
-	}}
+	// Pressure conditions are what the kubelet reports; Unknown once it stops.
+	pressure := corev1.ConditionFalse
+	if status != corev1.ConditionTrue {
+		pressure = corev1.ConditionUnknown
+	}
+	node.Status.Conditions = []corev1.NodeCondition{
+		{Type: corev1.NodeMemoryPressure, Status: pressure, Reason: "KubeletHasSufficientMemory", LastHeartbeatTime: now, LastTransitionTime: now},
+		{Type: corev1.NodeDiskPressure, Status: pressure, Reason: "KubeletHasNoDiskPressure", LastHeartbeatTime: now, LastTransitionTime: now},
+		{Type: corev1.NodePIDPressure, Status: pressure, Reason: "KubeletHasSufficientPID", LastHeartbeatTime: now, LastTransitionTime: now},
+		{Type: corev1.NodeReady, Status: status, Reason: reason, Message: msg, LastHeartbeatTime: now, LastTransitionTime: now},
+	}
 	if ip != "" {
 		node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: ip}, {Type: corev1.NodeHostName, Address: name}}
 	}

@@ -55,8 +55,7 @@ func (r *Reconciler) reconcileBootstrap(ctx context.Context, s *scope) (ctrl.Res
 		reason, msg := controlplanev1.BootstrapProvisioningReason, bootstrapProgress(bm)
 		if bm.Status.GetTypedPhase() == clusterv1.MachinePhaseProvisioned || bm.Status.GetTypedPhase() == clusterv1.MachinePhaseRunning {
 			reason = controlplanev1.BootstrapNotServingReason
-			since := provisionedSince(bm)
-			msg = fmt.Sprintf("Bootstrap Machine %s is provisioned%s, but the API at %s does not answer: %v", bm.Name, since, endpoint, err)
+			msg = fmt.Sprintf("Bootstrap Machine %s is provisioned%s, but the API at %s does not answer: %v", bm.Name, provisionedSince(bm), endpoint, err)
 		}
 		setCondition(cp, controlplanev1.BootstrapReadyCondition, metav1.ConditionFalse, reason, msg)
 		return ctrl.Result{RequeueAfter: waitShort}, nil
@@ -207,6 +206,10 @@ func (r *Reconciler) createMachine(ctx context.Context, s *scope, name, role str
 		labels[clusterv1.MachineControlPlaneLabel] = ""
 	}
 	owner := metav1.NewControllerRef(cp, controlplanev1.GroupVersion.WithKind("OpenShiftControlPlane"))
+	// The config and the infrastructure get a plain owner reference: their
+	// Machine becomes their controller, as the contract expects.
+	plain := *owner
+	plain.Controller, plain.BlockOwnerDeletion = nil, nil
 
 	tref := cp.Spec.MachineTemplate.Spec.InfrastructureRef
 	mapping, err := r.Client.RESTMapper().RESTMapping(tref.GroupKind())
@@ -218,7 +221,7 @@ func (r *Reconciler) createMachine(ctx context.Context, s *scope, name, role str
 		TemplateRef: &corev1.ObjectReference{
 			APIVersion: mapping.GroupVersionKind.GroupVersion().String(), Kind: tref.Kind, Namespace: cp.Namespace, Name: tref.Name,
 		},
-		Namespace: cp.Namespace, Name: name, ClusterName: cluster.Name, OwnerRef: owner, Labels: labels,
+		Namespace: cp.Namespace, Name: name, ClusterName: cluster.Name, OwnerRef: &plain, Labels: labels,
 		Annotations: cp.Spec.MachineTemplate.ObjectMeta.Annotations,
 	})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
@@ -228,7 +231,7 @@ func (r *Reconciler) createMachine(ctx context.Context, s *scope, name, role str
 		infraRef = clusterv1.ContractVersionedObjectReference{APIGroup: tref.APIGroup, Kind: strings.TrimSuffix(tref.Kind, "Template"), Name: name}
 	}
 	cfg := &bootstrapv1.OpenShiftConfig{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: cp.Namespace, Labels: labels, OwnerReferences: []metav1.OwnerReference{*owner}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: cp.Namespace, Labels: labels, OwnerReferences: []metav1.OwnerReference{plain}},
 		Spec:       bootstrapv1.OpenShiftConfigSpec{Role: role},
 	}
 	if err := r.Client.Create(ctx, cfg); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -281,7 +284,7 @@ func bootstrapProgress(m *clusterv1.Machine) string {
 
 func provisionedSince(m *clusterv1.Machine) string {
 	if c := conditions.Get(m, clusterv1.MachineInfrastructureReadyCondition); c != nil && c.Status == metav1.ConditionTrue {
-		return " since " + time.Since(c.LastTransitionTime.Time).Round(time.Second).String()
+		return " since " + c.LastTransitionTime.UTC().Format(time.RFC3339)
 	}
 	return ""
 }
