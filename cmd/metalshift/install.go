@@ -281,6 +281,9 @@ func (o *installOptions) startHub(ctx context.Context, out io.Writer) error {
 	return nil
 }
 
+// emptyPullSecret is enough for a simulated cluster; a real one comes from console.redhat.com.
+const emptyPullSecret = `{"auths":{}}` //nolint:gosec // no credential in it
+
 // installConfigOptions are the answers openshift-install asks for.
 type installConfigOptions struct {
 	dir, name, baseDomain, apiVIP, hostsFrom, imageURL, imageChecksum, version string
@@ -307,7 +310,7 @@ func (o *installConfigOptions) run(out io.Writer) error {
 		ControlPlane: installconfig.MachinePool{Name: installconfig.RoleMaster, Replicas: ptr.To(o.masters)},
 		Compute:      []installconfig.MachinePool{{Name: installconfig.RoleWorker, Replicas: ptr.To(o.workers)}},
 		Platform:     installconfig.Platform{BareMetal: &installconfig.BareMetal{APIVIPs: []string{o.apiVIP}}},
-		PullSecret:   `{"auths":{}}`,
+		PullSecret:   emptyPullSecret,
 		Metalshift: &installconfig.Metalshift{Version: o.version,
 			OSImage: installconfig.OSImage{URL: o.imageURL, Checksum: o.imageChecksum, ChecksumType: "sha256"}},
 	}

@@ -20,17 +20,16 @@ import (
 
 // InstallConfig is an install-config.yaml.
 type InstallConfig struct {
-	APIVersion   string         `json:"apiVersion"`
-	BaseDomain   string         `json:"baseDomain"`
-	Metadata     Metadata       `json:"metadata"`
-	ControlPlane MachinePool    `json:"controlPlane"`
-	Compute      []MachinePool  `json:"compute,omitempty"`
-	Networking   *Networking    `json:"networking,omitempty"`
-	Platform     Platform       `json:"platform"`
-	PullSecret   string         `json:"pullSecret"`
-	SSHKey       string         `json:"sshKey,omitempty"`
-	Metalshift   *Metalshift    `json:"metalshift,omitempty"`
-	Extra        map[string]any `json:"-"`
+	APIVersion   string        `json:"apiVersion"`
+	BaseDomain   string        `json:"baseDomain"`
+	Metadata     Metadata      `json:"metadata"`
+	ControlPlane MachinePool   `json:"controlPlane"`
+	Compute      []MachinePool `json:"compute,omitempty"`
+	Networking   *Networking   `json:"networking,omitempty"`
+	Platform     Platform      `json:"platform"`
+	PullSecret   string        `json:"pullSecret"`
+	SSHKey       string        `json:"sshKey,omitempty"`
+	Metalshift   *Metalshift   `json:"metalshift,omitempty"`
 }
 
 // Metadata names the cluster.
@@ -287,7 +286,7 @@ func (ic *InstallConfig) validatePlatform() field.ErrorList {
 	// One host more than the control plane: the bootstrap node runs on a
 	// host of its own before it returns to the pool.
 	need := ic.ControlPlaneReplicas() + ic.WorkerReplicas() + 1
-	if n := int32(len(bm.Hosts)); n < need {
+	if n := int32(min(len(bm.Hosts), 1<<20)); n < need {
 		errs = append(errs, field.Invalid(bp.Child("hosts"), fmt.Sprintf("%d hosts", n),
 			fmt.Sprintf("need at least %d: %d masters + %d workers + 1 for the bootstrap node", need, ic.ControlPlaneReplicas(), ic.WorkerReplicas())))
 	}

@@ -87,8 +87,8 @@ type Release struct {
 // UpdateHistory is one entry of ClusterVersion's history.
 type UpdateHistory struct {
 	// State is Partial or Completed.
-	State       string       `json:"state"`
-	StartedTime metav1.Time  `json:"startedTime"`
+	State       string      `json:"state"`
+	StartedTime metav1.Time `json:"startedTime"`
 	// +optional
 	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
 	Version        string       `json:"version"`

@@ -24,7 +24,6 @@ type inputs struct {
 	cp            *controlplanev1.OpenShiftControlPlane
 	installConfig []byte
 	ic            *installconfig.InstallConfig
-	state         *corev1.Secret
 }
 
 // controlPlaneInputs reads the cluster's OpenShiftControlPlane and its
@@ -123,7 +122,7 @@ func (r *Reconciler) manifests(ctx context.Context, namespace string, cp *contro
 		case controlplanev1.ManifestTypeOpenShift:
 			dir = "openshift"
 		default:
-			return nil, fmt.Errorf("Secret %s is selected as a manifest but its annotation %s is %q, not %s or %s",
+			return nil, fmt.Errorf("secret %s is selected as a manifest but its annotation %s is %q, not %s or %s",
 				s.Name, controlplanev1.ManifestAnnotation, t, controlplanev1.ManifestTypeManifest, controlplanev1.ManifestTypeOpenShift)
 		}
 		for k, v := range s.Data {
@@ -132,4 +131,3 @@ func (r *Reconciler) manifests(ctx context.Context, namespace string, cp *contro
 	}
 	return out, nil
 }
-

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util"
@@ -50,7 +51,24 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		WithOptions(options).
 		WithEventFilter(predicates.ResourceNotPausedAndHasFilterLabel(mgr.GetScheme(), log, r.WatchFilterValue)).
 		Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(util.MachineToInfrastructureMapFunc(bootstrapv1.GroupVersion.WithKind("OpenShiftConfig")))).
+		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.clusterToConfigs)).
 		Complete(r)
+}
+
+// clusterToConfigs wakes a cluster's configs still waiting for their
+// Secret, e.g. workers waiting for the control plane to be initialized.
+func (r *Reconciler) clusterToConfigs(ctx context.Context, o client.Object) []reconcile.Request {
+	cfgs := &bootstrapv1.OpenShiftConfigList{}
+	if err := r.Client.List(ctx, cfgs, client.InNamespace(o.GetNamespace()), client.MatchingLabels{clusterv1.ClusterNameLabel: o.GetName()}); err != nil {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for _, c := range cfgs.Items {
+		if !ptr.Deref(c.Status.Initialization.DataSecretCreated, false) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&c)})
+		}
+	}
+	return reqs
 }
 
 // errWait means a precondition is missing, errInvalidSpec that the spec

@@ -92,7 +92,7 @@ func (r *Reconciler) reconcileBootstrap(ctx context.Context, s *scope) (ctrl.Res
 	setCondition(cp, controlplanev1.ControlPlaneInitializedCondition, metav1.ConditionTrue, controlplanev1.InitializedReason,
 		fmt.Sprintf("%d masters joined and the bootstrap is complete", joined))
 	r.event(cp, corev1.EventTypeNormal, controlplanev1.InitializedReason, "Control plane initialized: %d masters joined; removing the bootstrap node", joined)
-	return ctrl.Result{Requeue: true}, nil
+	return ctrl.Result{RequeueAfter: time.Millisecond}, nil
 }
 
 // reconcileInitialized removes the bootstrap Machine and keeps the masters at spec.replicas.

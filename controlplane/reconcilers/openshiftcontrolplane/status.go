@@ -12,7 +12,7 @@ import (
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
-	
+
 	controlplanev1 "github.com/metalshift/metalshift/api/controlplane/v1alpha1"
 )
 
@@ -32,7 +32,7 @@ func (r *Reconciler) updateStatus(s *scope) {
 	}
 	cp.Status.Replicas = ptr.To(replicas)
 	cp.Status.UpToDateReplicas = ptr.To(upToDate)
-	cp.Status.ReadyReplicas = ptr.To(int32(readyMasters(ms)))
+	cp.Status.ReadyReplicas = ptr.To(int32(min(readyMasters(ms), len(ms)))) //nolint:gosec // at most the masters listed
 	cp.Status.AvailableReplicas = ptr.To(available)
 	cp.Status.Selector = labels.SelectorFromSet(labels.Set{
 		clusterv1.ClusterNameLabel: s.cluster.Name, clusterv1.MachineControlPlaneLabel: "",

@@ -3,6 +3,7 @@ package openshiftcontrolplane
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -39,10 +40,23 @@ func newWorkload(kubeconfig []byte) (Workload, error) {
 
 func (w *workload) Ready(ctx context.Context) error {
 	body, err := w.cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
-	if err != nil {
-		return fmt.Errorf("%v %s", err, body)
+	if err == nil {
+		return nil
 	}
-	return nil
+	// A verbose answer lists the failing checks as "[-]<name> failed".
+	var failing []string
+	for _, line := range strings.Split(string(body), "\n") {
+		if name, ok := strings.CutPrefix(line, "[-]"); ok {
+			failing = append(failing, strings.Fields(name)[0])
+		}
+	}
+	if len(failing) > 0 {
+		return fmt.Errorf("/readyz: not ready yet (failing: %s)", strings.Join(failing, ", "))
+	}
+	if apiErr, ok := err.(apierrors.APIStatus); ok && len(body) > 0 {
+		return fmt.Errorf("/readyz: %s", apiErr.Status().Reason)
+	}
+	return err
 }
 
 func (w *workload) BootstrapComplete(ctx context.Context) (bool, error) {

@@ -1,0 +1,326 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	"github.com/metalshift/metalshift/component"
+)
+
+var (
+	metalshiftBin string
+	toolsDir      string
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(func() int {
+		tmp, err := os.MkdirTemp("", "metalshift-e2e-")
+		if err != nil {
+			panic(err)
+		}
+		defer os.RemoveAll(tmp)
+		metalshiftBin = filepath.Join(tmp, "metalshift")
+		if out, err := exec.Command("go", "build", "-o", metalshiftBin, "../../cmd/metalshift").CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "building metalshift: %v\n%s", err, out)
+			return 1
+		}
+		if toolsDir, err = filepath.Abs(filepath.Join("..", "..", "bin")); err != nil {
+			panic(err)
+		}
+		// The embedded hub that `create cluster` starts finds etcd and kube-apiserver here.
+		os.Setenv("METALSHIFT_BIN_DIR", toolsDir)
+		return m.Run()
+	}())
+}
+
+func run(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	out, err := exec.Command(metalshiftBin, args...).CombinedOutput()
+	return string(out), err
+}
+
+func kubectl(kubeconfig string, args ...string) (string, error) {
+	out, err := exec.Command(filepath.Join(toolsDir, "kubectl"), append([]string{"--kubeconfig", kubeconfig}, args...)...).CombinedOutput()
+	return string(out), err
+}
+
+// startSim runs `metalshift sim bmc` and `sim image`, and returns the
+// hosts manifest path and the image URL and checksum.
+func startSim(t *testing.T, hosts int) (string, string, string) {
+	t.Helper()
+	g := NewWithT(t)
+	work := t.TempDir()
+	simOut := &bytes.Buffer{}
+	sim := exec.Command(metalshiftBin, "sim", "bmc", "--hosts", fmt.Sprint(hosts), "--namespace", "e2e",
+		"--bin-dir", toolsDir, "--manifests", filepath.Join(work, "hosts.yaml"))
+	sim.Stdout, sim.Stderr = simOut, simOut
+	img := exec.Command(metalshiftBin, "sim", "image", "--size", "4Mi", "--env", filepath.Join(work, "image.env"))
+	for _, c := range []*exec.Cmd{sim, img} {
+		g.Expect(c.Start()).To(Succeed())
+		t.Cleanup(func() {
+			_ = c.Process.Signal(os.Interrupt)
+			done := make(chan struct{})
+			go func() { _ = c.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(20 * time.Second):
+				_ = c.Process.Kill()
+			}
+		})
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("simulator output:\n%s", simOut)
+		}
+	})
+	var env []byte
+	g.Eventually(func() string { env, _ = os.ReadFile(filepath.Join(work, "image.env")); return string(env) }, 10*time.Second).Should(ContainSubstring("IMAGE_SHA256="))
+	g.Eventually(func() error { _, err := os.Stat(filepath.Join(work, "hosts.yaml")); return err }, 10*time.Second).Should(Succeed())
+	vars := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(env)), "\n") {
+		k, v, _ := strings.Cut(line, "=")
+		vars[k] = v
+	}
+	return filepath.Join(work, "hosts.yaml"), vars["IMAGE_URL"], vars["IMAGE_SHA256"]
+}
+
+// phaseRecorder polls the hub's Machines and records each one's phases in order.
+type phaseRecorder struct {
+	mu     sync.Mutex
+	phases map[string][]string
+}
+
+func (r *phaseRecorder) run(ctx context.Context, c client.Client, ns string) {
+	for ctx.Err() == nil {
+		list := &clusterv1.MachineList{}
+		if err := c.List(ctx, list, client.InNamespace(ns)); err == nil {
+			r.mu.Lock()
+			for _, m := range list.Items {
+				seen := r.phases[m.Name]
+				if p := m.Status.Phase; p != "" && (len(seen) == 0 || seen[len(seen)-1] != p) {
+					r.phases[m.Name] = append(seen, p)
+				}
+			}
+			r.mu.Unlock()
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (r *phaseRecorder) get(name string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.phases[name])
+}
+
+// inOrder fails unless got follows the order of want (phases may be skipped
+// between two polls, but never reordered or repeated).
+func inOrder(got, want []string) bool {
+	i := 0
+	for _, p := range got {
+		j := slices.Index(want[i:], p)
+		if j < 0 {
+			return false
+		}
+		i += j + 1
+	}
+	return true
+}
+
+// TestInstallScaleDestroy is `make demo` as a test: an install-config for 3
+// masters and 2 workers on simulated Redfish hosts, `create cluster` on the
+// embedded hub, 5 Ready Nodes with the Machines' providerIDs, workers scaled
+// to 3 and back to 2 (the removed Node cordoned first), `destroy cluster`.
+func TestInstallScaleDestroy(t *testing.T) {
+	g := NewWithT(t)
+	hostsYAML, imageURL, imageSum := startSim(t, 6)
+	dir := t.TempDir()
+	vip := fmt.Sprintf("127.%d.%d.10", 100+rand.IntN(100), rand.IntN(250))
+	t.Cleanup(func() {
+		if t.Failed() {
+			out, _ := run(t, "gather", "--dir", dir)
+			t.Logf("%s", out)
+			if data, err := os.ReadFile(filepath.Join(dir, "hub", "logs", "manager.log")); err == nil && len(data) > 20000 {
+				t.Logf("manager.log (tail):\n%s", data[len(data)-20000:])
+			}
+		}
+		_, _ = run(t, "hub", "down", "--dir", filepath.Join(dir, "hub"))
+	})
+
+	out, err := run(t, "create", "install-config", "--dir", dir, "--name", "e2e", "--api-vip", vip, "--masters", "3", "--workers", "2",
+		"--hosts-from", hostsYAML, "--os-image-url", imageURL, "--os-image-checksum", imageSum)
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	out, err = run(t, "create", "manifests", "--dir", dir)
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(filepath.Join(dir, "cluster-api", "18_openshiftcontrolplane_e2e.yaml")).To(BeAnExistingFile())
+	g.Expect(filepath.Join(dir, "manifests", "cluster-config.yaml")).To(BeAnExistingFile())
+	// A user manifest added after `create manifests` reaches the installed cluster.
+	g.Expect(os.WriteFile(filepath.Join(dir, "openshift", "99_user.yaml"),
+		[]byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-the-user\n  namespace: default\ndata:\n  hello: world\n"), 0o600)).To(Succeed())
+
+	hubKubeconfig := filepath.Join(dir, "hub", "kubeconfig")
+	create := exec.Command(metalshiftBin, "create", "cluster", "--dir", dir, "--timeout", "8m")
+	createOut := &syncBuffer{}
+	create.Stdout, create.Stderr = createOut, createOut
+	g.Expect(create.Start()).To(Succeed())
+	createDone := make(chan error, 1)
+	go func() { createDone <- create.Wait() }()
+
+	// Record the Machines' phases from the moment the hub serves.
+	g.Eventually(func() error { _, err := os.Stat(hubKubeconfig); return err }, 3*time.Minute).Should(Succeed())
+	var hub client.Client
+	g.Eventually(func() error {
+		cfg, err := clientcmd.BuildConfigFromFlags("", hubKubeconfig)
+		if err != nil {
+			return err
+		}
+		scheme, _ := component.NewScheme()
+		hub, err = client.New(cfg, client.Options{Scheme: scheme})
+		return err
+	}, 3*time.Minute).Should(Succeed())
+	rec := &phaseRecorder{phases: map[string][]string{}}
+	ctx, stopRec := context.WithCancel(context.Background())
+	defer stopRec()
+	go rec.run(ctx, hub, "e2e")
+
+	select {
+	case err := <-createDone:
+		g.Expect(err).NotTo(HaveOccurred(), createOut.String())
+	case <-time.After(9 * time.Minute):
+		_ = create.Process.Kill()
+		t.Fatalf("create cluster did not finish:\n%s", createOut)
+	}
+	t.Logf("create cluster:\n%s", createOut)
+	g.Expect(createOut.String()).To(ContainSubstring("Bootstrap node: Removed"))
+	g.Expect(createOut.String()).To(ContainSubstring("Reached install-complete"))
+
+	// The installed cluster: 5 Ready Nodes carrying the Machines' providerIDs.
+	admin := filepath.Join(dir, "auth", "kubeconfig")
+	out, err = kubectl(admin, "get", "nodes", "--no-headers")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(strings.Count(out, " Ready ")).To(Equal(5), out)
+	out, err = kubectl(admin, "get", "nodes", "-o", "jsonpath={range .items[*]}{.spec.providerID}{\"\\n\"}{end}")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	nodeIDs := strings.Fields(out)
+	machines := &clusterv1.MachineList{}
+	g.Expect(hub.List(context.Background(), machines, client.InNamespace("e2e"))).To(Succeed())
+	g.Expect(machines.Items).To(HaveLen(5))
+	for _, m := range machines.Items {
+		g.Expect(m.Status.Phase).To(Equal("Running"), m.Name)
+		g.Expect(m.Status.NodeRef.IsDefined()).To(BeTrue(), m.Name)
+		g.Expect(nodeIDs).To(ContainElement(m.Spec.ProviderID), m.Name)
+	}
+	out, err = kubectl(admin, "get", "clusterversion", "version", "-o", "jsonpath={.status.conditions[?(@.type==\"Available\")].status}")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(out).To(Equal("True"))
+	out, err = kubectl(admin, "-n", "default", "get", "configmap", "from-the-user", "-o", "jsonpath={.data.hello}")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(out).To(Equal("world"))
+	out, err = run(t, "wait-for", "bootstrap-complete", "--dir", dir, "--timeout", "30s")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+
+	// Scale the workers to 3 and back to 2; the removed Node is cordoned before it goes.
+	out, err = kubectl(hubKubeconfig, "-n", "e2e", "scale", "machinedeployment", "e2e-worker", "--replicas", "3")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Eventually(func() int {
+		out, _ := kubectl(admin, "get", "nodes", "--no-headers")
+		return strings.Count(out, " Ready ")
+	}, 3*time.Minute, time.Second).Should(Equal(6))
+	out, err = kubectl(hubKubeconfig, "-n", "e2e", "scale", "machinedeployment", "e2e-worker", "--replicas", "2")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	cordoned := ""
+	g.Eventually(func() string {
+		if out, _ := kubectl(admin, "get", "nodes", "-o", "jsonpath={range .items[?(@.spec.unschedulable==true)]}{.metadata.name}{end}"); out != "" {
+			cordoned = out
+		}
+		return cordoned
+	}, 3*time.Minute, 100*time.Millisecond).ShouldNot(BeEmpty())
+	g.Eventually(func() string {
+		out, _ := kubectl(admin, "get", "nodes", "-o", "name")
+		return out
+	}, 3*time.Minute, time.Second).ShouldNot(ContainSubstring("node/" + cordoned))
+
+	out, err = run(t, "gather", "--dir", dir)
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(out).To(ContainSubstring("log-bundle-"))
+
+	out, err = run(t, "destroy", "cluster", "--dir", dir, "--timeout", "5m")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	t.Logf("destroy cluster:\n%s", out)
+	g.Expect(out).To(ContainSubstring("6 of 6 hosts available"))
+	stopRec()
+
+	for _, name := range []string{"e2e-master-0", "e2e-master-1", "e2e-master-2"} {
+		got := rec.get(name)
+		g.Expect(inOrder(got, []string{"Pending", "Provisioning", "Provisioned", "Running", "Deleting"})).To(BeTrue(), "%s: %v", name, got)
+		g.Expect(got).To(ContainElements("Running", "Deleting"), name)
+	}
+	g.Expect(rec.get("e2e-bootstrap")).To(ContainElements("Provisioned", "Deleting"))
+	g.Expect(rec.get("e2e-bootstrap")).NotTo(ContainElement("Running"), "the bootstrap node never joins as a Node")
+}
+
+// TestInvalidInstallConfig: every problem with its field path, a non-zero
+// exit, and nothing applied (no hub started).
+func TestInvalidInstallConfig(t *testing.T) {
+	g := NewWithT(t)
+	dir := t.TempDir()
+	g.Expect(os.WriteFile(filepath.Join(dir, "install-config.yaml"), []byte(`apiVersion: v1
+baseDomain: Example_COM
+metadata:
+  name: bad.name
+controlPlane:
+  name: master
+  replicas: 2
+pullSecret: "{}"
+platform:
+  baremetal:
+    apiVIPs: [not-an-ip]
+    hosts:
+    - name: host-0
+      bootMACAddress: nope
+      bmc: {address: "", username: admin, password: secret}
+`), 0o600)).To(Succeed())
+	out, err := run(t, "create", "cluster", "--dir", dir)
+	g.Expect(err).To(HaveOccurred())
+	for _, path := range []string{"baseDomain", "metadata.name", "controlPlane.replicas", "platform.baremetal.apiVIPs[0]",
+		"platform.baremetal.hosts[0].bootMACAddress", "platform.baremetal.hosts[0].bmc.address", "platform.baremetal.hosts", "metalshift.osImage.url"} {
+		g.Expect(out).To(ContainSubstring(path+":"), out)
+	}
+	g.Expect(out).NotTo(ContainSubstring("secret"))
+	g.Expect(filepath.Join(dir, "hub")).NotTo(BeADirectory())
+	g.Expect(filepath.Join(dir, "cluster-api")).NotTo(BeADirectory())
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
