@@ -200,10 +200,13 @@ func (r *Reconciler) createMachine(ctx context.Context, s *scope, name, role str
 	for k, v := range cp.Spec.MachineTemplate.ObjectMeta.Labels {
 		labels[k] = v
 	}
+	// The bootstrap Machine runs the temporary control plane: it is a
+	// control-plane Machine to Cluster API (which otherwise would wait for
+	// it, as for a worker, before deleting the control plane), told apart
+	// by its own label.
+	labels[clusterv1.MachineControlPlaneLabel] = ""
 	if role == bootstrapv1.RoleBootstrap {
 		labels[controlplanev1.BootstrapMachineLabel] = ""
-	} else {
-		labels[clusterv1.MachineControlPlaneLabel] = ""
 	}
 	owner := metav1.NewControllerRef(cp, controlplanev1.GroupVersion.WithKind("OpenShiftControlPlane"))
 	// The config and the infrastructure get a plain owner reference: their

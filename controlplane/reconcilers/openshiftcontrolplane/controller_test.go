@@ -1,0 +1,162 @@
+package openshiftcontrolplane
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/conditions"
+
+	bootstrapv1 "github.com/metalshift/metalshift/api/bootstrap/v1alpha1"
+	controlplanev1 "github.com/metalshift/metalshift/api/controlplane/v1alpha1"
+	infrav1 "github.com/metalshift/metalshift/api/infrastructure/v1alpha1"
+	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
+	"github.com/metalshift/metalshift/bootstrap/pkg/ignition"
+	"github.com/metalshift/metalshift/installer"
+	"github.com/metalshift/metalshift/installer/installconfig"
+	"github.com/metalshift/metalshift/internal/certs"
+)
+
+// applyInstall creates what `metalshift create cluster` applies, except the
+// hosts, for an install-config whose API VIP nothing listens on.
+func applyInstall(t *testing.T) (name, vip string) {
+	t.Helper()
+	g := NewWithT(t)
+	name = fmt.Sprintf("cp-%d", rand.IntN(1_000_000))
+	vip = fmt.Sprintf("127.%d.%d.7", 200+rand.IntN(50), rand.IntN(250))
+	ic := &installconfig.InstallConfig{
+		APIVersion: "v1", BaseDomain: "example.com", Metadata: installconfig.Metadata{Name: name},
+		ControlPlane: installconfig.MachinePool{Name: "master", Replicas: ptr.To[int32](3)},
+		Platform:     installconfig.Platform{BareMetal: &installconfig.BareMetal{APIVIPs: []string{vip}}},
+		PullSecret:   `{"auths":{}}`,
+		Metalshift:   &installconfig.Metalshift{OSImage: installconfig.OSImage{URL: "http://images/rhcos.raw", Checksum: "abc"}},
+	}
+	for i := range 4 {
+		ic.Platform.BareMetal.Hosts = append(ic.Platform.BareMetal.Hosts, installconfig.Host{
+			Name: fmt.Sprintf("h%d", i), BootMACAddress: fmt.Sprintf("52:54:00:cc:00:%02x", i),
+			BMC: installconfig.BMC{Address: "redfish://bmc/redfish/v1/Systems/1", Username: "u", Password: "p"},
+		})
+	}
+	g.Expect(ic.Validate()).To(BeEmpty())
+	raw, err := yaml.Marshal(ic)
+	g.Expect(err).NotTo(HaveOccurred())
+	ca, err := certs.NewCA("root-ca")
+	g.Expect(err).NotTo(HaveOccurred())
+	ctx := context.Background()
+	for _, o := range installer.HubObjects(ic, raw, ca, []byte("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://"+vip+":6443\n    insecure-skip-tls-verify: true\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: u\ncurrent-context: c\nusers:\n- name: u\n  user: {}\n")) {
+		if _, ok := o.(*metal3v1.BareMetalHost); ok {
+			continue
+		}
+		g.Expect(env.Client.Create(ctx, o)).To(Succeed(), "%T %s", o, o.GetName())
+	}
+	dir := t.TempDir()
+	g.Expect(os.MkdirAll(filepath.Join(dir, "manifests"), 0o700)).To(Succeed())
+	g.Expect(os.WriteFile(filepath.Join(dir, "manifests", "extra.yaml"), []byte("kind: ConfigMap\n"), 0o600)).To(Succeed())
+	secrets, err := installer.WrapManifests(dir, name)
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, s := range secrets {
+		g.Expect(env.Client.Create(ctx, s)).To(Succeed())
+	}
+	return name, vip
+}
+
+// TestBootstrapNeverServes: the control plane creates the bootstrap Machine
+// with the bootstrap node's Ignition, owns the kubeconfig and CA Secrets,
+// and, when the provisioned bootstrap node does not serve the API, says so
+// in BootstrapReady and creates no master. Deleting the Cluster removes the
+// bootstrap Machine and lets the control plane go.
+func TestBootstrapNeverServes(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	name, vip := applyInstall(t)
+	ns := name
+	bootstrap := name + "-bootstrap"
+
+	m := &clusterv1.Machine{}
+	g.Eventually(func() error { return env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: bootstrap}, m) }).Should(Succeed())
+	g.Expect(m.Labels).To(HaveKey(controlplanev1.BootstrapMachineLabel))
+	g.Expect(m.Labels).To(HaveKey(clusterv1.MachineControlPlaneLabel), "Cluster API deletes it with the control plane")
+	for _, s := range []string{name + "-kubeconfig", name + "-ca"} {
+		sec := &corev1.Secret{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: s}, sec)).To(Succeed())
+		g.Expect(sec.OwnerReferences).To(ContainElement(HaveField("Kind", "OpenShiftControlPlane")), s)
+	}
+
+	// The bootstrap node's config: install-config, manifests, CA, kubeconfig, the bootstrap service.
+	cfg := &bootstrapv1.OpenShiftConfig{}
+	g.Eventually(func() bool {
+		_ = env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: bootstrap}, cfg)
+		return ptr.Deref(cfg.Status.Initialization.DataSecretCreated, false)
+	}).Should(BeTrue())
+	data := &corev1.Secret{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: *cfg.Status.DataSecretName}, data)).To(Succeed())
+	g.Expect(ignition.Validate(data.Data["value"])).To(Succeed())
+	for _, want := range []string{ignition.InstallConfigPath, ignition.RootCAKeyPath, ignition.AdminKubeconfigPath,
+		ignition.ManifestsDir + "/extra.yaml", ignition.BootstrapServiceName} {
+		g.Expect(string(data.Data["value"])).To(ContainSubstring(want))
+	}
+
+	// Play the infrastructure provider: the bootstrap host is provisioned.
+	mm := &infrav1.MetalMachine{}
+	g.Eventually(func() error {
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: bootstrap}, mm); err != nil {
+			return err
+		}
+		mm.Spec.ProviderID = "metal3://" + ns + "/h0/uid"
+		return env.Client.Update(ctx, mm)
+	}).Should(Succeed())
+	g.Eventually(func() error {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(mm), mm); err != nil {
+			return err
+		}
+		mm.Status.Initialization.Provisioned = ptr.To(true)
+		return env.Client.Status().Update(ctx, mm)
+	}).Should(Succeed())
+
+	cp := &controlplanev1.OpenShiftControlPlane{}
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, cp)).To(Succeed())
+		c := conditions.Get(cp, controlplanev1.BootstrapReadyCondition)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal(controlplanev1.BootstrapNotServingReason))
+		g.Expect(c.Message).To(ContainSubstring(bootstrap))
+		g.Expect(c.Message).To(ContainSubstring("https://" + vip + ":6443"))
+	}).Should(Succeed())
+	g.Expect(cp.Status.BootstrapPhase).To(Equal(controlplanev1.BootstrapPhaseProvisioning))
+	g.Expect(ptr.Deref(cp.Status.Initialization.ControlPlaneInitialized, false)).To(BeFalse())
+	machines := &clusterv1.MachineList{}
+	g.Expect(env.Client.List(ctx, machines, client.InNamespace(ns))).To(Succeed())
+	g.Expect(machines.Items).To(HaveLen(1), "no master before the bootstrap node serves")
+
+	cluster := &clusterv1.Cluster{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, cluster)).To(Succeed())
+	g.Expect(env.Client.Delete(ctx, cluster)).To(Succeed())
+	g.Eventually(func() bool {
+		err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &controlplanev1.OpenShiftControlPlane{})
+		return apierrors.IsNotFound(err)
+	}).Should(BeTrue(), func() string {
+		ms := &clusterv1.MachineList{}
+		_ = env.Client.List(ctx, ms, client.InNamespace(ns))
+		out := ""
+		for _, m := range ms.Items {
+			for _, c := range m.Status.Conditions {
+				out += fmt.Sprintf("%s %s=%s %s: %s\n", m.Name, c.Type, c.Status, c.Reason, c.Message)
+			}
+		}
+		_ = env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, cp)
+		return fmt.Sprintf("the control plane's finalizer is released once its Machines are gone; control plane %v finalizers %v\n%s", cp.DeletionTimestamp, cp.Finalizers, out)
+	})
+	g.Expect(env.Client.List(ctx, machines, client.InNamespace(ns))).To(Succeed())
+	g.Expect(machines.Items).To(BeEmpty())
+}
