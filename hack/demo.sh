@@ -93,7 +93,7 @@ done
 
 step "Hub memory (peak resident set size, VmHWM)"
 hub_pid="$(sed -n 's/.*"pid": *\([0-9]*\).*/\1/p' "${dir}/hub/hub.json")"
-for pid in ${hub_pid} $(cat "${dir}"/hub/run/*.pid 2>/dev/null); do
+for pid in ${hub_pid} $(for f in "${dir}"/hub/run/*.pid; do cat "${f}"; echo; done 2>/dev/null); do
 	printf '  %-24s %s\n' "$(tr -d '\0' < "/proc/${pid}/comm" 2>/dev/null)" "$(grep VmHWM "/proc/${pid}/status" 2>/dev/null | awk '{printf "%d MiB", $2/1024}')"
 done
 
