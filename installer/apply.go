@@ -1,21 +1,21 @@
 package installer
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/metalshift/metalshift/internal/manifest"
 )
 
 // FieldOwner is the installer's server-side-apply field manager.
@@ -35,6 +35,7 @@ func Apply(ctx context.Context, c client.Client, dir, cluster string, out io.Wri
 	if err != nil {
 		return err
 	}
+	us := make([]*unstructured.Unstructured, 0, len(wrapped))
 	for _, s := range wrapped {
 		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(s)
 		if err != nil {
@@ -42,9 +43,10 @@ func Apply(ctx context.Context, c client.Client, dir, cluster string, out io.Wri
 		}
 		u := &unstructured.Unstructured{Object: m}
 		unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
-		// After the namespace, before the control plane reads them.
-		objs = append(objs[:1], append([]*unstructured.Unstructured{u}, objs[1:]...)...)
+		us = append(us, u)
 	}
+	// After the namespace, before the control plane reads them.
+	objs = slices.Insert(objs, 1, us...)
 	for _, u := range objs {
 		if err := applyOne(ctx, c, u); err != nil {
 			return fmt.Errorf("applying %s %s: %w", u.GetKind(), u.GetName(), err)
@@ -84,20 +86,11 @@ func readObjects(dir string) ([]*unstructured.Unstructured, error) {
 		if err != nil {
 			return nil, err
 		}
-		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-		for {
-			u := &unstructured.Unstructured{}
-			err := dec.Decode(&u.Object)
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", f, err)
-			}
-			if len(u.Object) > 0 {
-				out = append(out, u)
-			}
+		objs, err := manifest.Decode(data)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
 		}
+		out = append(out, objs...)
 	}
 	return out, nil
 }

@@ -26,6 +26,7 @@ import (
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	"github.com/metalshift/metalshift/installer/installconfig"
 	"github.com/metalshift/metalshift/internal/certs"
+	"github.com/metalshift/metalshift/internal/manifest"
 )
 
 // Files and directories of an install dir.
@@ -98,13 +99,13 @@ func CreateManifests(dir string) error {
 		return err
 	}
 	for i, o := range objs {
-		data, err := yaml.Marshal(o)
+		data, err := manifest.Marshal(o)
 		if err != nil {
 			return err
 		}
 		kind := strings.ToLower(o.GetObjectKind().GroupVersionKind().Kind)
 		name := fmt.Sprintf("%02d_%s_%s.yaml", i, kind, o.GetName())
-		if err := os.WriteFile(filepath.Join(out, name), stripStatus(data), 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(out, name), data, 0o600); err != nil {
 			return err
 		}
 	}
@@ -346,24 +347,4 @@ func secretName(cluster, typ, file string) string {
 		name = name[:253]
 	}
 	return name
-}
-
-// stripStatus drops the empty status and creationTimestamp typed objects marshal.
-func stripStatus(doc []byte) []byte {
-	var out []string
-	skip := false
-	for _, line := range strings.Split(string(doc), "\n") {
-		switch {
-		case line == "status: {}" || strings.TrimSpace(line) == "creationTimestamp: null":
-			continue
-		case line == "status:":
-			skip = true
-			continue
-		case skip && strings.HasPrefix(line, " "):
-			continue
-		}
-		skip = false
-		out = append(out, line)
-	}
-	return []byte(strings.Join(out, "\n"))
 }

@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
@@ -119,7 +120,7 @@ func (w *watcher) poll(ctx context.Context, m Milestone) (bool, error) {
 	w.report("bootstrap", "Bootstrap node: "+orDash(cp.Status.BootstrapPhase))
 	for _, t := range []string{controlplanev1.BootstrapReadyCondition, controlplanev1.ControlPlaneInitializedCondition,
 		controlplanev1.BootstrapRemovedCondition, controlplanev1.AvailableCondition} {
-		if c := findCondition(cp.Status.Conditions, t); c != nil {
+		if c := meta.FindStatusCondition(cp.Status.Conditions, t); c != nil {
 			w.report("cp/"+t, fmt.Sprintf("Control plane %s=%s: %s", t, c.Status, c.Message))
 			if c.Reason == controlplanev1.BootstrapNotServingReason || c.Reason == controlplanev1.InstallStateMissingReason {
 				w.problem("OpenShiftControlPlane "+cp.Name, c.Message)
@@ -177,7 +178,7 @@ func (w *watcher) problems(ctx context.Context) {
 	cfgs := &bootstrapv1.OpenShiftConfigList{}
 	if w.c.List(ctx, cfgs, client.InNamespace(w.ns)) == nil {
 		for _, c := range cfgs.Items {
-			if cond := findCondition(c.Status.Conditions, bootstrapv1.DataSecretAvailableCondition); cond != nil && strings.HasPrefix(cond.Reason, "Invalid") {
+			if cond := meta.FindStatusCondition(c.Status.Conditions, bootstrapv1.DataSecretAvailableCondition); cond != nil && strings.HasPrefix(cond.Reason, "Invalid") {
 				w.problem("OpenShiftConfig "+c.Name, cond.Message)
 			}
 		}
@@ -185,7 +186,7 @@ func (w *watcher) problems(ctx context.Context) {
 	mms := &infrav1.MetalMachineList{}
 	if w.c.List(ctx, mms, client.InNamespace(w.ns)) == nil {
 		for _, mm := range mms.Items {
-			if cond := findCondition(mm.Status.Conditions, infrav1.HostClaimedCondition); cond != nil && cond.Status == metav1.ConditionFalse {
+			if cond := meta.FindStatusCondition(mm.Status.Conditions, infrav1.HostClaimedCondition); cond != nil && cond.Status == metav1.ConditionFalse {
 				w.problem("MetalMachine "+mm.Name, cond.Message)
 			}
 		}
@@ -235,15 +236,6 @@ func (w *watcher) clusterVersion(ctx context.Context) bool {
 	}
 	a := configv1.FindCondition(cv.Status.Conditions, configv1.OperatorAvailable)
 	return a != nil && a.Status == metav1.ConditionTrue
-}
-
-func findCondition(conds []metav1.Condition, t string) *metav1.Condition {
-	for i := range conds {
-		if conds[i].Type == t {
-			return &conds[i]
-		}
-	}
-	return nil
 }
 
 func orDash(s string) string {

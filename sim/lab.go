@@ -10,10 +10,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/yaml"
 
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	"github.com/metalshift/metalshift/baremetal/pkg/deployapi"
+	"github.com/metalshift/metalshift/internal/manifest"
 	"github.com/metalshift/metalshift/sim/cluster"
 	"github.com/metalshift/metalshift/sim/machine"
 	"github.com/metalshift/metalshift/sim/redfish"
@@ -187,32 +187,12 @@ func (l *Lab) Manifests(namespace string, virtualMedia bool) ([]byte, error) {
 	for _, m := range l.Machines {
 		host, secret := l.Host(m, namespace, virtualMedia)
 		for _, obj := range []any{secret, host} {
-			data, err := yaml.Marshal(obj)
+			data, err := manifest.Marshal(obj)
 			if err != nil {
 				return nil, err
 			}
-			docs = append(docs, stripEmpty(string(data)))
+			docs = append(docs, string(data))
 		}
 	}
 	return []byte(strings.Join(docs, "---\n")), nil
-}
-
-// stripEmpty drops the empty status and creationTimestamp a typed object marshals.
-func stripEmpty(doc string) string {
-	var out []string
-	skip := false
-	for _, line := range strings.Split(doc, "\n") {
-		switch {
-		case line == "status:":
-			skip = true
-			continue
-		case skip && strings.HasPrefix(line, " "):
-			continue
-		case strings.TrimSpace(line) == "creationTimestamp: null":
-			continue
-		}
-		skip = false
-		out = append(out, line)
-	}
-	return strings.Join(out, "\n")
 }

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -19,12 +18,13 @@ import (
 	"sigs.k8s.io/yaml"
 
 	corev1 "k8s.io/api/core/v1"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	"github.com/metalshift/metalshift/component"
 	"github.com/metalshift/metalshift/installer"
 	"github.com/metalshift/metalshift/installer/installconfig"
+	"github.com/metalshift/metalshift/internal/manifest"
 	"github.com/metalshift/metalshift/localcp"
 )
 
@@ -94,17 +94,13 @@ func newWaitForCommand() *cobra.Command {
 			if m != installer.BootstrapComplete && m != installer.InstallComplete {
 				return fmt.Errorf("wait-for %q: want bootstrap-complete or install-complete", args[0])
 			}
-			ic, _, err := installer.LoadInstallConfig(o.dir)
-			if err != nil {
-				return err
-			}
-			c, err := o.hubClient()
+			name, c, err := o.connect(true)
 			if err != nil {
 				return err
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), o.timeout)
 			defer cancel()
-			return installer.Wait(ctx, c, ic.Metadata.Name, m, cmd.OutOrStdout())
+			return installer.Wait(ctx, c, name, m, cmd.OutOrStdout())
 		},
 	}
 	o.flags(cmd, true)
@@ -119,17 +115,13 @@ func newDestroyCommand() *cobra.Command {
 		Short: "Delete the cluster from the hub: every host deprovisions and returns to available, then its namespace goes; the embedded hub stops",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ic, err := installconfig.ParseFile(filepath.Join(o.dir, installer.InstallConfigFile))
-			if err != nil {
-				return err
-			}
-			c, err := o.hubClient()
+			name, c, err := o.connect(false)
 			if err != nil {
 				return err
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), o.timeout)
 			defer cancel()
-			if err := installer.Destroy(ctx, c, ic.Metadata.Name, cmd.OutOrStdout()); err != nil {
+			if err := installer.Destroy(ctx, c, name, cmd.OutOrStdout()); err != nil {
 				return err
 			}
 			if o.kubeconfig == "" {
@@ -155,11 +147,7 @@ func newGatherCommand() *cobra.Command {
 		Short: "Write a tarball of the cluster's hub objects, events and controller logs to <dir>",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ic, err := installconfig.ParseFile(filepath.Join(o.dir, installer.InstallConfigFile))
-			if err != nil {
-				return err
-			}
-			c, err := o.hubClient()
+			name, c, err := o.connect(false)
 			if err != nil {
 				return err
 			}
@@ -168,7 +156,7 @@ func newGatherCommand() *cobra.Command {
 				logDir = filepath.Join(o.hubDir(), "logs")
 			}
 			path := filepath.Join(o.dir, "log-bundle-"+time.Now().Format("20060102150405")+".tar.gz")
-			if err := installer.Gather(cmd.Context(), c, ic.Metadata.Name, logDir, path); err != nil {
+			if err := installer.Gather(cmd.Context(), c, name, logDir, path); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Wrote %s\n", path)
@@ -177,6 +165,23 @@ func newGatherCommand() *cobra.Command {
 	}
 	o.flags(cmd, true)
 	return cmd
+}
+
+// connect reads the cluster's name from the install-config (validating it
+// first when asked) and returns a client of the hub.
+func (o *installOptions) connect(validate bool) (string, client.Client, error) {
+	var ic *installconfig.InstallConfig
+	var err error
+	if validate {
+		ic, _, err = installer.LoadInstallConfig(o.dir)
+	} else {
+		ic, err = installconfig.ParseFile(filepath.Join(o.dir, installer.InstallConfigFile))
+	}
+	if err != nil {
+		return "", nil, err
+	}
+	c, err := o.hubClient()
+	return ic.Metadata.Name, c, err
 }
 
 func (o *installOptions) hubDir() string { return filepath.Join(absDir(o.dir), "hub") }
@@ -345,29 +350,29 @@ func hostsFromManifests(path string) ([]installconfig.Host, error) {
 	if err != nil {
 		return nil, err
 	}
+	objs, err := manifest.Decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
 	secrets := map[string]map[string]string{}
 	var bmhs []metal3v1.BareMetalHost
-	for _, doc := range strings.Split(string(data), "\n---") {
-		var tm struct{ Kind string }
-		if err := yaml.Unmarshal([]byte(doc), &tm); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		switch tm.Kind {
+	for _, u := range objs {
+		switch u.GetKind() {
 		case "Secret":
 			s := corev1.Secret{}
-			if err := utilyaml.Unmarshal([]byte(doc), &s); err != nil {
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &s); err != nil {
 				return nil, err
 			}
 			secrets[s.Name] = s.StringData
 		case "BareMetalHost":
 			h := metal3v1.BareMetalHost{}
-			if err := utilyaml.Unmarshal([]byte(doc), &h); err != nil {
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &h); err != nil {
 				return nil, err
 			}
 			bmhs = append(bmhs, h)
 		}
 	}
-	var hosts []installconfig.Host
+	hosts := make([]installconfig.Host, 0, len(bmhs))
 	for _, h := range bmhs {
 		s := secrets[h.Spec.BMC.CredentialsName]
 		hosts = append(hosts, installconfig.Host{

@@ -241,7 +241,7 @@ func (ic *InstallConfig) validatePlatform() field.ErrorList {
 	}
 	names := map[string]int{}
 	macs := map[string]int{}
-	masters, workers := int32(0), int32(0)
+	masters := int32(0)
 	for i, h := range bm.Hosts {
 		hp := bp.Child("hosts").Index(i)
 		for _, msg := range validation.IsDNS1123Subdomain(h.Name) {
@@ -254,9 +254,7 @@ func (ic *InstallConfig) validatePlatform() field.ErrorList {
 		switch h.Role {
 		case RoleMaster:
 			masters++
-		case RoleWorker:
-			workers++
-		case "":
+		case RoleWorker, "":
 		default:
 			errs = append(errs, field.NotSupported(hp.Child("role"), h.Role, []string{RoleMaster, RoleWorker, ""}))
 		}
@@ -294,7 +292,6 @@ func (ic *InstallConfig) validatePlatform() field.ErrorList {
 		errs = append(errs, field.Invalid(bp.Child("hosts"), fmt.Sprintf("%d with role master", masters),
 			fmt.Sprintf("controlPlane.replicas is %d", ic.ControlPlaneReplicas())))
 	}
-	_ = workers
 	ms := field.NewPath("metalshift")
 	if ic.Metalshift == nil || ic.Metalshift.OSImage.URL == "" {
 		errs = append(errs, field.Required(ms.Child("osImage", "url"), "the OS image written to every host"))

@@ -14,7 +14,6 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -58,7 +57,6 @@ type Cluster struct {
 	mcs       *http.Server
 	client    client.Client
 	cancel    context.CancelFunc
-	done      chan struct{}
 
 	mu   sync.Mutex
 	refs int
@@ -141,7 +139,6 @@ func (w *World) start(ctx context.Context, f bootstrapFiles) (_ *Cluster, reterr
 		w: w, name: ic.Metadata.Name, domain: ic.ClusterDomain(), vip: ic.APIVIP(), files: f,
 		dir:   filepath.Join(w.dir, ic.Metadata.Name+"-"+hex.EncodeToString(sum[:4])),
 		names: []string{ic.APIHost(), ic.APIInternalHost()},
-		done:  make(chan struct{}),
 	}
 	defer func() {
 		if reterr != nil {
@@ -285,6 +282,3 @@ func (c *Cluster) stop() {
 	}
 	c.w.opts.Logf("Cluster %s stopped: none of its machines runs", c.name)
 }
-
-// Wait for the Nodes; used by the OS to register.
-var _ = corev1.NodeReady

@@ -1,14 +1,11 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"sort"
 	"strings"
@@ -16,17 +13,18 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configv1 "github.com/metalshift/metalshift/api/config/v1"
 	"github.com/metalshift/metalshift/config"
 	"github.com/metalshift/metalshift/internal/certs"
+	"github.com/metalshift/metalshift/internal/manifest"
 )
 
 // Node role labels.
@@ -111,20 +109,11 @@ func (c *Cluster) applyManifests(ctx context.Context) {
 	}
 	sort.Strings(paths)
 	for _, p := range paths {
-		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(c.files.manifests[p]), 4096)
-		for {
-			u := &unstructured.Unstructured{}
-			err := dec.Decode(&u.Object)
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				c.w.opts.Logf("Cluster %s: manifest %s: %v", c.name, p, err)
-				break
-			}
-			if len(u.Object) == 0 {
-				continue
-			}
+		objs, err := manifest.Decode(c.files.manifests[p])
+		if err != nil {
+			c.w.opts.Logf("Cluster %s: manifest %s: %v", c.name, p, err)
+		}
+		for _, u := range objs {
 			if err := c.client.Create(ctx, u); err != nil && !apierrors.IsAlreadyExists(err) {
 				c.w.opts.Logf("Cluster %s: manifest %s: %s %s: %v", c.name, p, u.GetKind(), u.GetName(), err)
 			}
@@ -161,7 +150,6 @@ var operators = []operator{
 // complete once every master is Ready, and moves the operators and the
 // ClusterVersion to Available as Nodes join.
 func (c *Cluster) versionLoop(ctx context.Context) {
-	defer close(c.done)
 	started := metav1.Now()
 	t := time.NewTicker(500 * time.Millisecond)
 	defer t.Stop()
@@ -249,7 +237,7 @@ func (c *Cluster) setOperator(ctx context.Context, name string, available bool) 
 	if available {
 		co.Status.Versions = []configv1.OperandVersion{{Name: "operator", Version: c.files.release}}
 	}
-	if equalJSON(before, &co.Status) {
+	if apiequality.Semantic.DeepEqual(before, &co.Status) {
 		return nil
 	}
 	return c.client.Status().Update(ctx, co)
@@ -276,7 +264,7 @@ func (c *Cluster) setVersion(ctx context.Context, started metav1.Time, available
 	}
 	h := &cv.Status.History[0]
 	if done && h.State != "Completed" {
-		h.State, h.CompletionTime = "Completed", ptrTime(metav1.Now())
+		h.State, h.CompletionTime = "Completed", ptr.To(metav1.Now())
 	}
 	if h.State == "Completed" {
 		configv1.SetCondition(&cv.Status.Conditions, configv1.ClusterOperatorStatusCondition{Type: configv1.OperatorAvailable, Status: metav1.ConditionTrue, Message: "Done applying " + rel})
@@ -287,18 +275,10 @@ func (c *Cluster) setVersion(ctx context.Context, started metav1.Time, available
 		configv1.SetCondition(&cv.Status.Conditions, configv1.ClusterOperatorStatusCondition{Type: configv1.OperatorProgressing, Status: metav1.ConditionTrue, Message: msg})
 	}
 	configv1.SetCondition(&cv.Status.Conditions, configv1.ClusterOperatorStatusCondition{Type: configv1.ClusterVersionFailing, Status: metav1.ConditionFalse})
-	if equalJSON(before, &cv.Status) {
+	if apiequality.Semantic.DeepEqual(before, &cv.Status) {
 		return nil
 	}
 	return c.client.Status().Update(ctx, cv)
-}
-
-func ptrTime(t metav1.Time) *metav1.Time { return &t }
-
-func equalJSON(a, b any) bool {
-	x, _ := json.Marshal(a)
-	y, _ := json.Marshal(b)
-	return bytes.Equal(x, y)
 }
 
 // serveConfig is the machine-config-server: /config/master and /config/worker.

@@ -157,10 +157,11 @@ func (w *World) ensureEtcd(ctx context.Context) (string, error) {
 	if w.etcd != nil {
 		return w.etcdURL, nil
 	}
-	client, peer, err := freePorts(2)
+	ports, err := freePorts(2)
 	if err != nil {
 		return "", err
 	}
+	client, peer := ports[0], ports[1]
 	url := "http://127.0.0.1:" + strconv.Itoa(client)
 	peerURL := "http://127.0.0.1:" + strconv.Itoa(peer)
 	hc := &http.Client{Timeout: time.Second}
@@ -182,7 +183,8 @@ func (w *World) ensureEtcd(ctx context.Context) (string, error) {
 	return url, nil
 }
 
-func freePorts(n int) (a, b int, err error) {
+// freePorts returns n distinct free loopback ports.
+func freePorts(n int) ([]int, error) {
 	var ports []int
 	var lns []net.Listener
 	defer func() {
@@ -193,12 +195,12 @@ func freePorts(n int) (a, b int, err error) {
 	for range n {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
-			return 0, 0, err
+			return nil, err
 		}
 		lns = append(lns, l)
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
-	return ports[0], ports[1], nil
+	return ports, nil
 }
 
 func getOK(ctx context.Context, c *http.Client, url string) error {
