@@ -63,7 +63,10 @@ RUNTIME_TOOLS := etcd kube-apiserver kube-controller-manager kubectl
 .PHONY: test
 test: ## Run every test (unit, envtest, embedded hub, CLI), building the tools first when missing.
 	@hack/tools/build.sh $(RUNTIME_TOOLS)
-	$(GO) test -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) ./...
+	$(GO) test -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) $$($(GO) list ./... | grep -v /test/e2e)
+	@# The e2e tests build and run the metalshift binary, which Go's test cache
+	@# cannot see: never reuse a cached result.
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) ./test/e2e/...
 
 .PHONY: bench
 bench: ## Run the benchmarks and print their figures.
