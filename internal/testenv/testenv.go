@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"testing"
 	"time"
@@ -144,18 +145,31 @@ func (e *Env) start(opts Options) error {
 	return nil
 }
 
-// Stop stops the manager, then kube-apiserver and etcd.
+// Stop stops the manager, then kube-apiserver and etcd. A manager still
+// running 20s after its context ended has its goroutines printed (what
+// ignores its context is a bug worth seeing); kube-apiserver is then
+// stopped under it so that calls stuck on the server return, and only a
+// manager that still does not stop fails the package.
 func (e *Env) Stop() error {
 	e.cancel()
-	var mgrErr error
-	if e.done != nil {
-		select {
-		case mgrErr = <-e.done:
-		case <-time.After(30 * time.Second):
-			mgrErr = fmt.Errorf("manager did not stop within 30s")
-		}
+	if e.done == nil {
+		return e.env.Stop()
 	}
-	return errors.Join(mgrErr, e.env.Stop())
+	select {
+	case err := <-e.done:
+		return errors.Join(err, e.env.Stop())
+	case <-time.After(20 * time.Second):
+	}
+	fmt.Fprintln(os.Stderr, "testenv: WARNING: manager still running 20s after stop; its goroutines:")
+	_ = pprof.Lookup("goroutine").WriteTo(os.Stderr, 1)
+	envErr := e.env.Stop()
+	select {
+	case err := <-e.done:
+		fmt.Fprintln(os.Stderr, "testenv: manager stopped after kube-apiserver:", err)
+		return envErr
+	case <-time.After(30 * time.Second):
+		return errors.Join(fmt.Errorf("manager did not stop within 50s"), envErr)
+	}
 }
 
 // Namespace creates a namespace named after the test, deleted when the
