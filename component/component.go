@@ -53,6 +53,26 @@ type Options struct {
 
 	// HostEngine configures the BareMetalHost engine.
 	HostEngine HostEngineOptions
+
+	// IgnitionServer serves Ignition configs too large for user data.
+	IgnitionServer IgnitionServerOptions
+}
+
+// IgnitionServerOptions configure the bootstrap provider's ignition server.
+type IgnitionServerOptions struct {
+	// ListenAddr is where it listens; empty disables it (configs too large
+	// for user data are then refused with a condition).
+	ListenAddr string
+	// URL is how machines reach it; defaults to http(s)://<ListenAddr>.
+	URL string
+	// CertFile and KeyFile serve https; CA is the PEM machines trust for it.
+	CertFile, KeyFile string
+	CA                []byte
+	// SigningKey signs tokens; keep it across restarts.
+	SigningKey []byte
+	// MaxUserDataBytes is the largest config put in user data as is; 0
+	// means 64 KiB.
+	MaxUserDataBytes int
 }
 
 // HostEngineOptions configure the host engine's deploy server.

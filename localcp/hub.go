@@ -249,6 +249,18 @@ func (h *Hub) DeployAddr() string { return "127.0.0.1:" + strconv.Itoa(h.ports.D
 // DeployURL is how (simulated) hosts reach the deploy server.
 func (h *Hub) DeployURL() string { return "http://" + h.DeployAddr() }
 
+// IgnitionServing is where the bootstrap provider's ignition server
+// listens (https, certificate from the hub CA).
+type IgnitionServing struct {
+	Addr, URL, CertFile, KeyFile string
+}
+
+// IgnitionServing returns where the ignition server must listen.
+func (h *Hub) IgnitionServing() IgnitionServing {
+	addr := "127.0.0.1:" + strconv.Itoa(h.ports.Ignition)
+	return IgnitionServing{Addr: addr, URL: "https://" + addr, CertFile: h.pki.cert("ignition-server"), KeyFile: h.pki.key("ignition-server")}
+}
+
 // SigningKey returns the key that signs deploy URLs and agent tokens,
 // created on first start and kept in the directory so that a restarted
 // hub honours the tokens of agents still running.

@@ -45,6 +45,7 @@ var (
 		{name: "controller-manager", cn: "system:kube-controller-manager", client: true},
 		{name: "controller-manager-serving", cn: "kube-controller-manager", server: true},
 		{name: "webhook", cn: "metalshift-webhook", server: true},
+		{name: "ignition-server", cn: "metalshift-ignition-server", server: true},
 	}
 )
 

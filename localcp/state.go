@@ -44,6 +44,8 @@ type Ports struct {
 	ControllerManager int `json:"controllerManager"`
 	// Deploy is the host engine's deploy server (images, agent API).
 	Deploy int `json:"deploy"`
+	// Ignition serves Ignition configs too large for user data.
+	Ignition int `json:"ignition"`
 }
 
 // ErrAlreadyRunning is returned when a hub already runs in the directory.
@@ -146,7 +148,7 @@ func choosePorts(prev Ports) (Ports, error) {
 	for _, f := range []struct {
 		dst  *int
 		want int
-	}{{&p.EtcdClient, prev.EtcdClient}, {&p.EtcdPeer, prev.EtcdPeer}, {&p.APIServer, prev.APIServer}, {&p.Webhook, prev.Webhook}, {&p.ControllerManager, prev.ControllerManager}, {&p.Deploy, prev.Deploy}} {
+	}{{&p.EtcdClient, prev.EtcdClient}, {&p.EtcdPeer, prev.EtcdPeer}, {&p.APIServer, prev.APIServer}, {&p.Webhook, prev.Webhook}, {&p.ControllerManager, prev.ControllerManager}, {&p.Deploy, prev.Deploy}, {&p.Ignition, prev.Ignition}} {
 		if *f.dst, err = pick(f.want); err != nil {
 			return p, err
 		}

@@ -159,7 +159,7 @@ func (o *hubOptions) up(ctx context.Context, out io.Writer) error {
 // startManager starts the hub manager with every component, waits for its
 // webhook server and registers the webhooks with the kube-apiserver.
 func startManager(ctx context.Context, hub *localcp.Hub) (<-chan error, error) {
-	ws := hub.WebhookServing()
+	ws, is := hub.WebhookServing(), hub.IgnitionServing()
 	key, err := hub.SigningKey()
 	if err != nil {
 		return nil, err
@@ -168,6 +168,8 @@ func startManager(ctx context.Context, hub *localcp.Hub) (<-chan error, error) {
 		WebhookHost: ws.Host, WebhookPort: ws.Port, WebhookCertDir: ws.CertDir,
 		WebhookCertName: ws.CertName, WebhookKeyName: ws.KeyName,
 		HostEngine: component.HostEngineOptions{DeployListenAddr: hub.DeployAddr(), DeployURL: hub.DeployURL(), SigningKey: key},
+		IgnitionServer: component.IgnitionServerOptions{ListenAddr: is.Addr, URL: is.URL, CertFile: is.CertFile, KeyFile: is.KeyFile,
+			CA: hub.CABundle(), SigningKey: key},
 		// Installed clusters come up while the hub watches: connect soon after.
 		WorkloadConnectionRetryInterval: 2 * time.Second,
 	})
@@ -197,6 +199,7 @@ func printReady(out io.Writer, hub *localcp.Hub, took time.Duration) {
 	fmt.Fprintf(out, "Hub is ready in %s at %s\n", took.Round(100*time.Millisecond), hub.Server())
 	fmt.Fprintf(out, "  kubectl --kubeconfig %s get clusters -A\n", hub.Kubeconfig())
 	fmt.Fprintf(out, "  deploy server (hosts boot from it): %s\n", hub.DeployURL())
+	fmt.Fprintf(out, "  ignition server (large machine configs): %s\n", hub.IgnitionServing().URL)
 	fmt.Fprintf(out, "  logs: %s\n", hub.LogDir())
 	fmt.Fprintln(out, "Press Ctrl-C, or run `metalshift hub down --dir "+hub.Dir()+"`, to stop it.")
 }

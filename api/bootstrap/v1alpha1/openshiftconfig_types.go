@@ -30,6 +30,9 @@ const (
 	InvalidInstallStateReason            = "InvalidInstallState"
 	InvalidManifestsReason               = "InvalidManifests"
 	BootstrapNeedsControlPlaneReason     = "BootstrapNeedsOpenShiftControlPlane"
+	// UserDataTooLargeReason: the config exceeds what user data holds and
+	// no ignition server is configured to serve it.
+	UserDataTooLargeReason = "UserDataTooLarge"
 )
 
 // OpenShiftConfigSpec asks for the Ignition config of one machine.

@@ -1,7 +1,9 @@
 package ignition
 
 import (
+	"crypto/sha512"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -99,4 +101,40 @@ func marshalValid(cfg types.Config) ([]byte, error) {
 
 func dataURL(data []byte) string {
 	return "data:text/plain;charset=utf-8;base64," + base64.StdEncoding.EncodeToString(data)
+}
+
+// RemoteOptions describe a config served from elsewhere.
+type RemoteOptions struct {
+	// URL is where the full config is served.
+	URL string
+	// Token is sent as "Authorization: Bearer <token>".
+	Token string
+	// CA is the PEM of the CA that signs the server's certificate (https).
+	CA []byte
+	// Full is the config served; its SHA-512 is pinned in the pointer.
+	Full []byte
+}
+
+// Remote renders a small config that merges the full config from URL,
+// authenticated by a bearer token and verified by its SHA-512: how a
+// config too large for user data still reaches a machine.
+func Remote(o RemoteOptions) ([]byte, error) {
+	u, err := url.Parse(o.URL)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return nil, fmt.Errorf("ignition server URL %q: want http(s)://host:port/path", o.URL)
+	}
+	if o.Token == "" {
+		return nil, errors.New("a served config needs a token")
+	}
+	sum := sha512.Sum512(o.Full)
+	cfg := types.Config{Ignition: types.Ignition{Version: Version}}
+	cfg.Ignition.Config.Merge = []types.Resource{{
+		Source:       ptr.To(u.String()),
+		HTTPHeaders:  types.HTTPHeaders{{Name: "Authorization", Value: ptr.To("Bearer " + o.Token)}},
+		Verification: types.Verification{Hash: ptr.To("sha512-" + hex.EncodeToString(sum[:]))},
+	}}
+	if len(o.CA) > 0 {
+		cfg.Ignition.Security.TLS.CertificateAuthorities = []types.Resource{{Source: ptr.To(dataURL(o.CA))}}
+	}
+	return marshalValid(cfg)
 }

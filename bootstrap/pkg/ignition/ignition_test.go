@@ -1,7 +1,9 @@
 package ignition
 
 import (
+	"crypto/sha512"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"os"
@@ -17,17 +19,9 @@ const testCA = "-----BEGIN CERTIFICATE-----\nMIIBtest\n-----END CERTIFICATE-----
 func TestPointerGolden(t *testing.T) {
 	for _, role := range []string{"master", "worker"} {
 		t.Run(role, func(t *testing.T) {
-			g := NewWithT(t)
 			got, err := Pointer(PointerOptions{MachineConfigServer: "https://api-int.demo.example.com:22623", Role: role, RootCA: []byte(testCA)})
-			g.Expect(err).NotTo(HaveOccurred())
-			golden := filepath.Join("testdata", role+".ign")
-			if os.Getenv("UPDATE_GOLDEN") != "" {
-				g.Expect(os.WriteFile(golden, got, 0o600)).To(Succeed())
-			}
-			want, err := os.ReadFile(golden)
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(string(got)).To(Equal(string(want)))
-			g.Expect(Validate(got)).To(Succeed())
+			NewWithT(t).Expect(err).NotTo(HaveOccurred())
+			golden(t, role+".ign", got)
 		})
 	}
 }
@@ -81,4 +75,51 @@ func FuzzValidateOverride(f *testing.F) {
 	f.Add([]byte(`{"ignition":{"version":"3.4.0"}}`))
 	f.Add([]byte(`{`))
 	f.Fuzz(func(t *testing.T, b []byte) { _ = validateOverride(b) })
+}
+
+// golden compares got with testdata/<name>; UPDATE_GOLDEN=1 rewrites it.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	g := NewWithT(t)
+	p := filepath.Join("testdata", name)
+	if os.Getenv("UPDATE_GOLDEN") != "" {
+		g.Expect(os.WriteFile(p, got, 0o600)).To(Succeed())
+	}
+	want, err := os.ReadFile(p)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(got)).To(Equal(string(want)))
+	g.Expect(Validate(got)).To(Succeed())
+}
+
+func TestBootstrapGolden(t *testing.T) {
+	got, err := Bootstrap(BootstrapOptions{
+		InstallConfig: []byte("apiVersion: v1\nmetadata:\n  name: demo\n"),
+		Manifests: []Manifest{
+			{Dir: "openshift", Name: "99-motd.yaml", Data: []byte("kind: ConfigMap\n")},
+			{Dir: "manifests", Name: "cluster-config.yaml", Data: []byte("kind: ConfigMap\n")},
+		},
+		RootCACert: []byte(testCA), RootCAKey: []byte("-----BEGIN EC PRIVATE KEY-----\nkey\n-----END EC PRIVATE KEY-----\n"),
+		AdminKubeconfig: []byte("apiVersion: v1\nkind: Config\n"), ReleaseVersion: "4.20.0",
+	})
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	golden(t, "bootstrap.ign", got)
+}
+
+func TestRemote(t *testing.T) {
+	g := NewWithT(t)
+	full := []byte(`{"ignition":{"version":"3.4.0"}}`)
+	got, err := Remote(RemoteOptions{URL: "https://192.0.2.1:6181/ignition/v1/ns/cfg", Token: "t0ken", CA: []byte(testCA), Full: full})
+	g.Expect(err).NotTo(HaveOccurred())
+	golden(t, "remote.ign", got)
+	// The pinned hash is the served config's.
+	sum := sha512.Sum512(full)
+	g.Expect(string(got)).To(ContainSubstring("sha512-" + hex.EncodeToString(sum[:])))
+
+	for _, o := range []RemoteOptions{
+		{URL: "ftp://x/y", Token: "t", Full: full},
+		{URL: "https://x/y", Full: full},
+	} {
+		_, err := Remote(o)
+		g.Expect(err).To(HaveOccurred(), "%+v", o)
+	}
 }

@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/cluster-api/util/secret"
 
 	bootstrapv1 "github.com/metalshift/metalshift/api/bootstrap/v1alpha1"
+	"github.com/metalshift/metalshift/bootstrap/ignitionserver"
 	"github.com/metalshift/metalshift/bootstrap/pkg/ignition"
 )
 
@@ -37,7 +38,18 @@ type Reconciler struct {
 	Client           client.Client
 	APIReader        client.Reader
 	WatchFilterValue string
+
+	// IgnitionServer serves configs larger than MaxUserDataBytes; without
+	// one such configs are refused with a condition.
+	IgnitionServer *ignitionserver.Server
+	// MaxUserDataBytes is the largest config put in user data as is; 0
+	// means DefaultMaxUserDataBytes.
+	MaxUserDataBytes int
 }
+
+// DefaultMaxUserDataBytes is what user data holds on common metal clouds
+// and config drives (64 KiB).
+const DefaultMaxUserDataBytes = 64 << 10
 
 // +kubebuilder:rbac:groups=bootstrap.cluster.x-k8s.io,resources=openshiftconfigs;openshiftconfigs/status;openshiftconfigs/finalizers,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=machines;clusters,verbs=get;list;watch
@@ -122,8 +134,54 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{}, r.writeSecret(ctx, cfg, cluster, data)
+	data, served, err := r.fitUserData(ctx, cfg, cluster, data)
+	if errors.Is(err, errInvalidSpec) {
+		return ctrl.Result{}, nil
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{}, r.writeSecret(ctx, cfg, cluster, data, served)
 }
+
+// fitUserData returns data if it fits in user data; else it stores data in
+// a Secret the ignition server serves and returns a config that merges it
+// from there, and how large the served config is.
+func (r *Reconciler) fitUserData(ctx context.Context, cfg *bootstrapv1.OpenShiftConfig, cluster *clusterv1.Cluster, data []byte) ([]byte, int, error) {
+	limit := r.MaxUserDataBytes
+	if limit == 0 {
+		limit = DefaultMaxUserDataBytes
+	}
+	if len(data) <= limit {
+		return data, 0, nil
+	}
+	if r.IgnitionServer == nil {
+		setCondition(cfg, metav1.ConditionFalse, bootstrapv1.UserDataTooLargeReason, fmt.Sprintf(
+			"The Ignition config for a %s is %d bytes, more than the %d bytes user data holds, and the manager runs without an ignition server to serve it; "+
+				"start it with one, or make the manifests or override smaller", cfg.Status.Role, len(data), limit))
+		return nil, 0, errInvalidSpec
+	}
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: cfg.Name + servedSuffix, Namespace: cfg.Namespace}}
+	if _, err := controllerutil.CreateOrUpdate(ctx, r.Client, s, func() error {
+		if s.Labels == nil {
+			s.Labels = map[string]string{}
+		}
+		s.Labels[clusterv1.ClusterNameLabel] = cluster.Name
+		s.Labels[ignitionserver.ServedLabel] = "true"
+		s.Data = map[string][]byte{"value": data}
+		return controllerutil.SetControllerReference(cfg, s, r.Client.Scheme())
+	}); err != nil {
+		return nil, 0, fmt.Errorf("writing the served Ignition Secret: %w", err)
+	}
+	pointer, err := ignition.Remote(ignition.RemoteOptions{
+		URL: r.IgnitionServer.URL(s.Namespace, s.Name), Token: r.IgnitionServer.Token(s.Namespace, s.Name, cfg.UID),
+		CA: r.IgnitionServer.CA(), Full: data,
+	})
+	return pointer, len(data), err
+}
+
+// servedSuffix names the Secret with a config the ignition server serves.
+const servedSuffix = "-ignition"
 
 // role is the config's role, else derived from the Machine.
 func role(cfg *bootstrapv1.OpenShiftConfig, m *clusterv1.Machine) string {
@@ -188,7 +246,7 @@ func (r *Reconciler) render(ctx context.Context, cfg *bootstrapv1.OpenShiftConfi
 	return data, err
 }
 
-func (r *Reconciler) writeSecret(ctx context.Context, cfg *bootstrapv1.OpenShiftConfig, cluster *clusterv1.Cluster, data []byte) error {
+func (r *Reconciler) writeSecret(ctx context.Context, cfg *bootstrapv1.OpenShiftConfig, cluster *clusterv1.Cluster, data []byte, served int) error {
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: cfg.Name, Namespace: cfg.Namespace}}
 	if _, err := controllerutil.CreateOrUpdate(ctx, r.Client, s, func() error {
 		if s.Labels == nil {
@@ -203,7 +261,12 @@ func (r *Reconciler) writeSecret(ctx context.Context, cfg *bootstrapv1.OpenShift
 	}
 	cfg.Status.DataSecretName = ptr.To(s.Name)
 	cfg.Status.Initialization.DataSecretCreated = ptr.To(true)
-	setCondition(cfg, metav1.ConditionTrue, bootstrapv1.DataSecretCreatedReason, "Ignition config for a "+cfg.Status.Role+" is in Secret "+s.Name)
+	msg := "Ignition config for a " + cfg.Status.Role + " is in Secret " + s.Name
+	if served > 0 {
+		msg = fmt.Sprintf("Ignition config for a %s (%d bytes) is served by the hub's ignition server; Secret %s holds the config that fetches it",
+			cfg.Status.Role, served, s.Name)
+	}
+	setCondition(cfg, metav1.ConditionTrue, bootstrapv1.DataSecretCreatedReason, msg)
 	return nil
 }
 

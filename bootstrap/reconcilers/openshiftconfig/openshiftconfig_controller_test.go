@@ -5,6 +5,12 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/sha512"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/http"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -12,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coreos/ignition/v2/config/v3_4"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -171,4 +178,81 @@ func TestConfigConditions(t *testing.T) {
 		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(noCA), noCA)).To(Succeed())
 		g.Expect(noCA.Status.Initialization.DataSecretCreated).To(HaveValue(BeTrue()))
 	}, "30s").Should(Succeed(), "once the CA exists the config renders")
+}
+
+// TestOversizeConfigIsServed: a config larger than user data holds is
+// served by the ignition server; the Machine's data Secret holds a small
+// config that merges it with a bearer token and its SHA-512, and only that
+// token reads it.
+func TestOversizeConfigIsServed(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	cluster(t, ns, true)
+	payload := make([]byte, 100<<10)
+	_, _ = rand.Read(payload)
+	override := fmt.Sprintf(`{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"/etc/big","contents":{"source":"data:;base64,%s"}}]}}`,
+		base64.StdEncoding.EncodeToString(payload))
+	_, cfg := machine(t, ns, "big", override)
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(cfg), cfg)).To(Succeed())
+		g.Expect(cfg.Status.Initialization.DataSecretCreated).To(HaveValue(BeTrue()))
+	}).Should(Succeed())
+	c := conditions.Get(cfg, bootstrapv1.DataSecretAvailableCondition)
+	g.Expect(c.Message).To(ContainSubstring("served by the hub's ignition server"))
+
+	data := &corev1.Secret{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: *cfg.Status.DataSecretName}, data)).To(Succeed())
+	pointer := data.Data["value"]
+	g.Expect(len(pointer)).To(BeNumerically("<", 4<<10), "the user data is small")
+	g.Expect(ignition.Validate(pointer)).To(Succeed())
+	parsed, _, err := v3_4.Parse(pointer)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(parsed.Ignition.Config.Merge).To(HaveLen(1))
+	src := parsed.Ignition.Config.Merge[0]
+	g.Expect(src.HTTPHeaders).To(HaveLen(1))
+	auth := *src.HTTPHeaders[0].Value
+	g.Expect(string(pointer)).NotTo(ContainSubstring(base64.StdEncoding.EncodeToString(payload[:64])), "the payload is not in user data")
+
+	get := func(url, auth string) (int, []byte) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		g.Expect(err).NotTo(HaveOccurred())
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, body
+	}
+	code, full := get(*src.Source, auth)
+	g.Expect(code).To(Equal(http.StatusOK))
+	sum := sha512.Sum512(full)
+	g.Expect(*src.Verification.Hash).To(Equal("sha512-" + hex.EncodeToString(sum[:])))
+	g.Expect(ignition.Validate(full)).To(Succeed())
+	g.Expect(string(full)).To(ContainSubstring(base64.StdEncoding.EncodeToString([]byte(override))[:64]), "the full config merges the override")
+
+	code, _ = get(*src.Source, "")
+	g.Expect(code).To(Equal(http.StatusUnauthorized))
+	code, _ = get(*src.Source, "Bearer "+ignitionServer.Token(ns, "big-ignition", "another-uid"))
+	g.Expect(code).To(Equal(http.StatusForbidden), "a token for another owner")
+	// The token is for this Secret only: not for the data Secret next to it.
+	code, _ = get(ignitionServer.URL(ns, data.Name), auth)
+	g.Expect(code).To(Equal(http.StatusForbidden))
+}
+
+// TestOversizeConfigWithoutServer: without an ignition server a config too
+// large for user data is refused with a condition saying what to do.
+func TestOversizeConfigWithoutServer(t *testing.T) {
+	g := NewWithT(t)
+	cfg := &bootstrapv1.OpenShiftConfig{Status: bootstrapv1.OpenShiftConfigStatus{Role: bootstrapv1.RoleBootstrap}}
+	_, _, err := (&Reconciler{MaxUserDataBytes: 1000}).fitUserData(context.Background(), cfg, &clusterv1.Cluster{}, make([]byte, 1001))
+	g.Expect(err).To(MatchError(errInvalidSpec))
+	c := conditions.Get(cfg, bootstrapv1.DataSecretAvailableCondition)
+	g.Expect(c.Reason).To(Equal(bootstrapv1.UserDataTooLargeReason))
+	g.Expect(c.Message).To(ContainSubstring("1001 bytes, more than the 1000 bytes"))
+
+	small, _, err := (&Reconciler{MaxUserDataBytes: 1000}).fitUserData(context.Background(), cfg, &clusterv1.Cluster{}, make([]byte, 1000))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(small).To(HaveLen(1000), "a config that fits is user data as is")
 }
