@@ -2,13 +2,17 @@ package cluster
 
 import (
 	"context"
+	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
+	"path"
+	"strconv"
 	"strings"
 	"time"
 
@@ -21,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metalshift/metalshift/bootstrap/pkg/ignition"
@@ -61,15 +66,149 @@ func (w *World) run(ctx context.Context, m Machine) error {
 	if err != nil || rpt.IsFatal() {
 		return fmt.Errorf("ignition: the user data is not a valid Ignition 3.4 config: %v %s", err, rpt.String())
 	}
+	b := &booted{ctx: ctx, w: w, m: m}
+	if cfg, err = b.resolve(cfg, 0); err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
 	for _, u := range cfg.Systemd.Units {
 		if u.Name == ignition.BootstrapServiceName && u.Enabled != nil && *u.Enabled {
 			return w.runBootstrap(ctx, m, cfg)
 		}
 	}
-	if len(cfg.Ignition.Config.Merge) > 0 {
-		return w.runNode(ctx, m, cfg)
+	if b.pool == "" {
+		return errors.New("the Ignition config neither runs the bootstrap service nor merges a machine-config-server's config")
 	}
-	return errors.New("the Ignition config neither runs the bootstrap service nor points at a machine-config-server")
+	return w.runNode(ctx, m, cfg, b.mcs, b.pool)
+}
+
+// booted is Ignition's first-boot fetch stage.
+type booted struct {
+	ctx context.Context
+	w   *World
+	m   Machine
+	// mcs and pool are the machine-config-server's host and the pool it
+	// served, once merged.
+	mcs, pool string
+}
+
+// resolve does what Ignition does with ignition.config: replace the config
+// or merge others into it, fetched from data URLs or http(s) with the
+// given headers, trusting the config's CAs, checking verification hashes,
+// and retrying a server that does not answer yet.
+func (b *booted) resolve(cfg types.Config, depth int) (types.Config, error) {
+	if depth > 5 {
+		return cfg, errors.New("ignition: configs merge each other more than 5 deep")
+	}
+	var ca []byte
+	for _, r := range cfg.Ignition.Security.TLS.CertificateAuthorities {
+		if r.Source != nil {
+			data, err := decodeDataURL(*r.Source)
+			if err != nil {
+				return cfg, fmt.Errorf("ignition: certificate authority: %w", err)
+			}
+			ca = append(ca, data...)
+		}
+	}
+	children := cfg.Ignition.Config.Merge
+	if r := cfg.Ignition.Config.Replace; r.Source != nil {
+		children = []types.Resource{r}
+		cfg = types.Config{Ignition: types.Ignition{Version: cfg.Ignition.Version}}
+	}
+	cfg.Ignition.Config = types.IgnitionConfig{}
+	for _, r := range children {
+		raw, err := b.fetch(r, ca)
+		if err != nil || raw == nil {
+			return cfg, err
+		}
+		child, rpt, err := v3_4.ParseCompatibleVersion(raw)
+		if err != nil || rpt.IsFatal() {
+			return cfg, fmt.Errorf("ignition: config from %s: %v %s", redact(*r.Source), err, rpt.String())
+		}
+		if child, err = b.resolve(child, depth+1); err != nil {
+			return cfg, err
+		}
+		cfg = v3_4.Merge(cfg, child)
+	}
+	return cfg, nil
+}
+
+// fetch returns a resource's content, or nil when the machine stops first.
+func (b *booted) fetch(r types.Resource, ca []byte) ([]byte, error) {
+	if r.Source == nil {
+		return nil, errors.New("ignition: a config source has no URL")
+	}
+	src := *r.Source
+	var data []byte
+	if strings.HasPrefix(src, "data:") {
+		var err error
+		if data, err = decodeDataURL(src); err != nil {
+			return nil, fmt.Errorf("ignition: %w", err)
+		}
+	} else {
+		u, err := url.Parse(src)
+		if err != nil {
+			return nil, fmt.Errorf("ignition: config source: %w", err)
+		}
+		hc, err := b.w.HTTPClient(ca)
+		if err != nil {
+			return nil, fmt.Errorf("ignition: %w", err)
+		}
+		headers := http.Header{}
+		for _, h := range r.HTTPHeaders {
+			headers.Set(h.Name, ptr.Deref(h.Value, ""))
+		}
+		for attempt := 1; ; attempt++ {
+			if data, err = fetch(b.ctx, hc, src, headers); err == nil {
+				break
+			}
+			if attempt == 1 || attempt%20 == 0 {
+				b.w.opts.Logf("%s: ignition: GET %s: attempt #%d: %v", b.m.ID, redact(src), attempt, err)
+			}
+			select {
+			case <-b.ctx.Done():
+				return nil, nil
+			case <-time.After(time.Second):
+			}
+		}
+		if u.Port() == strconv.Itoa(ignition.MachineConfigServerPort) && strings.HasPrefix(u.Path, "/config/") {
+			b.mcs, b.pool = u.Hostname(), path.Base(u.Path)
+		}
+	}
+	if h := r.Verification.Hash; h != nil {
+		if err := verifyHash(*h, data); err != nil {
+			return nil, fmt.Errorf("ignition: config from %s: %w", redact(src), err)
+		}
+	}
+	return data, nil
+}
+
+// verifyHash checks "sha512-<hex>" or "sha256-<hex>".
+func verifyHash(want string, data []byte) error {
+	algo, sum, _ := strings.Cut(want, "-")
+	var got []byte
+	switch algo {
+	case "sha512":
+		s := sha512.Sum512(data)
+		got = s[:]
+	case "sha256":
+		s := sha256.Sum256(data)
+		got = s[:]
+	default:
+		return fmt.Errorf("unsupported hash %q", algo)
+	}
+	if hex.EncodeToString(got) != sum {
+		return fmt.Errorf("%s mismatch: the content is not what the config pins", algo)
+	}
+	return nil
+}
+
+// redact drops a URL's query (signed URLs carry their signature there).
+func redact(src string) string {
+	s, _, _ := strings.Cut(src, "?")
+	return s
 }
 
 // runBootstrap starts the cluster (or joins it, after a reboot) and holds it up.
@@ -120,53 +259,11 @@ func (w *World) runBootstrap(ctx context.Context, m Machine, cfg types.Config) e
 	return nil
 }
 
-// runNode fetches the pool's config from the machine-config-server, as
-// Ignition does (retrying until it answers), then runs the kubelet.
-func (w *World) runNode(ctx context.Context, m Machine, cfg types.Config) error {
-	src := cfg.Ignition.Config.Merge[0].Source
-	if src == nil {
-		return errors.New("ignition: the merge source has no URL")
-	}
-	var ca []byte
-	for _, r := range cfg.Ignition.Security.TLS.CertificateAuthorities {
-		if r.Source != nil {
-			data, err := decodeDataURL(*r.Source)
-			if err != nil {
-				return fmt.Errorf("ignition: certificate authority: %w", err)
-			}
-			ca = append(ca, data...)
-		}
-	}
-	u, err := url.Parse(*src)
-	if err != nil {
-		return fmt.Errorf("ignition: merge source: %w", err)
-	}
-	pool := u.Path[strings.LastIndex(u.Path, "/")+1:]
-	hc, err := w.HTTPClient(ca)
-	if err != nil {
-		return fmt.Errorf("ignition: %w", err)
-	}
-	var served []byte
-	for attempt := 1; ; attempt++ {
-		served, err = fetch(ctx, hc, *src)
-		if err == nil {
-			break
-		}
-		if attempt == 1 || attempt%20 == 0 {
-			w.opts.Logf("%s: ignition: GET %s: attempt #%d: %v", m.ID, *src, attempt, err)
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(time.Second):
-		}
-	}
-	full, rpt, err := v3_4.Parse(served)
-	if err != nil || rpt.IsFatal() {
-		return fmt.Errorf("ignition: the machine-config-server's config: %v %s", err, rpt.String())
-	}
+// runNode runs the kubelet with the kubeconfig the machine-config-server
+// served.
+func (w *World) runNode(ctx context.Context, m Machine, cfg types.Config, mcsHost, pool string) error {
 	var kubeconfig []byte
-	for _, f := range full.Storage.Files {
+	for _, f := range cfg.Storage.Files {
 		if f.Path == "/etc/kubernetes/kubeconfig" && f.Contents.Source != nil {
 			kubeconfig, _ = decodeDataURL(*f.Contents.Source)
 		}
@@ -178,10 +275,9 @@ func (w *World) runNode(ctx context.Context, m Machine, cfg types.Config) error 
 	if err := json.Unmarshal(m.MetaData, &md); err != nil {
 		return fmt.Errorf("kubelet: reading the config drive's metadata: %w", err)
 	}
-	host, _, _ := net.SplitHostPort(u.Host)
-	c := w.join(w.Resolve(host))
+	c := w.join(w.Resolve(mcsHost))
 	if c == nil {
-		return fmt.Errorf("kubelet: no cluster answers at %s", host)
+		return fmt.Errorf("kubelet: no cluster answers at %s", mcsHost)
 	}
 	defer w.release(c)
 	return w.kubelet(ctx, m, md, pool, kubeconfig)
@@ -268,10 +364,13 @@ func setReady(ctx context.Context, c client.Client, name string, status corev1.C
 
 func fetch(ctx context.Context, hc interface {
 	Do(*http.Request) (*http.Response, error)
-}, u string) ([]byte, error) {
+}, u string, headers http.Header) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return nil, err
+	}
+	for k, v := range headers {
+		req.Header[k] = v
 	}
 	req.Header.Set("Accept", "application/vnd.coreos.ignition+json;version=3.4.0")
 	resp, err := hc.Do(req)

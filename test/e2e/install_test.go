@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,7 +20,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util"
+	"sigs.k8s.io/cluster-api/util/conditions"
 
+	bootstrapv1 "github.com/metalshift/metalshift/api/bootstrap/v1alpha1"
+	infrav1 "github.com/metalshift/metalshift/api/infrastructure/v1alpha1"
 	"github.com/metalshift/metalshift/component"
 )
 
@@ -104,6 +109,9 @@ func startSim(t *testing.T, hosts int) (string, string, string) {
 type phaseRecorder struct {
 	mu     sync.Mutex
 	phases map[string][]string
+	// servedBootstrap: the bootstrap node's config was seen served by the
+	// hub's ignition server.
+	servedBootstrap atomic.Bool
 }
 
 func (r *phaseRecorder) run(ctx context.Context, c client.Client, ns string) {
@@ -118,6 +126,15 @@ func (r *phaseRecorder) run(ctx context.Context, c client.Client, ns string) {
 				}
 			}
 			r.mu.Unlock()
+		}
+		cfgs := &bootstrapv1.OpenShiftConfigList{}
+		if err := c.List(ctx, cfgs, client.InNamespace(ns)); err == nil {
+			for _, cfg := range cfgs.Items {
+				c := conditions.Get(&cfg, bootstrapv1.DataSecretAvailableCondition)
+				if cfg.Status.Role == bootstrapv1.RoleBootstrap && c != nil && strings.Contains(c.Message, "served by the hub's ignition server") {
+					r.servedBootstrap.Store(true)
+				}
+			}
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -170,9 +187,15 @@ func TestInstallScaleDestroy(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Expect(filepath.Join(dir, "cluster-api", "18_openshiftcontrolplane_e2e.yaml")).To(BeAnExistingFile())
 	g.Expect(filepath.Join(dir, "manifests", "cluster-config.yaml")).To(BeAnExistingFile())
-	// A user manifest added after `create manifests` reaches the installed cluster.
+	// A user manifest added after `create manifests` reaches the installed
+	// cluster. At 96 KiB it makes the bootstrap node's config too large for
+	// user data: the hub's ignition server serves it, the host fetches it.
+	big := make([]byte, 72<<10)
+	for i := range big {
+		big[i] = "abcdefghijklmnopqrstuvwxyz"[rand.IntN(26)]
+	}
 	g.Expect(os.WriteFile(filepath.Join(dir, "openshift", "99_user.yaml"),
-		[]byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-the-user\n  namespace: default\ndata:\n  hello: world\n"), 0o600)).To(Succeed())
+		[]byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-the-user\n  namespace: default\ndata:\n  hello: world\n  big: "+string(big)+"\n"), 0o600)).To(Succeed())
 
 	hubKubeconfig := filepath.Join(dir, "hub", "kubeconfig")
 	create := exec.Command(metalshiftBin, "create", "cluster", "--dir", dir, "--timeout", "8m")
@@ -232,6 +255,10 @@ func TestInstallScaleDestroy(t *testing.T) {
 	out, err = kubectl(admin, "-n", "default", "get", "configmap", "from-the-user", "-o", "jsonpath={.data.hello}")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Expect(out).To(Equal("world"))
+	out, err = kubectl(admin, "-n", "default", "get", "configmap", "from-the-user", "-o", "jsonpath={.data.big}")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(Equal(string(big)), "the manifest in the served config arrived whole")
+	g.Expect(rec.servedBootstrap.Load()).To(BeTrue(), "the bootstrap config was served by the ignition server")
 	out, err = run(t, "wait-for", "bootstrap-complete", "--dir", dir, "--timeout", "30s")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 
@@ -242,6 +269,28 @@ func TestInstallScaleDestroy(t *testing.T) {
 		out, _ := kubectl(admin, "get", "nodes", "--no-headers")
 		return strings.Count(out, " Ready ")
 	}, 3*time.Minute, time.Second).Should(Equal(6))
+	// A fourth worker finds no free host: its Machine stays Provisioning and
+	// its MetalMachine says why.
+	out, err = kubectl(hubKubeconfig, "-n", "e2e", "scale", "machinedeployment", "e2e-worker", "--replicas", "4")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	waiting := func(g Gomega) {
+		mms := &infrav1.MetalMachineList{}
+		g.Expect(hub.List(context.Background(), mms, client.InNamespace("e2e"))).To(Succeed())
+		n := 0
+		for _, mm := range mms.Items {
+			if c := conditions.Get(&mm, infrav1.HostClaimedCondition); c != nil && c.Reason == infrav1.NoHostAvailableReason {
+				n++
+				g.Expect(c.Message).To(ContainSubstring("No available BareMetalHost"))
+				m, err := util.GetOwnerMachine(context.Background(), hub, mm.ObjectMeta)
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(m).NotTo(BeNil())
+				g.Expect(m.Status.Phase).To(Equal("Provisioning"), m.Name)
+			}
+		}
+		g.Expect(n).To(Equal(1))
+	}
+	g.Eventually(waiting, time.Minute, 200*time.Millisecond).Should(Succeed())
+	g.Consistently(waiting, 3*time.Second, 500*time.Millisecond).Should(Succeed())
 	out, err = kubectl(hubKubeconfig, "-n", "e2e", "scale", "machinedeployment", "e2e-worker", "--replicas", "2")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	cordoned := ""
@@ -256,6 +305,29 @@ func TestInstallScaleDestroy(t *testing.T) {
 		return out
 	}, 3*time.Minute, time.Second).ShouldNot(ContainSubstring("node/" + cordoned))
 
+	// The control plane scales through its scale subresource: a fourth
+	// master joins, then the newest leaves, cordoned first.
+	out, err = kubectl(hubKubeconfig, "-n", "e2e", "scale", "openshiftcontrolplane", "e2e", "--replicas", "4")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Eventually(func() int {
+		out, _ := kubectl(admin, "get", "nodes", "--no-headers", "-l", "node-role.kubernetes.io/master")
+		return strings.Count(out, " Ready ")
+	}, 3*time.Minute, time.Second).Should(Equal(4))
+	g.Eventually(func() string {
+		out, _ := kubectl(hubKubeconfig, "-n", "e2e", "get", "openshiftcontrolplane", "e2e", "-o", "jsonpath={.status.readyReplicas}")
+		return out
+	}, time.Minute, time.Second).Should(Equal("4"))
+	out, err = kubectl(hubKubeconfig, "-n", "e2e", "scale", "openshiftcontrolplane", "e2e", "--replicas", "3")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Eventually(func() string {
+		out, _ := kubectl(admin, "get", "nodes", "-o", "name")
+		return out
+	}, 3*time.Minute, time.Second).ShouldNot(ContainSubstring("e2e-master-3"))
+	g.Eventually(func() string {
+		out, _ := kubectl(hubKubeconfig, "-n", "e2e", "get", "openshiftcontrolplane", "e2e", "-o", "jsonpath={.status.replicas}/{.status.readyReplicas}")
+		return out
+	}, time.Minute, time.Second).Should(Equal("3/3"))
+
 	out, err = run(t, "gather", "--dir", dir)
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Expect(out).To(ContainSubstring("log-bundle-"))
@@ -266,7 +338,7 @@ func TestInstallScaleDestroy(t *testing.T) {
 	g.Expect(out).To(ContainSubstring("6 of 6 hosts available"))
 	stopRec()
 
-	for _, name := range []string{"e2e-master-0", "e2e-master-1", "e2e-master-2"} {
+	for _, name := range []string{"e2e-master-0", "e2e-master-1", "e2e-master-2", "e2e-master-3"} {
 		got := rec.get(name)
 		g.Expect(inOrder(got, []string{"Pending", "Provisioning", "Provisioned", "Running", "Deleting"})).To(BeTrue(), "%s: %v", name, got)
 		g.Expect(got).To(ContainElements("Running", "Deleting"), name)
