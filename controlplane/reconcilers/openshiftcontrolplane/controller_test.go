@@ -11,6 +11,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -87,6 +88,15 @@ func TestBootstrapNeverServes(t *testing.T) {
 	g.Eventually(func() error { return env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: bootstrap}, m) }).Should(Succeed())
 	g.Expect(m.Labels).To(HaveKey(controlplanev1.BootstrapMachineLabel))
 	g.Expect(m.Labels).To(HaveKey(clusterv1.MachineControlPlaneLabel), "Cluster API deletes it with the control plane")
+	// The scale subresource's selector picks masters, not the bootstrap Machine.
+	g.Eventually(func(g Gomega) {
+		cp := &controlplanev1.OpenShiftControlPlane{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, cp)).To(Succeed())
+		sel, err := labels.Parse(cp.Status.Selector)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(sel.Matches(labels.Set(m.Labels))).To(BeFalse(), cp.Status.Selector)
+		g.Expect(sel.Matches(labels.Set{clusterv1.ClusterNameLabel: name, clusterv1.MachineControlPlaneLabel: ""})).To(BeTrue(), cp.Status.Selector)
+	}).Should(Succeed())
 	for _, s := range []string{name + "-kubeconfig", name + "-ca"} {
 		sec := &corev1.Secret{}
 		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: s}, sec)).To(Succeed())

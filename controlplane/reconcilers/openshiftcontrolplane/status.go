@@ -2,10 +2,10 @@ package openshiftcontrolplane
 
 import (
 	"context"
+	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -34,9 +34,10 @@ func (r *Reconciler) updateStatus(s *scope) {
 	cp.Status.UpToDateReplicas = ptr.To(upToDate)
 	cp.Status.ReadyReplicas = ptr.To(int32(min(readyMasters(ms), len(ms)))) //nolint:gosec // at most the masters listed
 	cp.Status.AvailableReplicas = ptr.To(available)
-	cp.Status.Selector = labels.SelectorFromSet(labels.Set{
-		clusterv1.ClusterNameLabel: s.cluster.Name, clusterv1.MachineControlPlaneLabel: "",
-	}).String()
+	// The masters: the bootstrap Machine carries the control-plane label
+	// too (Cluster API must delete it with the control plane), not a replica.
+	cp.Status.Selector = fmt.Sprintf("%s=%s,%s,!%s", clusterv1.ClusterNameLabel, s.cluster.Name,
+		clusterv1.MachineControlPlaneLabel, controlplanev1.BootstrapMachineLabel)
 	if ptr.Deref(cp.Status.Initialization.ControlPlaneInitialized, false) {
 		cp.Status.Version = cp.Spec.Version
 		cp.Status.DistributionVersion = cp.Spec.DistributionVersion
