@@ -45,7 +45,7 @@ func (r *Reconciler) reconcileBootstrap(ctx context.Context, s *scope) (ctrl.Res
 	}
 	cp.Status.BootstrapMachine = bm.Name
 	endpoint := endpointURL(s.cluster)
-	w, err := r.Workload(s.state.Data[controlplanev1.InstallStateKubeconfigKey])
+	w, err := r.workload(s)
 	if err != nil {
 		setCondition(cp, controlplanev1.BootstrapReadyCondition, metav1.ConditionFalse, controlplanev1.InstallStateMissingReason, err.Error())
 		return ctrl.Result{}, errWait
@@ -118,7 +118,7 @@ func (r *Reconciler) reconcileInitialized(ctx context.Context, s *scope) (ctrl.R
 	if err := r.scaleDown(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}
-	w, err := r.Workload(s.state.Data[controlplanev1.InstallStateKubeconfigKey])
+	w, err := r.workload(s)
 	if err == nil {
 		err = w.Ready(ctx)
 	}

@@ -2,8 +2,10 @@ package openshiftcontrolplane
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -42,6 +44,31 @@ type Reconciler struct {
 	// kubeconfig of the install state.
 	Workload         func(kubeconfig []byte) (Workload, error)
 	WatchFilterValue string
+
+	// workloads holds a cachedWorkload per control plane ("ns/name"): a
+	// client for each reconcile would cost a transport and TLS handshake.
+	workloads sync.Map
+}
+
+type cachedWorkload struct {
+	kubeconfig [sha256.Size]byte
+	w          Workload
+}
+
+// workload returns the client of the installed cluster, made anew only
+// when the install state's kubeconfig changes.
+func (r *Reconciler) workload(s *scope) (Workload, error) {
+	kc := s.state.Data[controlplanev1.InstallStateKubeconfigKey]
+	sum, key := sha256.Sum256(kc), s.cp.Namespace+"/"+s.cp.Name
+	if c, ok := r.workloads.Load(key); ok && c.(cachedWorkload).kubeconfig == sum {
+		return c.(cachedWorkload).w, nil
+	}
+	w, err := r.Workload(kc)
+	if err != nil {
+		return nil, err
+	}
+	r.workloads.Store(key, cachedWorkload{kubeconfig: sum, w: w})
+	return w, nil
 }
 
 // Poll intervals while waiting on the installed cluster, which we do not watch.
