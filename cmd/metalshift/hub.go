@@ -219,8 +219,8 @@ func (o *hubOptions) status(ctx context.Context, out io.Writer, wait time.Durati
 	}
 	fmt.Fprintf(out, "Directory:  %s\nPhase:      %s\n", s.Dir, s.State.Phase)
 	if s.Running {
-		fmt.Fprintf(out, "PID:        %d\nServer:     %s\nKubeconfig: %s\nDeploy:     http://127.0.0.1:%d\nSince:      %s\n",
-			s.State.PID, s.State.Server, s.Kubeconfig, s.State.Ports.Deploy, s.State.Since.Local().Format(time.RFC3339))
+		fmt.Fprintf(out, "PID:        %d\nServer:     %s\nKubeconfig: %s\nDeploy:     http://127.0.0.1:%d\nIgnition:   https://127.0.0.1:%d\nSince:      %s\n",
+			s.State.PID, s.State.Server, s.Kubeconfig, s.State.Ports.Deploy, s.State.Ports.Ignition, s.State.Since.Local().Format(time.RFC3339))
 	}
 	if err != nil {
 		fmt.Fprintln(out, err)
