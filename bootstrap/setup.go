@@ -26,9 +26,6 @@ type Options struct {
 	// IgnitionServer serves configs too large for user data; without a
 	// ListenAddr such configs are refused with a condition.
 	IgnitionServer IgnitionServerOptions
-	// MaxUserDataBytes is the largest config put in user data as is; 0
-	// means 64 KiB.
-	MaxUserDataBytes int
 }
 
 // IgnitionServerOptions configure the ignition server.
@@ -43,6 +40,9 @@ type IgnitionServerOptions struct {
 	CA                []byte
 	// SigningKey signs tokens; keep it across restarts.
 	SigningKey []byte
+	// MaxUserDataBytes is the largest config put in user data as is; 0
+	// means 64 KiB.
+	MaxUserDataBytes int
 }
 
 // Setup registers the provider's controllers (and the ignition server)
@@ -50,7 +50,7 @@ type IgnitionServerOptions struct {
 func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	r := &openshiftconfig.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), WatchFilterValue: opts.WatchFilterValue,
-		MaxUserDataBytes: opts.MaxUserDataBytes,
+		MaxUserDataBytes: opts.IgnitionServer.MaxUserDataBytes,
 	}
 	if opts.IgnitionServer.ListenAddr != "" {
 		s, err := addIgnitionServer(mgr, opts.IgnitionServer)

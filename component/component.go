@@ -14,6 +14,7 @@ import (
 	controlplanev1 "github.com/metalshift/metalshift/api/controlplane/v1alpha1"
 	infrav1 "github.com/metalshift/metalshift/api/infrastructure/v1alpha1"
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
+	"github.com/metalshift/metalshift/bootstrap"
 	"github.com/metalshift/metalshift/capicore"
 )
 
@@ -58,22 +59,9 @@ type Options struct {
 	IgnitionServer IgnitionServerOptions
 }
 
-// IgnitionServerOptions configure the bootstrap provider's ignition server.
-type IgnitionServerOptions struct {
-	// ListenAddr is where it listens; empty disables it (configs too large
-	// for user data are then refused with a condition).
-	ListenAddr string
-	// URL is how machines reach it; defaults to http(s)://<ListenAddr>.
-	URL string
-	// CertFile and KeyFile serve https; CA is the PEM machines trust for it.
-	CertFile, KeyFile string
-	CA                []byte
-	// SigningKey signs tokens; keep it across restarts.
-	SigningKey []byte
-	// MaxUserDataBytes is the largest config put in user data as is; 0
-	// means 64 KiB.
-	MaxUserDataBytes int
-}
+// IgnitionServerOptions configure the bootstrap provider's ignition server,
+// which serves Ignition configs too large for user data.
+type IgnitionServerOptions = bootstrap.IgnitionServerOptions
 
 // HostEngineOptions configure the host engine's deploy server.
 type HostEngineOptions struct {

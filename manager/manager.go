@@ -38,14 +38,7 @@ var Components = []Component{
 		return baremetal.Setup(ctx, mgr, baremetal.Options{DeployListenAddr: e.DeployListenAddr, DeployURL: e.DeployURL, SigningKey: e.SigningKey})
 	}},
 	{Name: "bootstrap-openshift", Setup: func(ctx context.Context, mgr ctrl.Manager, opts Options) error {
-		is := opts.IgnitionServer
-		return bootstrap.Setup(ctx, mgr, bootstrap.Options{
-			WatchFilterValue: opts.WatchFilterValue,
-			IgnitionServer: bootstrap.IgnitionServerOptions{
-				ListenAddr: is.ListenAddr, URL: is.URL, CertFile: is.CertFile, KeyFile: is.KeyFile, CA: is.CA, SigningKey: is.SigningKey,
-			},
-			MaxUserDataBytes: is.MaxUserDataBytes,
-		})
+		return bootstrap.Setup(ctx, mgr, bootstrap.Options{WatchFilterValue: opts.WatchFilterValue, IgnitionServer: opts.IgnitionServer})
 	}},
 	{Name: "controlplane-openshift", Setup: func(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		return controlplane.Setup(ctx, mgr, controlplane.Options{WatchFilterValue: opts.WatchFilterValue})

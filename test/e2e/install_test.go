@@ -396,3 +396,61 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// TestCreateClusterOnExistingHub: `create cluster --kubeconfig` installs on
+// a hub that already runs (here one from `hub up`), a single master and a
+// worker; `destroy cluster` returns the hosts and leaves that hub running.
+func TestCreateClusterOnExistingHub(t *testing.T) {
+	g := NewWithT(t)
+	hostsYAML, imageURL, imageSum := startSim(t, 3)
+	hubDir, dir := t.TempDir(), t.TempDir()
+	hubOut := &syncBuffer{}
+	hub := exec.Command(metalshiftBin, "hub", "up", "--dir", hubDir)
+	hub.Stdout, hub.Stderr = hubOut, hubOut
+	g.Expect(hub.Start()).To(Succeed())
+	hubDone := make(chan error, 1)
+	go func() { hubDone <- hub.Wait() }()
+	t.Cleanup(func() {
+		_, _ = run(t, "hub", "down", "--dir", hubDir)
+		select {
+		case <-hubDone:
+		case <-time.After(time.Minute):
+			_ = hub.Process.Kill()
+		}
+		if t.Failed() {
+			t.Logf("hub up:\n%s", hubOut)
+			if data, err := os.ReadFile(filepath.Join(hubDir, "logs", "manager.log")); err == nil && len(data) > 20000 {
+				t.Logf("manager.log (tail):\n%s", data[len(data)-20000:])
+			}
+		}
+	})
+	out, err := run(t, "hub", "status", "--dir", hubDir, "--wait", "3m")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	hubKubeconfig := filepath.Join(hubDir, "kubeconfig")
+
+	vip := fmt.Sprintf("127.%d.%d.10", 100+rand.IntN(100), rand.IntN(250))
+	out, err = run(t, "create", "install-config", "--dir", dir, "--name", "small", "--api-vip", vip, "--masters", "1", "--workers", "1",
+		"--hosts-from", hostsYAML, "--os-image-url", imageURL, "--os-image-checksum", imageSum)
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	out, err = run(t, "create", "cluster", "--dir", dir, "--kubeconfig", hubKubeconfig, "--timeout", "8m")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	t.Logf("create cluster:\n%s", out)
+	g.Expect(out).To(ContainSubstring("Reached install-complete"))
+	g.Expect(filepath.Join(dir, "hub")).NotTo(BeADirectory(), "no embedded hub was started")
+
+	out, err = kubectl(filepath.Join(dir, "auth", "kubeconfig"), "get", "nodes", "--no-headers")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(strings.Count(out, " Ready ")).To(Equal(2), out)
+	out, err = kubectl(hubKubeconfig, "-n", "small", "get", "machines", "--no-headers")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(strings.Count(out, "Running")).To(Equal(2), out)
+
+	out, err = run(t, "destroy", "cluster", "--dir", dir, "--kubeconfig", hubKubeconfig, "--timeout", "5m")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(out).To(ContainSubstring("3 of 3 hosts available"))
+	out, err = kubectl(hubKubeconfig, "get", "namespace", "small")
+	g.Expect(err).To(HaveOccurred(), "the cluster's namespace is gone: %s", out)
+	out, err = run(t, "hub", "status", "--dir", hubDir)
+	g.Expect(err).NotTo(HaveOccurred(), "the hub given by --kubeconfig keeps running: %s", out)
+	g.Expect(out).To(ContainSubstring("Ready"))
+}
