@@ -25,24 +25,7 @@ type Options struct {
 
 	// IgnitionServer serves configs too large for user data; without a
 	// ListenAddr such configs are refused with a condition.
-	IgnitionServer IgnitionServerOptions
-}
-
-// IgnitionServerOptions configure the ignition server.
-type IgnitionServerOptions struct {
-	// ListenAddr is where it listens, e.g. 0.0.0.0:6181; empty disables it.
-	ListenAddr string
-	// URL is how machines reach it; defaults to http(s)://<ListenAddr>.
-	URL string
-	// CertFile and KeyFile serve https (reloaded when they change); CA is
-	// the PEM machines trust for it. Empty serves http.
-	CertFile, KeyFile string
-	CA                []byte
-	// SigningKey signs tokens; keep it across restarts.
-	SigningKey []byte
-	// MaxUserDataBytes is the largest config put in user data as is; 0
-	// means 64 KiB.
-	MaxUserDataBytes int
+	IgnitionServer ignitionserver.Config
 }
 
 // Setup registers the provider's controllers (and the ignition server)
@@ -62,7 +45,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	return r.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: 10})
 }
 
-func addIgnitionServer(mgr ctrl.Manager, o IgnitionServerOptions) (*ignitionserver.Server, error) {
+func addIgnitionServer(mgr ctrl.Manager, o ignitionserver.Config) (*ignitionserver.Server, error) {
 	tlsOn := o.CertFile != "" || o.KeyFile != ""
 	if o.URL == "" {
 		scheme := "http://"

@@ -14,7 +14,7 @@ import (
 	controlplanev1 "github.com/metalshift/metalshift/api/controlplane/v1alpha1"
 	infrav1 "github.com/metalshift/metalshift/api/infrastructure/v1alpha1"
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
-	"github.com/metalshift/metalshift/bootstrap"
+	"github.com/metalshift/metalshift/bootstrap/ignitionserver"
 	"github.com/metalshift/metalshift/capicore"
 )
 
@@ -61,7 +61,7 @@ type Options struct {
 
 // IgnitionServerOptions configure the bootstrap provider's ignition server,
 // which serves Ignition configs too large for user data.
-type IgnitionServerOptions = bootstrap.IgnitionServerOptions
+type IgnitionServerOptions = ignitionserver.Config
 
 // HostEngineOptions configure the host engine's deploy server.
 type HostEngineOptions struct {

@@ -28,6 +28,24 @@ const PathPrefix = "/ignition/v1/"
 // holds the config.
 const ServedLabel = "bootstrap.cluster.x-k8s.io/served-ignition"
 
+// Config is how a manager runs the ignition server (the bootstrap
+// provider starts it).
+type Config struct {
+	// ListenAddr is where it listens, e.g. 0.0.0.0:6181; empty disables it.
+	ListenAddr string
+	// URL is how machines reach it; defaults to http(s)://<ListenAddr>.
+	URL string
+	// CertFile and KeyFile serve https (reloaded when they change); CA is
+	// the PEM machines trust for it. Empty serves http.
+	CertFile, KeyFile string
+	CA                []byte
+	// SigningKey signs tokens; keep it across restarts.
+	SigningKey []byte
+	// MaxUserDataBytes is the largest config put in user data as is; 0
+	// means 64 KiB.
+	MaxUserDataBytes int
+}
+
 // Options configure a Server.
 type Options struct {
 	// Client reads the served Secrets.
