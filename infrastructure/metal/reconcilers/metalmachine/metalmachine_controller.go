@@ -240,26 +240,29 @@ func recordClaim(mm *infrav1.MetalMachine, h *metal3v1.BareMetalHost) {
 func userDataSecretName(mm *infrav1.MetalMachine) string { return mm.Name + "-user-data" }
 
 // ensureHostSpec gives the host the image, the bootstrap data and power.
+// Bootstrap data is rendered once (the contract), so once the host has it
+// nothing is read again.
 func (r *Reconciler) ensureHostSpec(ctx context.Context, mm *infrav1.MetalMachine, machine *clusterv1.Machine, host *metal3v1.BareMetalHost) error {
+	udName := userDataSecretName(mm)
+	want := &metal3v1.Image{URL: mm.Spec.Image.URL, Checksum: mm.Spec.Image.Checksum, ChecksumType: metal3v1.ChecksumType(mm.Spec.Image.ChecksumType)}
+	if mm.Spec.Image.Format != "" {
+		want.DiskFormat = ptr.To(mm.Spec.Image.Format)
+	}
+	if host.Spec.Online && host.Spec.Image != nil && *host.Spec.Image == *want && host.Spec.UserData != nil && host.Spec.UserData.Name == udName &&
+		host.Spec.MetaData != nil && host.Spec.MetaData.Name == udName {
+		return nil
+	}
 	boot := &corev1.Secret{}
 	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: machine.Namespace, Name: *machine.Spec.Bootstrap.DataSecretName}, boot); err != nil {
 		return fmt.Errorf("reading bootstrap data Secret %s: %w", *machine.Spec.Bootstrap.DataSecretName, err)
 	}
-	ud := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: userDataSecretName(mm), Namespace: host.Namespace}}
+	ud := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: udName, Namespace: host.Namespace}}
 	if _, err := controllerutil.CreateOrUpdate(ctx, r.Client, ud, func() error {
 		ud.Type = corev1.SecretTypeOpaque
 		ud.Data = map[string][]byte{"userData": boot.Data["value"], "metaData": metaData(host)}
 		return controllerutil.SetOwnerReference(mm, ud, r.Client.Scheme())
 	}); err != nil {
 		return fmt.Errorf("writing the host's user data Secret: %w", err)
-	}
-	want := &metal3v1.Image{URL: mm.Spec.Image.URL, Checksum: mm.Spec.Image.Checksum, ChecksumType: metal3v1.ChecksumType(mm.Spec.Image.ChecksumType)}
-	if mm.Spec.Image.Format != "" {
-		want.DiskFormat = ptr.To(mm.Spec.Image.Format)
-	}
-	if host.Spec.Online && host.Spec.Image != nil && *host.Spec.Image == *want && host.Spec.UserData != nil && host.Spec.UserData.Name == ud.Name &&
-		host.Spec.MetaData != nil && host.Spec.MetaData.Name == ud.Name {
-		return nil
 	}
 	host.Spec.Image = want
 	host.Spec.UserData = &corev1.SecretReference{Name: ud.Name, Namespace: ud.Namespace}
