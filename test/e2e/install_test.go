@@ -165,6 +165,7 @@ func inOrder(got, want []string) bool {
 // embedded hub, 5 Ready Nodes with the Machines' providerIDs, workers scaled
 // to 3 and back to 2 (the removed Node cordoned first), `destroy cluster`.
 func TestInstallScaleDestroy(t *testing.T) {
+	t.Parallel()
 	g := NewWithT(t)
 	hostsYAML, imageURL, imageSum := startSim(t, 6)
 	dir := t.TempDir()
@@ -401,6 +402,7 @@ func (s *syncBuffer) String() string {
 // a hub that already runs (here one from `hub up`), a single master and a
 // worker; `destroy cluster` returns the hosts and leaves that hub running.
 func TestCreateClusterOnExistingHub(t *testing.T) {
+	t.Parallel()
 	g := NewWithT(t)
 	hostsYAML, imageURL, imageSum := startSim(t, 3)
 	hubDir, dir := t.TempDir(), t.TempDir()
