@@ -84,6 +84,63 @@ func Issue(ca KeyPair, s Spec) (KeyPair, error) {
 	return encode(der, key)
 }
 
+// NewRequest returns a certificate signing request for a client
+// certificate with the spec's subject, and its new private key (PEM).
+func NewRequest(s Spec) (csrPEM, keyPEM []byte, err error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
+		Subject: pkix.Name{CommonName: s.CommonName, Organization: s.Organizations},
+	}, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	kd, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}),
+		pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kd}), nil
+}
+
+// ParseRequest decodes a PEM certificate signing request and checks its
+// signature.
+func ParseRequest(csrPEM []byte) (*x509.CertificateRequest, error) {
+	b, _ := pem.Decode(csrPEM)
+	if b == nil || b.Type != "CERTIFICATE REQUEST" {
+		return nil, errors.New("not a PEM certificate request")
+	}
+	req, err := x509.ParseCertificateRequest(b.Bytes)
+	if err != nil {
+		return nil, err
+	}
+	return req, req.CheckSignature()
+}
+
+// SignClient issues a client certificate valid for a year with ca for a
+// request already parsed and checked; the subject is the request's.
+func SignClient(ca KeyPair, req *x509.CertificateRequest) ([]byte, error) {
+	caCert, caKey, err := ca.Parse()
+	if err != nil {
+		return nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: serial(),
+		Subject:      req.Subject,
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(365 * 24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, req.PublicKey, caKey)
+	if err != nil {
+		return nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), nil
+}
+
 // PublicKeyPEM returns the PEM of the pair's public key.
 func (kp KeyPair) PublicKeyPEM() ([]byte, error) {
 	_, key, err := kp.Parse()

@@ -19,6 +19,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configv1 "github.com/metalshift/metalshift/api/config/v1"
@@ -51,7 +52,9 @@ type Cluster struct {
 	files   bootstrapFiles
 	dir     string
 	names   []string
-	kubelet []byte // the kubeconfig the machine-config-server hands to nodes
+	kubelet []byte // the bootstrap kubeconfig the machine-config-server hands to nodes
+	// tokenID and tokenSecret are the nodes' bootstrap token.
+	tokenID, tokenSecret string
 
 	apiserver *localcp.Child
 	mcs       *http.Server
@@ -164,12 +167,13 @@ func (w *World) start(ctx context.Context, f bootstrapFiles) (_ *Cluster, reterr
 		return nil, err
 	}
 	go c.versionLoop(loopCtx)
+	go c.csrLoop(loopCtx)
 	w.opts.Logf("Cluster %s: API at https://%s:%d, machine-config-server at https://%s:%d", c.name, c.vip, APIPort, c.vip, MachineConfigServerPort)
 	return c, nil
 }
 
 // writePKI issues the API and machine-config-server serving certificates,
-// the service-account key and the kubelets' client certificate.
+// the service-account key and the nodes' bootstrap token.
 func (c *Cluster) writePKI() error {
 	ip := net.ParseIP(c.vip)
 	serving, err := certs.Issue(c.files.ca, certs.Spec{
@@ -188,11 +192,9 @@ func (c *Cluster) writePKI() error {
 	if err != nil {
 		return err
 	}
-	kubelet, err := certs.Issue(c.files.ca, certs.Spec{CommonName: "system:machine-config-server-kubelet", Organizations: []string{"system:masters"}})
-	if err != nil {
-		return err
-	}
-	c.kubelet, err = kubeconfig("https://"+net.JoinHostPort(c.names[1], fmt.Sprint(APIPort)), c.files.ca.Cert, kubelet)
+	c.tokenID, c.tokenSecret = newBootstrapToken()
+	c.kubelet, err = kubeconfig("https://"+net.JoinHostPort(c.names[1], fmt.Sprint(APIPort)), c.files.ca.Cert,
+		&clientcmdapi.AuthInfo{Token: c.tokenID + "." + c.tokenSecret})
 	if err != nil {
 		return err
 	}
@@ -228,7 +230,7 @@ func (c *Cluster) startAPIServer(ctx context.Context, etcdURL, prefix string) er
 			"--service-account-key-file=" + p("sa.pub"), "--service-account-signing-key-file=" + p("sa.key"),
 			"--service-account-issuer=https://kubernetes.default.svc",
 			"--service-cluster-ip-range=172.30.0.0/16",
-			"--authorization-mode=Node,RBAC", "--enable-priority-and-fairness=false", "--profiling=false",
+			"--authorization-mode=Node,RBAC", "--enable-bootstrap-token-auth=true", "--enable-priority-and-fairness=false", "--profiling=false",
 			"--endpoint-reconciler-type=none", "--v=0",
 		},
 		Ready: func(ctx context.Context) error {

@@ -23,7 +23,6 @@ import (
 
 	configv1 "github.com/metalshift/metalshift/api/config/v1"
 	"github.com/metalshift/metalshift/config"
-	"github.com/metalshift/metalshift/internal/certs"
 	"github.com/metalshift/metalshift/internal/manifest"
 )
 
@@ -55,6 +54,9 @@ func (c *Cluster) installContent(ctx context.Context) error {
 				return err
 			}
 		}
+	}
+	if err := c.installNodeBootstrap(ctx); err != nil {
+		return err
 	}
 	c.applyManifests(ctx)
 	cv := &configv1.ClusterVersion{
@@ -305,11 +307,11 @@ func ignFile(path string, data []byte, mode int) map[string]any {
 		"contents": map[string]any{"source": dataURL(data)}}
 }
 
-// kubeconfig returns a kubeconfig for server with a client certificate.
-func kubeconfig(server string, ca []byte, kp certs.KeyPair) ([]byte, error) {
+// kubeconfig returns a kubeconfig for server with the given credentials.
+func kubeconfig(server string, ca []byte, user *clientcmdapi.AuthInfo) ([]byte, error) {
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters["cluster"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: ca}
-	cfg.AuthInfos["user"] = &clientcmdapi.AuthInfo{ClientCertificateData: kp.Cert, ClientKeyData: kp.Key}
+	cfg.AuthInfos["user"] = user
 	cfg.Contexts["default"] = &clientcmdapi.Context{Cluster: "cluster", AuthInfo: "user"}
 	cfg.CurrentContext = "default"
 	return clientcmd.Write(*cfg)

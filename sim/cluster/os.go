@@ -19,14 +19,7 @@ import (
 	"github.com/coreos/ignition/v2/config/v3_4"
 	"github.com/coreos/ignition/v2/config/v3_4/types"
 	"github.com/vincent-petithory/dataurl"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metalshift/metalshift/bootstrap/pkg/ignition"
 	"github.com/metalshift/metalshift/installer/installconfig"
@@ -281,85 +274,6 @@ func (w *World) runNode(ctx context.Context, m Machine, cfg types.Config, mcsHos
 	}
 	defer w.release(c)
 	return w.kubelet(ctx, m, md, pool, kubeconfig)
-}
-
-// kubelet registers the Node, reports it Ready, and NotReady when the
-// machine goes down.
-func (w *World) kubelet(ctx context.Context, m Machine, md metadata, pool string, kubeconfig []byte) error {
-	rc, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
-	if err != nil {
-		return fmt.Errorf("kubelet: %w", err)
-	}
-	rc.Dial = w.DialContext
-	rc.Timeout = 10 * time.Second
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	c, err := client.New(rc, client.Options{Scheme: scheme})
-	if err != nil {
-		return err
-	}
-	name := md.Hostname
-	if name == "" {
-		name = md.Name
-	}
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
-		"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
-		"node-role.kubernetes.io/" + pool: "",
-	}}, Spec: corev1.NodeSpec{ProviderID: md.ProviderID}}
-	if pool == "master" {
-		node.Labels["node-role.kubernetes.io/control-plane"] = ""
-	}
-	for {
-		err = c.Create(ctx, node)
-		if err == nil || apierrors.IsAlreadyExists(err) {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(time.Second):
-		}
-	}
-	if err := setReady(ctx, c, name, corev1.ConditionTrue, "KubeletReady", "kubelet is posting ready status", m.IP); err != nil {
-		return fmt.Errorf("kubelet: %w", err)
-	}
-	w.opts.Logf("%s: kubelet: Node %s registered (providerID %s), Ready", m.ID, name, md.ProviderID)
-	<-ctx.Done()
-	stopCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	_ = setReady(stopCtx, c, name, corev1.ConditionUnknown, "NodeStatusUnknown", "Kubelet stopped posting node status.", m.IP)
-	return nil
-}
-
-func setReady(ctx context.Context, c client.Client, name string, status corev1.ConditionStatus, reason, msg, ip string) error {
-	node := &corev1.Node{}
-	if err := c.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
-		return err
-	}
-	now := metav1.Now()
-	// Pressure conditions are what the kubelet reports; Unknown once it stops.
-	pressure := corev1.ConditionFalse
-	if status != corev1.ConditionTrue {
-		pressure = corev1.ConditionUnknown
-	}
-	node.Status.Conditions = []corev1.NodeCondition{
-		{Type: corev1.NodeMemoryPressure, Status: pressure, Reason: "KubeletHasSufficientMemory", LastHeartbeatTime: now, LastTransitionTime: now},
-		{Type: corev1.NodeDiskPressure, Status: pressure, Reason: "KubeletHasNoDiskPressure", LastHeartbeatTime: now, LastTransitionTime: now},
-		{Type: corev1.NodePIDPressure, Status: pressure, Reason: "KubeletHasSufficientPID", LastHeartbeatTime: now, LastTransitionTime: now},
-		{Type: corev1.NodeReady, Status: status, Reason: reason, Message: msg, LastHeartbeatTime: now, LastTransitionTime: now},
-	}
-	if ip != "" {
-		node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: ip}, {Type: corev1.NodeHostName, Address: name}}
-	}
-	node.Status.NodeInfo.KubeletVersion = "v1.36.3"
-	node.Status.NodeInfo.OperatingSystem = "linux"
-	node.Status.NodeInfo.Architecture = "amd64"
-	node.Status.NodeInfo.OSImage = "Red Hat Enterprise Linux CoreOS (simulated)"
-	err := c.Status().Update(ctx, node)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	return err
 }
 
 func fetch(ctx context.Context, hc interface {

@@ -174,6 +174,10 @@ func TestInstallScaleDestroy(t *testing.T) {
 		if t.Failed() {
 			out, _ := run(t, "gather", "--dir", dir)
 			t.Logf("%s", out)
+			out, _ = kubectl(filepath.Join(dir, "hub", "kubeconfig"), "-n", "e2e", "get", "machines,metalmachines,bmh", "-o", "wide")
+			t.Logf("hub:\n%s", out)
+			out, _ = kubectl(filepath.Join(dir, "auth", "kubeconfig"), "get", "nodes,csr", "-o", "wide")
+			t.Logf("installed cluster:\n%s", out)
 			if data, err := os.ReadFile(filepath.Join(dir, "hub", "logs", "manager.log")); err == nil && len(data) > 20000 {
 				t.Logf("manager.log (tail):\n%s", data[len(data)-20000:])
 			}
@@ -183,9 +187,9 @@ func TestInstallScaleDestroy(t *testing.T) {
 
 	out, err := run(t, "create", "install-config", "--dir", dir, "--name", "e2e", "--api-vip", vip, "--masters", "3", "--workers", "2",
 		"--hosts-from", hostsYAML, "--os-image-url", imageURL, "--os-image-checksum", imageSum)
-	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(err).NotTo(HaveOccurred(), "%s", out)
 	out, err = run(t, "create", "manifests", "--dir", dir)
-	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(err).NotTo(HaveOccurred(), "%s", out)
 	g.Expect(filepath.Join(dir, "cluster-api", "18_openshiftcontrolplane_e2e.yaml")).To(BeAnExistingFile())
 	g.Expect(filepath.Join(dir, "manifests", "cluster-config.yaml")).To(BeAnExistingFile())
 	// A user manifest added after `create manifests` reaches the installed
@@ -225,7 +229,7 @@ func TestInstallScaleDestroy(t *testing.T) {
 
 	select {
 	case err := <-createDone:
-		g.Expect(err).NotTo(HaveOccurred(), createOut.String())
+		g.Expect(err).NotTo(HaveOccurred(), "%s", createOut)
 	case <-time.After(9 * time.Minute):
 		_ = create.Process.Kill()
 		t.Fatalf("create cluster did not finish:\n%s", createOut)
@@ -237,11 +241,19 @@ func TestInstallScaleDestroy(t *testing.T) {
 	// The installed cluster: 5 Ready Nodes carrying the Machines' providerIDs.
 	admin := filepath.Join(dir, "auth", "kubeconfig")
 	out, err = kubectl(admin, "get", "nodes", "--no-headers")
-	g.Expect(err).NotTo(HaveOccurred(), out)
-	g.Expect(strings.Count(out, " Ready ")).To(Equal(5), out)
+	g.Expect(err).NotTo(HaveOccurred(), "%s", out)
+	g.Expect(strings.Count(out, " Ready ")).To(Equal(5), "%s", out)
 	out, err = kubectl(admin, "get", "nodes", "-o", "jsonpath={range .items[*]}{.spec.providerID}{\"\\n\"}{end}")
-	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(err).NotTo(HaveOccurred(), "%s", out)
 	nodeIDs := strings.Fields(out)
+	// Kubelets joined with the bootstrap token and got their client
+	// certificates through approved and signed CSRs.
+	out, err = kubectl(admin, "get", "csr", "-o", "jsonpath={range .items[*]}{.spec.username} {.status.conditions[0].type} {.spec.signerName}{\"\\n\"}{end}")
+	g.Expect(err).NotTo(HaveOccurred(), "%s", out)
+	g.Expect(strings.Count(out, "kubernetes.io/kube-apiserver-client-kubelet")).To(Equal(5), "%s", out)
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		g.Expect(line).To(MatchRegexp(`^system:bootstrap:[a-z0-9]{6} Approved `), "%s", out)
+	}
 	machines := &clusterv1.MachineList{}
 	g.Expect(hub.List(context.Background(), machines, client.InNamespace("e2e"))).To(Succeed())
 	g.Expect(machines.Items).To(HaveLen(5))
@@ -251,21 +263,21 @@ func TestInstallScaleDestroy(t *testing.T) {
 		g.Expect(nodeIDs).To(ContainElement(m.Spec.ProviderID), m.Name)
 	}
 	out, err = kubectl(admin, "get", "clusterversion", "version", "-o", "jsonpath={.status.conditions[?(@.type==\"Available\")].status}")
-	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(err).NotTo(HaveOccurred(), "%s", out)
 	g.Expect(out).To(Equal("True"))
 	out, err = kubectl(admin, "-n", "default", "get", "configmap", "from-the-user", "-o", "jsonpath={.data.hello}")
-	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(err).NotTo(HaveOccurred(), "%s", out)
 	g.Expect(out).To(Equal("world"))
 	out, err = kubectl(admin, "-n", "default", "get", "configmap", "from-the-user", "-o", "jsonpath={.data.big}")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(out).To(Equal(string(big)), "the manifest in the served config arrived whole")
 	g.Expect(rec.servedBootstrap.Load()).To(BeTrue(), "the bootstrap config was served by the ignition server")
 	out, err = run(t, "wait-for", "bootstrap-complete", "--dir", dir, "--timeout", "30s")
-	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(err).NotTo(HaveOccurred(), "%s", out)
 
 	// Scale the workers to 3 and back to 2; the removed Node is cordoned before it goes.
 	out, err = kubectl(hubKubeconfig, "-n", "e2e", "scale", "machinedeployment", "e2e-worker", "--replicas", "3")
-	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(err).NotTo(HaveOccurred(), "%s", out)
 	g.Eventually(func() int {
 		out, _ := kubectl(admin, "get", "nodes", "--no-headers")
 		return strings.Count(out, " Ready ")
@@ -273,7 +285,7 @@ func TestInstallScaleDestroy(t *testing.T) {
 	// A fourth worker finds no free host: its Machine stays Provisioning and
 	// its MetalMachine says why.
 	out, err = kubectl(hubKubeconfig, "-n", "e2e", "scale", "machinedeployment", "e2e-worker", "--replicas", "4")
-	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(err).NotTo(HaveOccurred(), "%s", out)
 	waiting := func(g Gomega) {
 		mms := &infrav1.MetalMachineList{}
 		g.Expect(hub.List(context.Background(), mms, client.InNamespace("e2e"))).To(Succeed())
@@ -293,7 +305,7 @@ func TestInstallScaleDestroy(t *testing.T) {
 	g.Eventually(waiting, time.Minute, 200*time.Millisecond).Should(Succeed())
 	g.Consistently(waiting, 3*time.Second, 500*time.Millisecond).Should(Succeed())
 	out, err = kubectl(hubKubeconfig, "-n", "e2e", "scale", "machinedeployment", "e2e-worker", "--replicas", "2")
-	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(err).NotTo(HaveOccurred(), "%s", out)
 	cordoned := ""
 	g.Eventually(func() string {
 		if out, _ := kubectl(admin, "get", "nodes", "-o", "jsonpath={range .items[?(@.spec.unschedulable==true)]}{.metadata.name}{end}"); out != "" {
@@ -309,7 +321,7 @@ func TestInstallScaleDestroy(t *testing.T) {
 	// The control plane scales through its scale subresource: a fourth
 	// master joins, then the newest leaves, cordoned first.
 	out, err = kubectl(hubKubeconfig, "-n", "e2e", "scale", "openshiftcontrolplane", "e2e", "--replicas", "4")
-	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(err).NotTo(HaveOccurred(), "%s", out)
 	g.Eventually(func() int {
 		out, _ := kubectl(admin, "get", "nodes", "--no-headers", "-l", "node-role.kubernetes.io/master")
 		return strings.Count(out, " Ready ")
@@ -319,7 +331,7 @@ func TestInstallScaleDestroy(t *testing.T) {
 		return out
 	}, time.Minute, time.Second).Should(Equal("4"))
 	out, err = kubectl(hubKubeconfig, "-n", "e2e", "scale", "openshiftcontrolplane", "e2e", "--replicas", "3")
-	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(err).NotTo(HaveOccurred(), "%s", out)
 	g.Eventually(func() string {
 		out, _ := kubectl(admin, "get", "nodes", "-o", "name")
 		return out
@@ -330,11 +342,11 @@ func TestInstallScaleDestroy(t *testing.T) {
 	}, time.Minute, time.Second).Should(Equal("3/3"))
 
 	out, err = run(t, "gather", "--dir", dir)
-	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(err).NotTo(HaveOccurred(), "%s", out)
 	g.Expect(out).To(ContainSubstring("log-bundle-"))
 
 	out, err = run(t, "destroy", "cluster", "--dir", dir, "--timeout", "5m")
-	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(err).NotTo(HaveOccurred(), "%s", out)
 	t.Logf("destroy cluster:\n%s", out)
 	g.Expect(out).To(ContainSubstring("6 of 6 hosts available"))
 	stopRec()
@@ -427,28 +439,28 @@ func TestCreateClusterOnExistingHub(t *testing.T) {
 		}
 	})
 	out, err := run(t, "hub", "status", "--dir", hubDir, "--wait", "3m")
-	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(err).NotTo(HaveOccurred(), "%s", out)
 	hubKubeconfig := filepath.Join(hubDir, "kubeconfig")
 
 	vip := fmt.Sprintf("127.%d.%d.10", 100+rand.IntN(100), rand.IntN(250))
 	out, err = run(t, "create", "install-config", "--dir", dir, "--name", "small", "--api-vip", vip, "--masters", "1", "--workers", "1",
 		"--hosts-from", hostsYAML, "--os-image-url", imageURL, "--os-image-checksum", imageSum)
-	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(err).NotTo(HaveOccurred(), "%s", out)
 	out, err = run(t, "create", "cluster", "--dir", dir, "--kubeconfig", hubKubeconfig, "--timeout", "8m")
-	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(err).NotTo(HaveOccurred(), "%s", out)
 	t.Logf("create cluster:\n%s", out)
 	g.Expect(out).To(ContainSubstring("Reached install-complete"))
 	g.Expect(filepath.Join(dir, "hub")).NotTo(BeADirectory(), "no embedded hub was started")
 
 	out, err = kubectl(filepath.Join(dir, "auth", "kubeconfig"), "get", "nodes", "--no-headers")
-	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(err).NotTo(HaveOccurred(), "%s", out)
 	g.Expect(strings.Count(out, " Ready ")).To(Equal(2), out)
 	out, err = kubectl(hubKubeconfig, "-n", "small", "get", "machines", "--no-headers")
-	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(err).NotTo(HaveOccurred(), "%s", out)
 	g.Expect(strings.Count(out, "Running")).To(Equal(2), out)
 
 	out, err = run(t, "destroy", "cluster", "--dir", dir, "--kubeconfig", hubKubeconfig, "--timeout", "5m")
-	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(err).NotTo(HaveOccurred(), "%s", out)
 	g.Expect(out).To(ContainSubstring("3 of 3 hosts available"))
 	out, err = kubectl(hubKubeconfig, "get", "namespace", "small")
 	g.Expect(err).To(HaveOccurred(), "the cluster's namespace is gone: %s", out)

@@ -54,7 +54,7 @@ type Image struct {
 // MetalMachineSpec is the desired state of a machine on bare metal.
 type MetalMachineSpec struct {
 	// providerID is set by the provider once the host is claimed:
-	// metal3://<namespace>/<host>/<host uid>.
+	// metal3://<namespace>/<host>/<metalmachine>.
 	// +optional
 	ProviderID string `json:"providerID,omitempty"`
 

@@ -157,9 +157,14 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, mm *infrav1.MetalMachi
 	return ctrl.Result{}, nil
 }
 
-// ProviderID is the Cluster API providerID of a host.
-func ProviderID(host *metal3v1.BareMetalHost) string {
-	return fmt.Sprintf("metal3://%s/%s/%s", host.Namespace, host.Name, host.UID)
+// ProviderID is the Cluster API providerID of a machine on a host:
+// metal3://<namespace>/<host>/<metalmachine>, metal3's format. It names the
+// machine, not only the host: a host reused by the next machine (the
+// bootstrap node's becomes a worker) must not give its Node the providerID
+// of a Machine still being deleted, or Cluster API cannot tell which
+// Machine the Node is.
+func ProviderID(host *metal3v1.BareMetalHost, mm *infrav1.MetalMachine) string {
+	return fmt.Sprintf("metal3://%s/%s/%s", host.Namespace, host.Name, mm.Name)
 }
 
 func (r *Reconciler) claimedHost(ctx context.Context, mm *infrav1.MetalMachine) (*metal3v1.BareMetalHost, error) {
@@ -259,7 +264,7 @@ func (r *Reconciler) ensureHostSpec(ctx context.Context, mm *infrav1.MetalMachin
 	ud := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: udName, Namespace: host.Namespace}}
 	if _, err := controllerutil.CreateOrUpdate(ctx, r.Client, ud, func() error {
 		ud.Type = corev1.SecretTypeOpaque
-		ud.Data = map[string][]byte{"userData": boot.Data["value"], "metaData": metaData(host)}
+		ud.Data = map[string][]byte{"userData": boot.Data["value"], "metaData": metaData(host, mm)}
 		return controllerutil.SetOwnerReference(mm, ud, r.Client.Scheme())
 	}); err != nil {
 		return fmt.Errorf("writing the host's user data Secret: %w", err)
@@ -274,9 +279,9 @@ func (r *Reconciler) ensureHostSpec(ctx context.Context, mm *infrav1.MetalMachin
 // metaData is the host's config-drive metadata: its identity, and the
 // providerID the installed OS registers its Node with (as cloud-init's
 // and afterburn's metadata do on other platforms).
-func metaData(host *metal3v1.BareMetalHost) []byte {
+func metaData(host *metal3v1.BareMetalHost, mm *infrav1.MetalMachine) []byte {
 	data, _ := json.Marshal(map[string]string{
-		"uuid": string(host.UID), "name": host.Name, "local-hostname": host.Name, "providerid": ProviderID(host),
+		"uuid": string(host.UID), "name": host.Name, "local-hostname": host.Name, "providerid": ProviderID(host, mm),
 	})
 	return data
 }

@@ -136,7 +136,7 @@ func TestClaimProvisionRelease(t *testing.T) {
 		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(machine), machine)).To(Succeed())
 		record(machine.Status.Phase)
 		g.Expect(machine.Status.Phase).To(Equal(string(clusterv1.MachinePhaseProvisioned)))
-		g.Expect(machine.Spec.ProviderID).To(Equal(fmt.Sprintf("metal3://%s/worker-0/%s", ns, host.UID)))
+		g.Expect(machine.Spec.ProviderID).To(Equal(fmt.Sprintf("metal3://%s/worker-0/%s", ns, mm.Name)))
 		g.Expect(machine.Status.Addresses).To(ContainElement(clusterv1.MachineAddress{Type: clusterv1.MachineInternalIP, Address: "192.0.2.21"}))
 	}).Should(Succeed())
 	g.Expect(phases).To(ContainElements("Pending", "Provisioned"))

@@ -26,7 +26,7 @@ func setStatusFromHost(mm *infrav1.MetalMachine, host *metal3v1.BareMetalHost) {
 		// The providerID comes with provisioning: Cluster API takes a
 		// providerID as "Provisioned".
 		if mm.Spec.ProviderID == "" {
-			mm.Spec.ProviderID = ProviderID(host)
+			mm.Spec.ProviderID = ProviderID(host, mm)
 		}
 		mm.Status.Initialization.Provisioned = ptr.To(true)
 		mm.Status.Addresses = addresses(host)
