@@ -52,7 +52,7 @@ func (h *Hub) etcdHealthy(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return getOK(ctx, c, h.etcdURL()+"/health")
+	return GetOK(ctx, c, h.etcdURL()+"/health")
 }
 
 func (h *Hub) apiserver() (*process, error) {
@@ -85,7 +85,7 @@ func (h *Hub) apiserverReady(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return getOK(ctx, c, h.Server()+"/readyz")
+	return GetOK(ctx, c, h.Server()+"/readyz")
 }
 
 // kubeControllerManagerControllers are the controllers a hub needs from
@@ -126,5 +126,5 @@ func (h *Hub) controllerManagerHealthy(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return getOK(ctx, c, "https://127.0.0.1:"+strconv.Itoa(h.ports.ControllerManager)+"/healthz")
+	return GetOK(ctx, c, "https://127.0.0.1:"+strconv.Itoa(h.ports.ControllerManager)+"/healthz")
 }

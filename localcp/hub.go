@@ -311,8 +311,9 @@ func (h *Hub) tlsClient(certName string) (*http.Client, error) {
 	}, nil
 }
 
-// getOK fails unless GET url answers 200.
-func getOK(ctx context.Context, c *http.Client, url string) error {
+// GetOK fails unless GET url answers 200 OK; the error carries the start
+// of the body (health endpoints say there what is not ready).
+func GetOK(ctx context.Context, c *http.Client, url string) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err

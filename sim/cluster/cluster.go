@@ -234,7 +234,7 @@ func (c *Cluster) startAPIServer(ctx context.Context, etcdURL, prefix string) er
 			"--endpoint-reconciler-type=none", "--v=0",
 		},
 		Ready: func(ctx context.Context) error {
-			return getOK(ctx, hc, strings.TrimSuffix(cfg.Host, "/")+"/readyz")
+			return localcp.GetOK(ctx, hc, strings.TrimSuffix(cfg.Host, "/")+"/readyz")
 		},
 		StopTimeout: 5 * time.Second,
 	})

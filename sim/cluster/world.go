@@ -174,7 +174,7 @@ func (w *World) ensureEtcd(ctx context.Context) (string, error) {
 			"--initial-cluster=sim=" + peerURL, "--listen-metrics-urls=",
 			"--unsafe-no-fsync", "--log-level=warn",
 		},
-		Ready: func(ctx context.Context) error { return getOK(ctx, hc, url+"/health") },
+		Ready: func(ctx context.Context) error { return localcp.GetOK(ctx, hc, url+"/health") },
 	})
 	if err != nil {
 		return "", err
@@ -201,20 +201,4 @@ func freePorts(n int) ([]int, error) {
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil
-}
-
-func getOK(ctx context.Context, c *http.Client, url string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return err
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: %s", url, resp.Status)
-	}
-	return nil
 }
