@@ -47,12 +47,6 @@ const (
 	RoleLabel = "install.metalshift.io/role"
 )
 
-// Default releases when the install-config does not say.
-const (
-	DefaultVersion           = "4.20.0"
-	DefaultKubernetesVersion = "v1.33.5"
-)
-
 // LoadInstallConfig reads and validates <dir>/install-config.yaml.
 func LoadInstallConfig(dir string) (*installconfig.InstallConfig, []byte, error) {
 	raw, err := os.ReadFile(filepath.Join(dir, InstallConfigFile))
@@ -164,15 +158,7 @@ func ensureAuth(dir string, ic *installconfig.InstallConfig) (certs.KeyPair, []b
 func HubObjects(ic *installconfig.InstallConfig, raw []byte, ca certs.KeyPair, kubeconfig []byte) []client.Object {
 	name := ic.Metadata.Name
 	ns := name
-	version, kube := DefaultVersion, DefaultKubernetesVersion
-	if ms := ic.Metalshift; ms != nil {
-		if ms.Version != "" {
-			version = ms.Version
-		}
-		if ms.KubernetesVersion != "" {
-			kube = ms.KubernetesVersion
-		}
-	}
+	version, kube := ic.Version(), ic.KubernetesVersion()
 	meta := func(n string) metav1.ObjectMeta {
 		return metav1.ObjectMeta{Name: n, Namespace: ns, Labels: map[string]string{clusterv1.ClusterNameLabel: name}}
 	}

@@ -306,7 +306,7 @@ func (o *installConfigOptions) flags(cmd *cobra.Command) {
 	f.StringVar(&o.hostsFrom, "hosts-from", "", "YAML with BareMetalHosts and their BMC Secrets (as `metalshift sim bmc --manifests` writes) for platform.baremetal.hosts")
 	f.StringVar(&o.imageURL, "os-image-url", "", "OS image written to every host")
 	f.StringVar(&o.imageChecksum, "os-image-checksum", "", "SHA-256 of the OS image")
-	f.StringVar(&o.version, "version", installer.DefaultVersion, "OpenShift release")
+	f.StringVar(&o.version, "version", installconfig.DefaultVersion, "OpenShift release")
 }
 
 func (o *installConfigOptions) run(out io.Writer) error {

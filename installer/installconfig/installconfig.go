@@ -142,6 +142,29 @@ func Parse(data []byte) (*InstallConfig, error) {
 	return ic, nil
 }
 
+// Default releases when the install-config does not say.
+const (
+	DefaultVersion           = "4.20.0"
+	DefaultKubernetesVersion = "v1.33.5"
+)
+
+// Version is metalshift.version, default DefaultVersion.
+func (ic *InstallConfig) Version() string {
+	if ic.Metalshift != nil && ic.Metalshift.Version != "" {
+		return ic.Metalshift.Version
+	}
+	return DefaultVersion
+}
+
+// KubernetesVersion is metalshift.kubernetesVersion, the release's
+// Kubernetes (what its kubelets report), default DefaultKubernetesVersion.
+func (ic *InstallConfig) KubernetesVersion() string {
+	if ic.Metalshift != nil && ic.Metalshift.KubernetesVersion != "" {
+		return ic.Metalshift.KubernetesVersion
+	}
+	return DefaultKubernetesVersion
+}
+
 // ControlPlaneReplicas is controlPlane.replicas, default 3.
 func (ic *InstallConfig) ControlPlaneReplicas() int32 {
 	if ic.ControlPlane.Replicas != nil {

@@ -140,7 +140,7 @@ func (c *Cluster) handleCSR(ctx context.Context, csr *certificatesv1.Certificate
 // kubelet joins with the bootstrap kubeconfig, registers the Node, reports
 // it Ready and renews its Lease, and reports Unknown when the machine goes
 // down.
-func (w *World) kubelet(ctx context.Context, m Machine, md metadata, pool string, bootstrapKubeconfig []byte) error {
+func (w *World) kubelet(ctx context.Context, m Machine, md metadata, pool, version string, bootstrapKubeconfig []byte) error {
 	name := md.Hostname
 	if name == "" {
 		name = md.Name
@@ -155,6 +155,7 @@ func (w *World) kubelet(ctx context.Context, m Machine, md metadata, pool string
 	if err != nil || c == nil {
 		return err
 	}
+	n := &nodeReporter{c: c, name: name, ip: m.IP, version: version}
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
 		"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
 		"node-role.kubernetes.io/" + pool: "",
@@ -172,8 +173,8 @@ func (w *World) kubelet(ctx context.Context, m Machine, md metadata, pool string
 	}
 	// NotReady until the network plugin runs, then Ready: a Node that
 	// changes after it registers, as a real one does.
-	if err := setReady(ctx, c, name, corev1.ConditionFalse, "KubeletNotReady",
-		"container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady", m.IP); err != nil {
+	if err := n.report(ctx, corev1.ConditionFalse, "KubeletNotReady",
+		"container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady"); err != nil {
 		return fmt.Errorf("kubelet: %w", err)
 	}
 	select {
@@ -181,7 +182,7 @@ func (w *World) kubelet(ctx context.Context, m Machine, md metadata, pool string
 		return nil
 	case <-time.After(networkStartDelay):
 	}
-	if err := setReady(ctx, c, name, corev1.ConditionTrue, "KubeletReady", "kubelet is posting ready status", m.IP); err != nil {
+	if err := n.report(ctx, corev1.ConditionTrue, "KubeletReady", "kubelet is posting ready status"); err != nil {
 		return fmt.Errorf("kubelet: %w", err)
 	}
 	w.opts.Logf("%s: kubelet: Node %s registered (providerID %s), Ready", m.ID, name, md.ProviderID)
@@ -190,7 +191,7 @@ func (w *World) kubelet(ctx context.Context, m Machine, md metadata, pool string
 			w.opts.Logf("%s: kubelet: renewing the node lease: %v", m.ID, err)
 		}
 		if tick%statusReportTicks == 0 {
-			if err := setReady(ctx, c, name, corev1.ConditionTrue, "KubeletReady", "kubelet is posting ready status", m.IP); err != nil && ctx.Err() == nil {
+			if err := n.report(ctx, corev1.ConditionTrue, "KubeletReady", "kubelet is posting ready status"); err != nil && ctx.Err() == nil {
 				w.opts.Logf("%s: kubelet: posting node status: %v", m.ID, err)
 			}
 		}
@@ -198,7 +199,7 @@ func (w *World) kubelet(ctx context.Context, m Machine, md metadata, pool string
 		case <-ctx.Done():
 			stopCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()
-			_ = setReady(stopCtx, c, name, corev1.ConditionUnknown, "NodeStatusUnknown", "Kubelet stopped posting node status.", m.IP)
+			_ = n.report(stopCtx, corev1.ConditionUnknown, "NodeStatusUnknown", "Kubelet stopped posting node status.")
 			return nil
 		case <-time.After(heartbeatInterval):
 		}
@@ -287,9 +288,17 @@ func renewLease(ctx context.Context, c client.Client, name string) error {
 	return c.Update(ctx, lease)
 }
 
-func setReady(ctx context.Context, c client.Client, name string, status corev1.ConditionStatus, reason, msg, ip string) error {
+// nodeReporter posts a kubelet's Node status.
+type nodeReporter struct {
+	c                 client.Client
+	name, ip, version string
+}
+
+// report posts Ready with status, reason and message, and the pressure
+// conditions that go with it.
+func (n *nodeReporter) report(ctx context.Context, status corev1.ConditionStatus, reason, msg string) error {
 	node := &corev1.Node{}
-	if err := c.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
+	if err := n.c.Get(ctx, client.ObjectKey{Name: n.name}, node); err != nil {
 		return err
 	}
 	now := metav1.Now()
@@ -313,14 +322,14 @@ func setReady(ctx context.Context, c client.Client, name string, status corev1.C
 		}
 	}
 	node.Status.Conditions = want
-	if ip != "" {
-		node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: ip}, {Type: corev1.NodeHostName, Address: name}}
+	if n.ip != "" {
+		node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: n.ip}, {Type: corev1.NodeHostName, Address: n.name}}
 	}
-	node.Status.NodeInfo.KubeletVersion = "v1.36.3"
+	node.Status.NodeInfo.KubeletVersion = n.version
 	node.Status.NodeInfo.OperatingSystem = "linux"
 	node.Status.NodeInfo.Architecture = "amd64"
 	node.Status.NodeInfo.OSImage = "Red Hat Enterprise Linux CoreOS (simulated)"
-	err := c.Status().Update(ctx, node)
+	err := n.c.Status().Update(ctx, node)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

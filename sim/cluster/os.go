@@ -273,7 +273,7 @@ func (w *World) runNode(ctx context.Context, m Machine, cfg types.Config, mcsHos
 		return fmt.Errorf("kubelet: no cluster answers at %s", mcsHost)
 	}
 	defer w.release(c)
-	return w.kubelet(ctx, m, md, pool, kubeconfig)
+	return w.kubelet(ctx, m, md, pool, c.files.installConfig.KubernetesVersion(), kubeconfig)
 }
 
 func fetch(ctx context.Context, hc interface {

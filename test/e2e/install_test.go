@@ -257,7 +257,12 @@ func TestInstallScaleDestroy(t *testing.T) {
 	machines := &clusterv1.MachineList{}
 	g.Expect(hub.List(context.Background(), machines, client.InNamespace("e2e"))).To(Succeed())
 	g.Expect(machines.Items).To(HaveLen(5))
+	out, err = kubectl(admin, "get", "nodes", "-o", "jsonpath={.items[*].status.nodeInfo.kubeletVersion}")
+	g.Expect(err).NotTo(HaveOccurred(), "%s", out)
 	for _, m := range machines.Items {
+		for _, v := range strings.Fields(out) {
+			g.Expect(v).To(Equal(m.Spec.Version), "kubelets run the release's Kubernetes, the Machines' version")
+		}
 		g.Expect(m.Status.Phase).To(Equal("Running"), m.Name)
 		g.Expect(m.Status.NodeRef.IsDefined()).To(BeTrue(), m.Name)
 		g.Expect(nodeIDs).To(ContainElement(m.Spec.ProviderID), m.Name)
