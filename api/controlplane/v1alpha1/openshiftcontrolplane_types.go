@@ -51,17 +51,21 @@ const (
 	InstallStateMissingReason      = "InstallStateMissing"
 	BootstrapMachineCreatedReason  = "BootstrapMachineCreated"
 	BootstrapProvisioningReason    = "BootstrapProvisioning"
-	BootstrapNotServingReason      = "BootstrapNotServing"
-	BootstrapServingReason         = "BootstrapServing"
-	WaitingForBootstrapReason      = "WaitingForBootstrap"
-	WaitingForMastersReason        = "WaitingForMasters"
-	InitializedReason              = "Initialized"
-	BootstrapDeletingReason        = "BootstrapDeleting"
-	BootstrapRemovedReason         = "BootstrapRemoved"
-	APINotAnsweringReason          = "APINotAnswering"
-	ScalingReason                  = "Scaling"
-	ReadyReason                    = "Ready"
-	DeletingReason                 = "Deleting"
+	// WaitingForBootstrapAPIReason: the bootstrap node is provisioned and
+	// its API is expected to answer soon; BootstrapNotServingReason once
+	// it has not answered for the grace period.
+	WaitingForBootstrapAPIReason = "WaitingForBootstrapAPI"
+	BootstrapNotServingReason    = "BootstrapNotServing"
+	BootstrapServingReason       = "BootstrapServing"
+	WaitingForBootstrapReason    = "WaitingForBootstrap"
+	WaitingForMastersReason      = "WaitingForMasters"
+	InitializedReason            = "Initialized"
+	BootstrapDeletingReason      = "BootstrapDeleting"
+	BootstrapRemovedReason       = "BootstrapRemoved"
+	APINotAnsweringReason        = "APINotAnswering"
+	ScalingReason                = "Scaling"
+	ReadyReason                  = "Ready"
+	DeletingReason               = "Deleting"
 )
 
 // MachineDeletionSpec bounds how long deleting a Machine may take.

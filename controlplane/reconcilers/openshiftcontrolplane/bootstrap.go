@@ -54,8 +54,19 @@ func (r *Reconciler) reconcileBootstrap(ctx context.Context, s *scope) (ctrl.Res
 		cp.Status.BootstrapPhase = controlplanev1.BootstrapPhaseProvisioning
 		reason, msg := controlplanev1.BootstrapProvisioningReason, bootstrapProgress(bm)
 		if bm.Status.GetTypedPhase() == clusterv1.MachinePhaseProvisioned || bm.Status.GetTypedPhase() == clusterv1.MachinePhaseRunning {
-			reason = controlplanev1.BootstrapNotServingReason
-			msg = fmt.Sprintf("Bootstrap Machine %s is provisioned%s, but the API at %s does not answer: %v", bm.Name, provisionedSince(bm), endpoint, err)
+			// The API comes up minutes after the node boots: only a
+			// silence beyond the grace period is a problem.
+			since, grace := provisionedAt(bm), r.bootstrapAPIGrace()
+			reason = controlplanev1.WaitingForBootstrapAPIReason
+			msg = fmt.Sprintf("Bootstrap Machine %s is provisioned%s; waiting for its API at %s (%v)", bm.Name, sinceText(since), endpoint, err)
+			if !since.IsZero() && time.Since(since) > grace {
+				reason = controlplanev1.BootstrapNotServingReason
+				msg = fmt.Sprintf("Bootstrap Machine %s is provisioned%s, but the API at %s has not answered for more than %s: %v",
+					bm.Name, sinceText(since), endpoint, grace, err)
+				if c := conditions.Get(cp, controlplanev1.BootstrapReadyCondition); c == nil || c.Reason != reason {
+					r.event(cp, corev1.EventTypeWarning, reason, "%s", msg)
+				}
+			}
 		}
 		setCondition(cp, controlplanev1.BootstrapReadyCondition, metav1.ConditionFalse, reason, msg)
 		return ctrl.Result{RequeueAfter: waitShort}, nil
@@ -285,11 +296,20 @@ func bootstrapProgress(m *clusterv1.Machine) string {
 	return msg
 }
 
-func provisionedSince(m *clusterv1.Machine) string {
+// provisionedAt is when the Machine's infrastructure became ready; zero
+// when unknown.
+func provisionedAt(m *clusterv1.Machine) time.Time {
 	if c := conditions.Get(m, clusterv1.MachineInfrastructureReadyCondition); c != nil && c.Status == metav1.ConditionTrue {
-		return " since " + c.LastTransitionTime.UTC().Format(time.RFC3339)
+		return c.LastTransitionTime.Time
 	}
-	return ""
+	return time.Time{}
+}
+
+func sinceText(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return " since " + t.UTC().Format(time.RFC3339)
 }
 
 func readyMasters(ms []*clusterv1.Machine) int {

@@ -44,6 +44,10 @@ type Reconciler struct {
 	// kubeconfig of the install state.
 	Workload         func(kubeconfig []byte) (Workload, error)
 	WatchFilterValue string
+	// BootstrapAPIGrace is how long a provisioned bootstrap node may take
+	// to serve the API before BootstrapReady says BootstrapNotServing; 0
+	// means DefaultBootstrapAPIGrace.
+	BootstrapAPIGrace time.Duration
 
 	// workloads holds a cachedWorkload per control plane ("ns/name"): a
 	// client for each reconcile would cost a transport and TLS handshake.
@@ -69,6 +73,17 @@ func (r *Reconciler) workload(s *scope) (Workload, error) {
 	}
 	r.workloads.Store(key, cachedWorkload{kubeconfig: sum, w: w})
 	return w, nil
+}
+
+// DefaultBootstrapAPIGrace: a bootstrap node's API answers within minutes
+// of its first boot on real hardware.
+const DefaultBootstrapAPIGrace = 10 * time.Minute
+
+func (r *Reconciler) bootstrapAPIGrace() time.Duration {
+	if r.BootstrapAPIGrace == 0 {
+		return DefaultBootstrapAPIGrace
+	}
+	return r.BootstrapAPIGrace
 }
 
 // Poll intervals while waiting on the installed cluster, which we do not watch.

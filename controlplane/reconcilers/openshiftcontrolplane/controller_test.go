@@ -10,6 +10,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
@@ -142,6 +143,19 @@ func TestBootstrapNeverServes(t *testing.T) {
 		g.Expect(c.Reason).To(Equal(controlplanev1.BootstrapNotServingReason))
 		g.Expect(c.Message).To(ContainSubstring(bootstrap))
 		g.Expect(c.Message).To(ContainSubstring("https://" + vip + ":6443"))
+		g.Expect(c.Message).To(ContainSubstring("has not answered for more than 1s"))
+	}).Should(Succeed())
+	// Said once as a Warning event, not at every poll.
+	g.Eventually(func(g Gomega) {
+		evs := &eventsv1.EventList{}
+		g.Expect(env.Client.List(ctx, evs, client.InNamespace(ns))).To(Succeed())
+		n := 0
+		for _, e := range evs.Items {
+			if e.Reason == controlplanev1.BootstrapNotServingReason && e.Type == corev1.EventTypeWarning {
+				n++
+			}
+		}
+		g.Expect(n).To(Equal(1))
 	}).Should(Succeed())
 	g.Expect(cp.Status.BootstrapPhase).To(Equal(controlplanev1.BootstrapPhaseProvisioning))
 	g.Expect(ptr.Deref(cp.Status.Initialization.ControlPlaneInitialized, false)).To(BeFalse())

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"testing"
+	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -28,7 +29,8 @@ func TestMain(m *testing.M) {
 			if err := (&openshiftconfig.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}).SetupWithManager(ctx, mgr, controller.Options{}); err != nil {
 				return err
 			}
-			return (&Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("openshiftcontrolplane")}).
+			return (&Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("openshiftcontrolplane"),
+				BootstrapAPIGrace: time.Second}).
 				SetupWithManager(ctx, mgr, controller.Options{})
 		}}},
 	}))
