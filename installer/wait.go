@@ -154,7 +154,11 @@ func (w *watcher) machines(ctx context.Context) (int, int) {
 	phases := map[string]int{}
 	n, running := 0, 0
 	for _, m := range list.Items {
-		phases[orDash(m.Status.Phase)]++
+		phase := m.Status.Phase
+		if phase == "" {
+			phase = "new" // not reconciled by Cluster API yet
+		}
+		phases[phase]++
 		if _, ok := m.Labels[controlplanev1.BootstrapMachineLabel]; ok {
 			continue
 		}
@@ -168,7 +172,10 @@ func (w *watcher) machines(ctx context.Context) (int, int) {
 		parts = append(parts, fmt.Sprintf("%d %s", k, p))
 	}
 	sort.Strings(parts)
-	w.report("machines", fmt.Sprintf("Machines: %s", strings.Join(parts, ", ")))
+	if len(parts) == 0 {
+		parts = []string{"none yet"}
+	}
+	w.report("machines", "Machines: "+strings.Join(parts, ", "))
 	return n, running
 }
 
