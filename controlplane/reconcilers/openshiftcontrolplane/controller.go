@@ -75,8 +75,8 @@ func (r *Reconciler) workload(s *scope) (Workload, error) {
 	return w, nil
 }
 
-// DefaultBootstrapAPIGrace: a bootstrap node's API answers within minutes
-// of its first boot on real hardware.
+// DefaultBootstrapAPIGrace is the default BootstrapAPIGrace: a bootstrap
+// node's API answers within minutes of its first boot on real hardware.
 const DefaultBootstrapAPIGrace = 10 * time.Minute
 
 func (r *Reconciler) bootstrapAPIGrace() time.Duration {
