@@ -14,6 +14,8 @@ type ChildOptions struct {
 	Name   string
 	BinDir string
 	Args   []string
+	// Env is added to this process's environment.
+	Env []string
 	// Dir receives <id>.pid and <id>.log; ID defaults to Name.
 	Dir string
 	ID  string
@@ -41,7 +43,7 @@ func StartChild(ctx context.Context, o ChildOptions) (*Child, error) {
 	if id == "" {
 		id = o.Name
 	}
-	p := &process{name: id, path: path, args: o.Args, runDir: o.Dir, logPath: filepath.Join(o.Dir, id+".log"), stopTimeout: o.StopTimeout}
+	p := &process{name: id, path: path, args: o.Args, env: o.Env, runDir: o.Dir, logPath: filepath.Join(o.Dir, id+".log"), stopTimeout: o.StopTimeout}
 	if err := p.start(); err != nil {
 		return nil, err
 	}

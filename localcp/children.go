@@ -2,6 +2,7 @@ package localcp
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -55,8 +56,24 @@ func (h *Hub) etcdHealthy(ctx context.Context) error {
 	return GetOK(ctx, c, h.etcdURL()+"/health")
 }
 
+// APIServerMemoryLimit is the Go soft memory limit of the kube-apiserver
+// children (the hub's and the simulator's): most of their peak is garbage
+// from building the OpenAPI of every CRD at start, which the limit makes
+// the runtime collect early (measured after start: 414 MiB peak without,
+// 331 MiB with this limit, start 0.4s slower). A soft limit: a larger live
+// heap is never refused. $GOMEMLIMIT, when set, wins.
+const APIServerMemoryLimit = "256MiB"
+
+// APIServerEnv is the environment added to a kube-apiserver child.
+func APIServerEnv() []string {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return nil
+	}
+	return []string{"GOMEMLIMIT=" + APIServerMemoryLimit}
+}
+
 func (h *Hub) apiserver() (*process, error) {
-	return h.child("kube-apiserver",
+	p, err := h.child("kube-apiserver",
 		"--etcd-servers="+h.etcdURL(),
 		"--etcd-cafile="+h.pki.cert("ca"),
 		"--etcd-certfile="+h.pki.cert("apiserver-etcd-client"),
@@ -78,6 +95,10 @@ func (h *Hub) apiserver() (*process, error) {
 		"--endpoint-reconciler-type=none",
 		"--v=1",
 	)
+	if p != nil {
+		p.env = APIServerEnv()
+	}
+	return p, err
 }
 
 func (h *Hub) apiserverReady(ctx context.Context) error {

@@ -22,9 +22,11 @@ const defaultStopTimeout = 20 * time.Second
 // process is one child of the hub. Its pid is recorded under <dir>/run so
 // that the next start can reap it if this hub died without stopping it.
 type process struct {
-	name    string
-	path    string
-	args    []string
+	name string
+	path string
+	args []string
+	// env is added to the hub's environment.
+	env     []string
 	runDir  string
 	logPath string
 	// stopTimeout overrides defaultStopTimeout.
@@ -49,6 +51,9 @@ func (p *process) start() error {
 	fmt.Fprintf(logFile, "\n==== %s: starting %s\n", time.Now().Format(time.RFC3339), p.name)
 
 	p.cmd = exec.Command(p.path, p.args...)
+	if len(p.env) > 0 {
+		p.cmd.Env = append(os.Environ(), p.env...)
+	}
 	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	if err := spawn(p.cmd); err != nil {

@@ -221,7 +221,7 @@ func (c *Cluster) startAPIServer(ctx context.Context, etcdURL, prefix string) er
 		return err
 	}
 	c.apiserver, err = localcp.StartChild(ctx, localcp.ChildOptions{
-		Name: "kube-apiserver", BinDir: c.w.opts.BinDir, Dir: c.dir,
+		Name: "kube-apiserver", BinDir: c.w.opts.BinDir, Dir: c.dir, Env: localcp.APIServerEnv(),
 		Args: []string{
 			"--etcd-servers=" + etcdURL, "--etcd-prefix=/" + prefix,
 			"--bind-address=" + c.vip, "--advertise-address=" + c.vip, "--secure-port=" + fmt.Sprint(APIPort),
