@@ -2,6 +2,7 @@ package component
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"time"
 
@@ -39,6 +40,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, name string, opts Options
 		mgrOpts.WebhookServer = webhook.NewServer(webhook.Options{
 			Host: opts.WebhookHost, Port: opts.WebhookPort, CertDir: opts.WebhookCertDir,
 			CertName: opts.WebhookCertName, KeyName: opts.WebhookKeyName,
+			TLSOpts: []func(*tls.Config){http1Only},
 		})
 	}
 	mgr, err := ctrl.NewManager(cfg, mgrOpts)
@@ -51,6 +53,15 @@ func NewManager(ctx context.Context, cfg *rest.Config, name string, opts Options
 		}
 	}
 	return mgr, nil
+}
+
+// http1Only keeps the webhook server off HTTP/2, as Cluster API's managers
+// do by default (HTTP/2 rapid-reset and stream CVEs; the kube-apiserver
+// speaks HTTP/1.1 to webhooks just as well), and lets a stopping manager
+// close its webhook connections at once.
+func http1Only(c *tls.Config) {
+	c.NextProtos = []string{"http/1.1"}
+	c.MinVersion = tls.VersionTLS12
 }
 
 func orZero(addr string) string {
