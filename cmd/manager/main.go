@@ -5,6 +5,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -19,8 +20,10 @@ import (
 
 func main() {
 	var (
-		opts    manager.Options
-		zapOpts zap.Options
+		opts           manager.Options
+		zapOpts        zap.Options
+		signingKeyFile string
+		ignitionCAFile string
 	)
 	fs := pflag.CommandLine
 	fs.StringVar(&opts.Namespace, "namespace", "", "Only watch this namespace (default: all)")
@@ -31,6 +34,15 @@ func main() {
 	fs.StringVar(&opts.HealthAddr, "health-addr", ":9440", "Address of the health endpoints")
 	fs.BoolVar(&opts.LeaderElection, "leader-elect", false, "Elect a leader, so that only one replica per --watch-filter is active")
 	fs.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader-election Lease")
+	fs.StringVar(&opts.HostEngine.DeployListenAddr, "deploy-listen-address", "", "Where the host engine's deploy server listens (hosts fetch deploy images and their agents report there); empty disables the host engine")
+	fs.StringVar(&opts.HostEngine.DeployURL, "deploy-url", "", "How hosts reach the deploy server (default http://<deploy-listen-address>)")
+	fs.StringVar(&opts.IgnitionServer.ListenAddr, "ignition-listen-address", "", "Where the ignition server listens (serves Ignition configs too large for user data); empty disables it")
+	fs.StringVar(&opts.IgnitionServer.URL, "ignition-url", "", "How hosts reach the ignition server (default http(s)://<ignition-listen-address>)")
+	fs.StringVar(&opts.IgnitionServer.CertFile, "ignition-cert-file", "", "Serving certificate of the ignition server (https); reloaded when it changes")
+	fs.StringVar(&opts.IgnitionServer.KeyFile, "ignition-key-file", "", "Key of --ignition-cert-file")
+	fs.StringVar(&ignitionCAFile, "ignition-ca-file", "", "CA bundle hosts trust for the ignition server (https)")
+	fs.IntVar(&opts.IgnitionServer.MaxUserDataBytes, "max-user-data-bytes", 0, "Largest Ignition config put in user data as is (default 64 KiB)")
+	fs.StringVar(&signingKeyFile, "signing-key-file", "", "File with at least 32 random bytes that sign deploy URLs, agent and ignition tokens; needed by both servers, keep it across restarts")
 	gofs := flag.NewFlagSet("zap", flag.ExitOnError)
 	zapOpts.BindFlags(gofs)
 	fs.AddGoFlagSet(gofs)
@@ -40,6 +52,10 @@ func main() {
 	ctrl.SetLogger(logger)
 	klog.SetLogger(logger)
 
+	if err := loadFiles(&opts, signingKeyFile, ignitionCAFile); err != nil {
+		fmt.Fprintln(os.Stderr, "Error:", err)
+		os.Exit(2)
+	}
 	ctx := ctrl.SetupSignalHandler()
 	mgr, err := manager.New(ctx, ctrl.GetConfigOrDie(), opts)
 	if err != nil {
@@ -50,4 +66,29 @@ func main() {
 		fmt.Fprintln(os.Stderr, "Error:", err)
 		os.Exit(1)
 	}
+}
+
+// loadFiles reads the signing key and the ignition CA the flags name.
+func loadFiles(opts *manager.Options, signingKeyFile, ignitionCAFile string) error {
+	if opts.HostEngine.DeployListenAddr != "" || opts.IgnitionServer.ListenAddr != "" {
+		if signingKeyFile == "" {
+			return errors.New("--signing-key-file is required with --deploy-listen-address or --ignition-listen-address")
+		}
+		key, err := os.ReadFile(signingKeyFile)
+		if err != nil {
+			return err
+		}
+		if len(key) < 32 {
+			return fmt.Errorf("%s: a signing key needs at least 32 bytes, it has %d", signingKeyFile, len(key))
+		}
+		opts.HostEngine.SigningKey, opts.IgnitionServer.SigningKey = key, key
+	}
+	if ignitionCAFile != "" {
+		ca, err := os.ReadFile(ignitionCAFile)
+		if err != nil {
+			return err
+		}
+		opts.IgnitionServer.CA = ca
+	}
+	return nil
 }
