@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -45,16 +44,6 @@ func TestMain(m *testing.M) {
 	}())
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // kubeconfig writes a kubeconfig for the test environment's admin.
 func kubeconfig(t *testing.T) string {
 	t.Helper()
@@ -80,9 +69,9 @@ func TestServersFromFlags(t *testing.T) {
 	_, _ = rand.Read(key)
 	keyFile := filepath.Join(t.TempDir(), "signing.key")
 	g.Expect(os.WriteFile(keyFile, key, 0o600)).To(Succeed())
-	deployAddr, ignitionAddr := freeAddr(t), freeAddr(t)
+	deployAddr, ignitionAddr := testenv.FreeAddr(t), testenv.FreeAddr(t)
 
-	cmd := exec.Command(managerBin, "--webhook-port=0", "--metrics-bind-address=0", "--health-addr="+freeAddr(t),
+	cmd := exec.Command(managerBin, "--webhook-port=0", "--metrics-bind-address=0", "--health-addr="+testenv.FreeAddr(t),
 		"--deploy-listen-address="+deployAddr, "--ignition-listen-address="+ignitionAddr, "--signing-key-file="+keyFile)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig(t))
 	logs, err := os.Create(filepath.Join(t.TempDir(), "manager.log"))

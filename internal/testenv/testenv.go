@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -199,6 +200,18 @@ func dnsPrefix(name string) string {
 		s = s[:40]
 	}
 	return strings.TrimRight(s, "-") + "-"
+}
+
+// FreeAddr returns a loopback address with a port free at the time of the
+// call, for a server the test starts.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
 }
 
 // binDir finds the directory with etcd and kube-apiserver:

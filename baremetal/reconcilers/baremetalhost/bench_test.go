@@ -23,6 +23,7 @@ import (
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	"github.com/metalshift/metalshift/baremetal"
 	"github.com/metalshift/metalshift/component"
+	"github.com/metalshift/metalshift/internal/testenv"
 	"github.com/metalshift/metalshift/sim"
 )
 
@@ -63,7 +64,7 @@ func BenchmarkProvision500(b *testing.B) {
 		}
 		key := make([]byte, 32)
 		_, _ = rand.Read(key)
-		addr := freeAddr(b)
+		addr := testenv.FreeAddr(b)
 		ctx, cancel := context.WithCancel(context.Background())
 		if err := baremetal.Setup(ctx, mgr, baremetal.Options{DeployListenAddr: addr, SigningKey: key, Concurrency: 50}); err != nil {
 			b.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -68,22 +67,12 @@ func (l *logBuffer) String() string {
 	return l.buf.String()
 }
 
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // startEngine starts a manager with the host engine; addr and key are
 // reused when set (a restarted engine).
 func startEngine(t *testing.T, addr string, key []byte, logs *logBuffer) *engine {
 	t.Helper()
 	if addr == "" {
-		addr = freeAddr(t)
+		addr = testenv.FreeAddr(t)
 	}
 	if key == nil {
 		key = make([]byte, 32)
