@@ -54,7 +54,8 @@ type Options struct {
 	Key []byte
 	// BaseURL is how machines reach this server, e.g. https://192.0.2.1:6181.
 	BaseURL string
-	// CA is the PEM of the CA machines trust for BaseURL; empty for http.
+	// CA is the PEM of the CA machines trust for BaseURL; empty for http,
+	// or for https with a certificate the machines' system roots trust.
 	CA []byte
 }
 
@@ -75,9 +76,6 @@ func New(opts Options) (*Server, error) {
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		return nil, fmt.Errorf("invalid ignition server URL %q: want http(s)://host:port", opts.BaseURL)
 	}
-	if u.Scheme == "https" && len(opts.CA) == 0 {
-		return nil, errors.New("an https ignition server needs the CA machines trust for it")
-	}
 	return &Server{client: opts.Client, key: opts.Key, baseURL: u, ca: opts.CA}, nil
 }
 
@@ -86,7 +84,7 @@ func (s *Server) URL(namespace, name string) string {
 	return s.baseURL.JoinPath(PathPrefix, namespace, name).String()
 }
 
-// CA is the PEM machines trust for URL; empty for http.
+// CA is the PEM machines trust for URL; empty when they need none beyond their system roots.
 func (s *Server) CA() []byte { return s.ca }
 
 // Token authorizes reading Secret namespace/name whose controller has UID
