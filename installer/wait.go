@@ -134,7 +134,7 @@ func (w *watcher) poll(ctx context.Context, m Milestone) (bool, error) {
 		return bootstrapDone, nil
 	}
 	available := w.clusterVersion(ctx)
-	want := int(ptr.Deref(cp.Spec.Replicas, 3))
+	want := cp.DesiredReplicas()
 	mds := &clusterv1.MachineDeploymentList{}
 	if err := w.c.List(ctx, mds, client.InNamespace(w.ns), client.MatchingLabels{clusterv1.ClusterNameLabel: w.name}); err == nil {
 		for _, md := range mds.Items {

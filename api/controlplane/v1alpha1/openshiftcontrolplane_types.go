@@ -230,6 +230,14 @@ type OpenShiftControlPlane struct {
 // GetConditions returns the conditions.
 func (c *OpenShiftControlPlane) GetConditions() []metav1.Condition { return c.Status.Conditions }
 
+// DesiredReplicas is spec.replicas; the API defaults it to 3.
+func (c *OpenShiftControlPlane) DesiredReplicas() int {
+	if c.Spec.Replicas == nil {
+		return 3
+	}
+	return int(*c.Spec.Replicas)
+}
+
 // SetConditions sets the conditions.
 func (c *OpenShiftControlPlane) SetConditions(conds []metav1.Condition) { c.Status.Conditions = conds }
 

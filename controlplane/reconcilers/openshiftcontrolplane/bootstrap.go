@@ -3,6 +3,7 @@ package openshiftcontrolplane
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sort"
 	"strconv"
 	"strings"
@@ -87,7 +88,7 @@ func (r *Reconciler) reconcileBootstrap(ctx context.Context, s *scope) (ctrl.Res
 			joined++
 		}
 	}
-	want := int(ptr.Deref(cp.Spec.Replicas, 3))
+	want := cp.DesiredReplicas()
 	complete, err := w.BootstrapComplete(ctx)
 	if err != nil || !complete || joined < want {
 		msg := fmt.Sprintf("%d of %d masters joined the cluster", joined, want)
@@ -150,7 +151,7 @@ func (r *Reconciler) reconcileInitialized(ctx context.Context, s *scope) (ctrl.R
 
 // scaleUp creates masters until spec.replicas exist (not counting those being deleted).
 func (r *Reconciler) scaleUp(ctx context.Context, s *scope) error {
-	want := int(ptr.Deref(s.cp.Spec.Replicas, 3))
+	want := s.cp.DesiredReplicas()
 	used := map[string]bool{}
 	have := 0
 	for _, m := range s.masters() {
@@ -178,7 +179,7 @@ func (r *Reconciler) scaleUp(ctx context.Context, s *scope) error {
 // scaleDown deletes one master at a time while more than spec.replicas
 // exist: first one without a Node, else the newest. Cluster API drains it.
 func (r *Reconciler) scaleDown(ctx context.Context, s *scope) error {
-	want := int(ptr.Deref(s.cp.Spec.Replicas, 3))
+	want := s.cp.DesiredReplicas()
 	var live []*clusterv1.Machine
 	for _, m := range s.masters() {
 		if !m.DeletionTimestamp.IsZero() {
@@ -208,9 +209,7 @@ func (r *Reconciler) scaleDown(ctx context.Context, s *scope) error {
 func (r *Reconciler) createMachine(ctx context.Context, s *scope, name, role string) (*clusterv1.Machine, error) {
 	cp, cluster := s.cp, s.cluster
 	labels := map[string]string{clusterv1.ClusterNameLabel: cluster.Name}
-	for k, v := range cp.Spec.MachineTemplate.ObjectMeta.Labels {
-		labels[k] = v
-	}
+	maps.Copy(labels, cp.Spec.MachineTemplate.ObjectMeta.Labels)
 	// The bootstrap Machine runs the temporary control plane: it is a
 	// control-plane Machine to Cluster API (which otherwise would wait for
 	// it, as for a worker, before deleting the control plane), told apart

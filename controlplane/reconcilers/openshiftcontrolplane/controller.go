@@ -159,10 +159,7 @@ func (s *scope) masters() []*clusterv1.Machine {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
 	cp := &controlplanev1.OpenShiftControlPlane{}
 	if err := r.Client.Get(ctx, req.NamespacedName, cp); err != nil {
-		if apierrors.IsNotFound(err) {
-			return ctrl.Result{}, nil
-		}
-		return ctrl.Result{}, err
+		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if changed, err := finalizers.EnsureFinalizer(ctx, r.Client, cp, controlplanev1.OpenShiftControlPlaneFinalizer); changed || err != nil {
 		return ctrl.Result{}, err

@@ -32,7 +32,7 @@ func (r *Reconciler) updateStatus(s *scope) {
 	}
 	cp.Status.Replicas = ptr.To(replicas)
 	cp.Status.UpToDateReplicas = ptr.To(upToDate)
-	cp.Status.ReadyReplicas = ptr.To(int32(min(readyMasters(ms), len(ms)))) //nolint:gosec // at most the masters listed
+	cp.Status.ReadyReplicas = ptr.To(int32(readyMasters(ms))) //nolint:gosec // at most the masters listed
 	cp.Status.AvailableReplicas = ptr.To(available)
 	// The masters: the bootstrap Machine carries the control-plane label
 	// too (Cluster API must delete it with the control plane), not a replica.

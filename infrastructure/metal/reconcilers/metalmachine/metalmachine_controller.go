@@ -89,10 +89,7 @@ func (r *Reconciler) hostToMetalMachines(ctx context.Context, o client.Object) [
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
 	mm := &infrav1.MetalMachine{}
 	if err := r.Client.Get(ctx, req.NamespacedName, mm); err != nil {
-		if apierrors.IsNotFound(err) {
-			return ctrl.Result{}, nil
-		}
-		return ctrl.Result{}, err
+		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if added, err := finalizers.EnsureFinalizer(ctx, r.Client, mm, infrav1.MetalMachineFinalizer); err != nil || added {
 		return ctrl.Result{}, err
