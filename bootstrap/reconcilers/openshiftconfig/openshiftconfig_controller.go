@@ -120,21 +120,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, nil // the Secret is owned by the config; rendered once, as the contract expects
 	}
 	data, err := r.render(ctx, cfg, machine, cluster)
+	served := 0
+	if err == nil {
+		data, served, err = r.fitUserData(ctx, cfg, cluster, data)
+	}
 	switch {
 	case errors.Is(err, errInvalidSpec):
 		return ctrl.Result{}, nil // a spec change wakes us
 	case errors.Is(err, errWait):
 		// The cluster CA Secret and endpoint are not watched: look again.
 		return ctrl.Result{RequeueAfter: 10 * time.Second}, nil
-	}
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	data, served, err := r.fitUserData(ctx, cfg, cluster, data)
-	if errors.Is(err, errInvalidSpec) {
-		return ctrl.Result{}, nil
-	}
-	if err != nil {
+	case err != nil:
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{}, r.writeSecret(ctx, cfg, cluster, data, served)
@@ -157,16 +153,9 @@ func (r *Reconciler) fitUserData(ctx context.Context, cfg *bootstrapv1.OpenShift
 				"start it with one, or make the manifests or override smaller", cfg.Status.Role, len(data), limit))
 		return nil, 0, errInvalidSpec
 	}
-	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: cfg.Name + servedSuffix, Namespace: cfg.Namespace}}
-	if _, err := controllerutil.CreateOrUpdate(ctx, r.Client, s, func() error {
-		if s.Labels == nil {
-			s.Labels = map[string]string{}
-		}
-		s.Labels[clusterv1.ClusterNameLabel] = cluster.Name
-		s.Labels[ignitionserver.ServedLabel] = "true"
-		s.Data = map[string][]byte{"value": data}
-		return controllerutil.SetControllerReference(cfg, s, r.Client.Scheme())
-	}); err != nil {
+	s, err := r.writeOwnedSecret(ctx, cfg, cluster, cfg.Name+servedSuffix, corev1.SecretTypeOpaque,
+		map[string][]byte{"value": data}, ignitionserver.ServedLabel)
+	if err != nil {
 		return nil, 0, fmt.Errorf("writing the served Ignition Secret: %w", err)
 	}
 	pointer, err := ignition.Remote(ignition.RemoteOptions{
@@ -243,16 +232,9 @@ func (r *Reconciler) render(ctx context.Context, cfg *bootstrapv1.OpenShiftConfi
 }
 
 func (r *Reconciler) writeSecret(ctx context.Context, cfg *bootstrapv1.OpenShiftConfig, cluster *clusterv1.Cluster, data []byte, served int) error {
-	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: cfg.Name, Namespace: cfg.Namespace}}
-	if _, err := controllerutil.CreateOrUpdate(ctx, r.Client, s, func() error {
-		if s.Labels == nil {
-			s.Labels = map[string]string{}
-		}
-		s.Labels[clusterv1.ClusterNameLabel] = cluster.Name
-		s.Type = clusterv1.ClusterSecretType
-		s.Data = map[string][]byte{"value": data, "format": []byte("ignition")}
-		return controllerutil.SetControllerReference(cfg, s, r.Client.Scheme())
-	}); err != nil {
+	s, err := r.writeOwnedSecret(ctx, cfg, cluster, cfg.Name, clusterv1.ClusterSecretType,
+		map[string][]byte{"value": data, "format": []byte("ignition")})
+	if err != nil {
 		return fmt.Errorf("writing the bootstrap data Secret: %w", err)
 	}
 	cfg.Status.DataSecretName = ptr.To(s.Name)
@@ -264,6 +246,26 @@ func (r *Reconciler) writeSecret(ctx context.Context, cfg *bootstrapv1.OpenShift
 	}
 	setCondition(cfg, metav1.ConditionTrue, bootstrapv1.DataSecretCreatedReason, msg)
 	return nil
+}
+
+// writeOwnedSecret creates or updates a Secret of the cluster controlled by
+// cfg, with the given extra labels set to "true".
+func (r *Reconciler) writeOwnedSecret(ctx context.Context, cfg *bootstrapv1.OpenShiftConfig, cluster *clusterv1.Cluster,
+	name string, typ corev1.SecretType, data map[string][]byte, labels ...string) (*corev1.Secret, error) {
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: cfg.Namespace}}
+	_, err := controllerutil.CreateOrUpdate(ctx, r.Client, s, func() error {
+		if s.Labels == nil {
+			s.Labels = map[string]string{}
+		}
+		s.Labels[clusterv1.ClusterNameLabel] = cluster.Name
+		for _, l := range labels {
+			s.Labels[l] = "true"
+		}
+		s.Type = typ
+		s.Data = data
+		return controllerutil.SetControllerReference(cfg, s, r.Client.Scheme())
+	})
+	return s, err
 }
 
 func setCondition(cfg *bootstrapv1.OpenShiftConfig, status metav1.ConditionStatus, reason, msg string) {
