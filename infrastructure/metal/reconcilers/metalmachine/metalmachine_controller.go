@@ -7,9 +7,9 @@ import (
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
@@ -201,7 +201,7 @@ func (r *Reconciler) claim(ctx context.Context, mm *infrav1.MetalMachine) (*meta
 			recordClaim(mm, h)
 			return h, nil
 		}
-		if available(h, sel) {
+		if available(h) {
 			candidates = append(candidates, h)
 		}
 	}
@@ -224,11 +224,12 @@ func (r *Reconciler) claim(ctx context.Context, mm *infrav1.MetalMachine) (*meta
 	return nil, nil
 }
 
-func available(h *metal3v1.BareMetalHost, sel labels.Selector) bool {
+// available: free and ready to provision (the list is already filtered by
+// the hostSelector).
+func available(h *metal3v1.BareMetalHost) bool {
 	return h.Spec.ConsumerRef == nil && h.DeletionTimestamp.IsZero() &&
 		h.Status.Provisioning.State == metal3v1.StateAvailable &&
-		h.Status.OperationalStatus == metal3v1.OperationalStatusOK &&
-		sel.Matches(labels.Set(h.Labels))
+		h.Status.OperationalStatus == metal3v1.OperationalStatusOK
 }
 
 func recordClaim(mm *infrav1.MetalMachine, h *metal3v1.BareMetalHost) {
@@ -250,7 +251,7 @@ func (r *Reconciler) ensureHostSpec(ctx context.Context, mm *infrav1.MetalMachin
 	if mm.Spec.Image.Format != "" {
 		want.DiskFormat = ptr.To(mm.Spec.Image.Format)
 	}
-	if host.Spec.Online && host.Spec.Image != nil && *host.Spec.Image == *want && host.Spec.UserData != nil && host.Spec.UserData.Name == udName &&
+	if host.Spec.Online && equality.Semantic.DeepEqual(host.Spec.Image, want) && host.Spec.UserData != nil && host.Spec.UserData.Name == udName &&
 		host.Spec.MetaData != nil && host.Spec.MetaData.Name == udName {
 		return nil
 	}
