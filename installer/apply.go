@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -82,13 +81,9 @@ func readObjects(dir string) ([]*unstructured.Unstructured, error) {
 	sort.Strings(files)
 	var out []*unstructured.Unstructured
 	for _, f := range files {
-		data, err := os.ReadFile(f)
+		objs, err := manifest.DecodeFile(f)
 		if err != nil {
 			return nil, err
-		}
-		objs, err := manifest.Decode(data)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", f, err)
 		}
 		out = append(out, objs...)
 	}

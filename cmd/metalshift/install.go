@@ -346,13 +346,9 @@ func (o *installConfigOptions) run(out io.Writer) error {
 
 // hostsFromManifests turns BareMetalHosts and their Secrets into install-config hosts.
 func hostsFromManifests(path string) ([]installconfig.Host, error) {
-	data, err := os.ReadFile(path)
+	objs, err := manifest.DecodeFile(path)
 	if err != nil {
 		return nil, err
-	}
-	objs, err := manifest.Decode(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	secrets := map[string]map[string]string{}
 	var bmhs []metal3v1.BareMetalHost

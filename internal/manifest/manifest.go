@@ -5,7 +5,9 @@ package manifest
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -30,6 +32,19 @@ func Decode(data []byte) ([]*unstructured.Unstructured, error) {
 			out = append(out, u)
 		}
 	}
+}
+
+// DecodeFile returns the objects of a YAML or JSON file; errors name it.
+func DecodeFile(path string) ([]*unstructured.Unstructured, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	objs, err := Decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return objs, nil
 }
 
 // Marshal renders a typed object as YAML without the empty status and
