@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -61,7 +60,7 @@ type Cluster struct {
 	client    client.Client
 	cancel    context.CancelFunc
 
-	mu   sync.Mutex
+	// refs counts the machines running it; guarded by the world's mutex.
 	refs int
 }
 
@@ -72,31 +71,21 @@ func (c *Cluster) Name() string { return c.name }
 func (c *Cluster) Client() client.Client { return c.client }
 
 // acquire returns the running cluster at the VIP of f, starting it if it
-// is not running; release must follow.
+// is not running; release must follow. Starts are serialized, so two
+// bootstrap nodes of one cluster never start it twice.
 func (w *World) acquire(ctx context.Context, f bootstrapFiles) (*Cluster, error) {
+	w.startMu.Lock()
+	defer w.startMu.Unlock()
 	vip := f.installConfig.APIVIP()
-	w.mu.Lock()
-	if c := w.clusters[vip]; c != nil {
-		c.mu.Lock()
-		c.refs++
-		c.mu.Unlock()
-		w.mu.Unlock()
+	if c := w.join(vip); c != nil {
 		return c, nil
 	}
-	w.mu.Unlock()
 	c, err := w.start(ctx, f)
 	if err != nil {
 		return nil, err
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if other := w.clusters[vip]; other != nil { // two bootstrap nodes raced
-		c.stop()
-		other.mu.Lock()
-		other.refs++
-		other.mu.Unlock()
-		return other, nil
-	}
 	c.refs = 1
 	w.clusters[vip] = c
 	return c, nil
@@ -108,9 +97,7 @@ func (w *World) join(vip string) *Cluster {
 	defer w.mu.Unlock()
 	c := w.clusters[vip]
 	if c != nil {
-		c.mu.Lock()
 		c.refs++
-		c.mu.Unlock()
 	}
 	return c
 }
@@ -118,10 +105,8 @@ func (w *World) join(vip string) *Cluster {
 // release drops a reference; the last one stops the cluster.
 func (w *World) release(c *Cluster) {
 	w.mu.Lock()
-	c.mu.Lock()
 	c.refs--
 	last := c.refs == 0
-	c.mu.Unlock()
 	if last && w.clusters[c.vip] == c {
 		delete(w.clusters, c.vip)
 	}

@@ -33,6 +33,9 @@ type World struct {
 	dir  string
 	tmp  bool
 
+	// startMu serializes cluster starts (acquire).
+	startMu sync.Mutex
+
 	mu       sync.Mutex
 	dns      map[string]string // host name → IP
 	etcd     *localcp.Child
