@@ -9,13 +9,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
-	"net/url"
 	"os"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
+
+	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 )
 
 // InstallConfig is an install-config.yaml.
@@ -281,19 +281,17 @@ func (ic *InstallConfig) validatePlatform() field.ErrorList {
 		default:
 			errs = append(errs, field.NotSupported(hp.Child("role"), h.Role, []string{RoleMaster, RoleWorker, ""}))
 		}
-		if _, err := net.ParseMAC(h.BootMACAddress); err != nil {
-			errs = append(errs, field.Invalid(hp.Child("bootMACAddress"), h.BootMACAddress, "must be a MAC address"))
+		if macErrs := metal3v1.ValidateMACAddressField(h.BootMACAddress, hp.Child("bootMACAddress")); len(macErrs) > 0 {
+			errs = append(errs, macErrs...)
 		} else {
-			mac := strings.ToLower(h.BootMACAddress)
+			hw, _ := net.ParseMAC(h.BootMACAddress)
+			mac := hw.String() // one spelling per address, for duplicates
 			if j, dup := macs[mac]; dup {
 				errs = append(errs, field.Duplicate(hp.Child("bootMACAddress"), fmt.Sprintf("%s (also hosts[%d])", h.BootMACAddress, j)))
 			}
 			macs[mac] = i
 		}
-		if u, err := url.Parse(h.BMC.Address); err != nil || u.Scheme == "" || u.Host == "" {
-			errs = append(errs, field.Invalid(hp.Child("bmc", "address"), h.BMC.Address,
-				"must be a BMC URL such as redfish-virtualmedia://10.0.0.1/redfish/v1/Systems/1 or ipmi://10.0.0.1"))
-		}
+		errs = append(errs, metal3v1.ValidateBMCAddressField(h.BMC.Address, hp.Child("bmc", "address"))...)
 		if h.BMC.Username == "" {
 			errs = append(errs, field.Required(hp.Child("bmc", "username"), ""))
 		}

@@ -1,0 +1,136 @@
+package v1alpha1
+
+import (
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+func TestParseBMCAddress(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      string
+		want    BMCAddress
+		wantErr string
+	}{
+		{name: "redfish", in: "redfish://10.0.0.5/redfish/v1/Systems/1",
+			want: BMCAddress{Driver: BMCDriverRedfish, Endpoint: "https://10.0.0.5", SystemPath: "/redfish/v1/Systems/1"}},
+		{name: "redfish over http", in: "redfish+http://127.0.0.1:8000/redfish/v1/Systems/a",
+			want: BMCAddress{Driver: BMCDriverRedfish, Endpoint: "http://127.0.0.1:8000", SystemPath: "/redfish/v1/Systems/a"}},
+		{name: "redfish service root only", in: "redfish+https://bmc.example.com/redfish/v1/",
+			want: BMCAddress{Driver: BMCDriverRedfish, Endpoint: "https://bmc.example.com"}},
+		{name: "virtual media", in: "redfish-virtualmedia://10.0.0.5:8443/redfish/v1/Systems/1/",
+			want: BMCAddress{Driver: BMCDriverRedfish, Endpoint: "https://10.0.0.5:8443", SystemPath: "/redfish/v1/Systems/1", VirtualMedia: true}},
+		{name: "idrac virtual media over http, IPv6", in: "idrac-virtualmedia+http://[::1]:8000/redfish/v1/Systems/System.Embedded.1",
+			want: BMCAddress{Driver: BMCDriverRedfish, Endpoint: "http://[::1]:8000", SystemPath: "/redfish/v1/Systems/System.Embedded.1", VirtualMedia: true}},
+		{name: "ilo5 virtual media", in: "ilo5-virtualmedia://ilo/redfish/v1/Systems/1",
+			want: BMCAddress{Driver: BMCDriverRedfish, Endpoint: "https://ilo", SystemPath: "/redfish/v1/Systems/1", VirtualMedia: true}},
+		{name: "scheme case", in: "REDFISH://h/redfish/v1/Systems/1",
+			want: BMCAddress{Driver: BMCDriverRedfish, Endpoint: "https://h", SystemPath: "/redfish/v1/Systems/1"}},
+		{name: "ipmi default port", in: "ipmi://10.0.0.6", want: BMCAddress{Driver: BMCDriverIPMI, Endpoint: "10.0.0.6:623"}},
+		{name: "ipmi port", in: "ipmi://10.0.0.6:6230", want: BMCAddress{Driver: BMCDriverIPMI, Endpoint: "10.0.0.6:6230"}},
+		{name: "ipmi IPv6", in: "ipmi://[fd00::6]", want: BMCAddress{Driver: BMCDriverIPMI, Endpoint: "[fd00::6]:623"}},
+		{name: "no scheme", in: "10.0.0.6", wantErr: "is not a URL"},
+		{name: "empty", in: "", wantErr: "is not a URL"},
+		{name: "no host", in: "redfish:///redfish/v1/Systems/1", wantErr: "is not a URL"},
+		{name: "bad port", in: "ipmi://h:port", wantErr: "is not a URL"},
+		{name: "ftp", in: "ftp://x", wantErr: `unsupported scheme "ftp"; supported schemes are idrac-virtualmedia, ilo5-virtualmedia, ipmi, redfish, redfish-virtualmedia`},
+		{name: "libvirt", in: "libvirt://10.0.0.6", wantErr: "unsupported scheme"},
+		{name: "ipmi with a transport", in: "ipmi+http://h", wantErr: "ipmi takes no transport"},
+		{name: "ftp transport", in: "redfish+ftp://10.0.0.6", wantErr: `unsupported transport "ftp"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			got, err := ParseBMCAddress(tt.in)
+			if tt.wantErr != "" {
+				g.Expect(err).To(MatchError(ContainSubstring(tt.wantErr)))
+				var e *BMCAddressError
+				g.Expect(err).To(BeAssignableToTypeOf(e))
+				return
+			}
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(got).To(Equal(tt.want))
+		})
+	}
+}
+
+func TestValidateBMCAddressField(t *testing.T) {
+	path := field.NewPath("platform", "baremetal", "hosts").Index(2).Child("bmc", "address")
+	tests := []struct {
+		name       string
+		in         string
+		wantDetail string
+		wantValue  string
+	}{
+		{name: "valid", in: "redfish-virtualmedia://10.0.0.1/redfish/v1/Systems/1"},
+		{name: "valid ipmi", in: "ipmi://10.0.0.1"},
+		{name: "scheme", in: "ftp://x", wantDetail: `unsupported scheme "ftp"`, wantValue: "ftp://x"},
+		{name: "password in the address", in: "redfish://admin:canary-bmc-password-1@10.0.0.1/redfish/v1/Systems/1",
+			wantDetail: "must not carry a username or password", wantValue: "redfish://admin:xxxxx@10.0.0.1/redfish/v1/Systems/1"},
+		{name: "password in an address that does not parse", in: "ipmi://admin:canary-bmc-password-1@h:port/x",
+			wantDetail: "is not a URL", wantValue: "ipmi://redacted@h:port/x"},
+		{name: "password with a bad scheme", in: "ftp://admin:canary-bmc-password-1@h",
+			wantDetail: "unsupported scheme", wantValue: "ftp://admin:xxxxx@h"},
+		{name: "no scheme: user:password@host reads as an opaque URL", in: "admin:canary-bmc-password-1@10.0.0.1",
+			wantDetail: "is not a URL", wantValue: "redacted@10.0.0.1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			errs := ValidateBMCAddressField(tt.in, path)
+			if tt.wantDetail == "" {
+				g.Expect(errs).To(BeEmpty())
+				g.Expect(ValidateBMCAddress(tt.in)).To(Succeed())
+				return
+			}
+			g.Expect(errs).To(HaveLen(1))
+			g.Expect(errs[0].Field).To(Equal("platform.baremetal.hosts[2].bmc.address"))
+			g.Expect(errs[0].Detail).To(ContainSubstring(tt.wantDetail))
+			g.Expect(errs[0].BadValue).To(Equal(tt.wantValue))
+			g.Expect(errs.ToAggregate().Error()).NotTo(ContainSubstring("canary"), "no password in the message")
+			g.Expect(ValidateBMCAddress(tt.in)).To(HaveOccurred())
+		})
+	}
+}
+
+func TestBMCSchemesParse(t *testing.T) {
+	g := NewWithT(t)
+	schemes := BMCSchemes()
+	g.Expect(schemes).To(ContainElements("ipmi", "redfish", "redfish+http", "redfish+https", "redfish-virtualmedia",
+		"idrac-virtualmedia+https", "ilo5-virtualmedia"))
+	g.Expect(schemes).NotTo(ContainElement("ipmi+http"))
+	for _, s := range schemes {
+		_, err := ParseBMCAddress(s + "://h/redfish/v1/Systems/1")
+		g.Expect(err).NotTo(HaveOccurred(), s)
+	}
+}
+
+func FuzzParseBMCAddress(f *testing.F) {
+	for _, s := range []string{"redfish://h/redfish/v1/Systems/1", "ipmi://h:1", "idrac-virtualmedia+http://[::1]:1/x",
+		"redfish://u:p@h", "ipmi://u:p@h:x/y", "%%", "", "@", "admin:pw@10.0.0.1", "redfish://h#x@y"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		a, err := ParseBMCAddress(s)
+		if err == nil && (a.Driver == "" || a.Endpoint == "") {
+			t.Fatalf("%q parsed without a driver or endpoint: %+v", s, a)
+		}
+		// A password in the address never reaches a message.
+		const pw = "Zq7pw"
+		if strings.Contains(s, pw) {
+			return
+		}
+		withCreds := "u:" + pw + "@" + s
+		if scheme, rest, ok := strings.Cut(s, "://"); ok {
+			withCreds = scheme + "://u:" + pw + "@" + rest
+		}
+		for _, e := range ValidateBMCAddressField(withCreds, field.NewPath("a")) {
+			if strings.Contains(e.Error(), pw) {
+				t.Fatalf("%q: the password is in %q", withCreds, e.Error())
+			}
+		}
+	})
+}
