@@ -35,7 +35,9 @@ func TestValidateHosts(t *testing.T) {
 	}{
 		{name: "valid", edit: func(*Host) {}},
 		{name: "ipmi", edit: func(h *Host) { h.BMC.Address = "ipmi://10.0.0.9:6230" }},
-		{name: "idrac virtual media over http", edit: func(h *Host) { h.BMC.Address = "idrac-virtualmedia+http://10.0.0.9/redfish/v1/Systems/System.Embedded.1" }},
+		{name: "idrac virtual media over http", edit: func(h *Host) {
+			h.BMC.Address = "idrac-virtualmedia+http://10.0.0.9/redfish/v1/Systems/System.Embedded.1"
+		}},
 		{name: "MAC with dashes", edit: func(h *Host) { h.BootMACAddress = "52-54-00-00-00-09" }},
 		{name: "ftp", edit: func(h *Host) { h.BMC.Address = "ftp://x" },
 			wantField: "platform.baremetal.hosts[2].bmc.address", wantDetail: `unsupported scheme "ftp"; supported schemes are idrac-virtualmedia, ilo5-virtualmedia, ipmi, redfish, redfish-virtualmedia`},

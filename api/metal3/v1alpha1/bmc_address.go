@@ -143,7 +143,7 @@ func ValidateBMCAddress(address string) error {
 		return err
 	}
 	if u, _ := url.Parse(address); u.User != nil {
-		return &BMCAddressError{Address: u.Redacted(), Reason: "must not carry a username or password; " +
+		return &BMCAddressError{Address: redactBMCAddress(address), Reason: "must not carry a username or password; " +
 			"they belong in the credentials Secret (bmc.credentialsName of a BareMetalHost, bmc.username and bmc.password of an install-config host)"}
 	}
 	return nil
@@ -163,26 +163,35 @@ func ValidateBMCAddressField(address string, path *field.Path) field.ErrorList {
 	return nil
 }
 
-// redactBMCAddress replaces what may be a password in an address, even
-// one that does not parse as a URL with a host (then everything before the
-// last "@" of what would be its authority goes).
+// BMCAddressWithoutUserinfo is address without a username or password:
+// what a URL parser reads as userinfo (everything up to the last "@" of the
+// authority, which starts after the first "://" and ends at the first "/",
+// "?" or "#") is dropped, even when the address does not parse.
+func BMCAddressWithoutUserinfo(address string) string {
+	return replaceUserinfo(address, "")
+}
+
+// redactBMCAddress marks where the userinfo was, for messages.
 func redactBMCAddress(address string) string {
-	if u, err := url.Parse(address); err == nil && u.Opaque == "" {
-		return u.Redacted()
+	return replaceUserinfo(address, "redacted@")
+}
+
+func replaceUserinfo(address, with string) string {
+	start := 0
+	if i := strings.Index(address, "://"); i >= 0 {
+		start = i + len("://")
+	} else if strings.HasPrefix(address, "//") {
+		start = len("//")
 	}
-	prefix, rest := "", address
-	if scheme, r, ok := strings.Cut(address, "://"); ok {
-		prefix, rest = scheme+"://", r
+	end := len(address)
+	if i := strings.IndexAny(address[start:], "/?#"); i >= 0 {
+		end = start + i
 	}
-	authority, path, hasPath := strings.Cut(rest, "/")
-	if i := strings.LastIndex(authority, "@"); i >= 0 {
-		authority = "redacted@" + authority[i+1:]
+	at := strings.LastIndex(address[start:end], "@")
+	if at < 0 {
+		return address
 	}
-	out := prefix + authority
-	if hasPath {
-		out += "/" + path
-	}
-	return out
+	return address[:start] + with + address[start+at+1:]
 }
 
 // ValidateMACAddressField accepts a boot MAC address: an EUI-48 address in

@@ -69,11 +69,11 @@ func TestValidateBMCAddressField(t *testing.T) {
 		{name: "valid ipmi", in: "ipmi://10.0.0.1"},
 		{name: "scheme", in: "ftp://x", wantDetail: `unsupported scheme "ftp"`, wantValue: "ftp://x"},
 		{name: "password in the address", in: "redfish://admin:canary-bmc-password-1@10.0.0.1/redfish/v1/Systems/1",
-			wantDetail: "must not carry a username or password", wantValue: "redfish://admin:xxxxx@10.0.0.1/redfish/v1/Systems/1"},
+			wantDetail: "must not carry a username or password", wantValue: "redfish://redacted@10.0.0.1/redfish/v1/Systems/1"},
 		{name: "password in an address that does not parse", in: "ipmi://admin:canary-bmc-password-1@h:port/x",
 			wantDetail: "is not a URL", wantValue: "ipmi://redacted@h:port/x"},
 		{name: "password with a bad scheme", in: "ftp://admin:canary-bmc-password-1@h",
-			wantDetail: "unsupported scheme", wantValue: "ftp://admin:xxxxx@h"},
+			wantDetail: "unsupported scheme", wantValue: "ftp://redacted@h"},
 		{name: "no scheme: user:password@host reads as an opaque URL", in: "admin:canary-bmc-password-1@10.0.0.1",
 			wantDetail: "is not a URL", wantValue: "redacted@10.0.0.1"},
 	}
@@ -96,6 +96,21 @@ func TestValidateBMCAddressField(t *testing.T) {
 	}
 }
 
+func TestRedactBMCAddress(t *testing.T) {
+	for in, want := range map[string]string{
+		"redfish://10.0.0.1/redfish/v1/Systems/1":    "redfish://10.0.0.1/redfish/v1/Systems/1",
+		"redfish://u:pw@10.0.0.1/redfish/v1/Systems": "redfish://redacted@10.0.0.1/redfish/v1/Systems",
+		"ipmi://u:p@w@h:623":                         "ipmi://redacted@h:623",
+		"ipmi://h/path@not-userinfo":                 "ipmi://h/path@not-userinfo",
+		"ipmi://u:pw@h?q@x":                          "ipmi://redacted@h?q@x",
+		"//u:pw@h":                                   "//redacted@h",
+		"u:pw@h/x":                                   "redacted@h/x",
+		"0000#://u:pw@0":                             "0000#://redacted@0",
+	} {
+		NewWithT(t).Expect(redactBMCAddress(in)).To(Equal(want), in)
+	}
+}
+
 func TestBMCSchemesParse(t *testing.T) {
 	g := NewWithT(t)
 	schemes := BMCSchemes()
@@ -110,7 +125,7 @@ func TestBMCSchemesParse(t *testing.T) {
 
 func FuzzParseBMCAddress(f *testing.F) {
 	for _, s := range []string{"redfish://h/redfish/v1/Systems/1", "ipmi://h:1", "idrac-virtualmedia+http://[::1]:1/x",
-		"redfish://u:p@h", "ipmi://u:p@h:x/y", "%%", "", "@", "admin:pw@10.0.0.1", "redfish://h#x@y"} {
+		"redfish://u:p@h", "ipmi://u:p@h:x/y", "%%", "", "@", "admin:pw@10.0.0.1", "redfish://h#x@y", "0000#://x@0", "//h#://x"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
