@@ -178,7 +178,7 @@ func HubObjects(ic *installconfig.InstallConfig, raw []byte, ca certs.KeyPair, k
 		host := &metal3v1.BareMetalHost{TypeMeta: tm(metal3v1.GroupVersion.String(), "BareMetalHost"), ObjectMeta: meta(h.Name),
 			Spec: metal3v1.BareMetalHostSpec{
 				BMC:            metal3v1.BMCDetails{Address: h.BMC.Address, CredentialsName: secret.Name, DisableCertificateVerification: h.BMC.DisableCertificateVerification},
-				BootMACAddress: h.BootMACAddress, BootMode: bootMode,
+				BootMACAddress: bootMAC(h.BootMACAddress), BootMode: bootMode,
 			}}
 		if h.Role != "" {
 			host.Labels[RoleLabel] = h.Role
@@ -246,14 +246,28 @@ func HubObjects(ic *installconfig.InstallConfig, raw []byte, ca certs.KeyPair, k
 	return objs
 }
 
+// bootMAC spells a validated MAC address as a BareMetalHost wants it
+// (colon-separated, whatever form the install-config used).
+func bootMAC(mac string) string {
+	if hw, err := net.ParseMAC(mac); err == nil {
+		return hw.String()
+	}
+	return mac
+}
+
 // writeDefaultManifests writes the manifests every cluster gets unless the
 // directories exist already (then the user's edits are kept).
 func writeDefaultManifests(dir string, ic *installconfig.InstallConfig, raw []byte) error {
+	// The installed cluster's copy holds neither the pull secret nor BMC credentials.
+	sanitized, err := installconfig.Sanitize(raw)
+	if err != nil {
+		return err
+	}
 	defaults := map[string]map[string]any{
 		ManifestsDir: {"cluster-config.yaml": map[string]any{
 			"apiVersion": "v1", "kind": "ConfigMap",
 			"metadata": map[string]any{"name": "cluster-config-v1", "namespace": "kube-system"},
-			"data":     map[string]any{"install-config": redactPullSecret(raw)},
+			"data":     map[string]any{"install-config": string(sanitized)},
 		}},
 		OpenShiftDir: {"99_metalshift-installer.yaml": map[string]any{
 			"apiVersion": "v1", "kind": "ConfigMap",
@@ -280,13 +294,6 @@ func writeDefaultManifests(dir string, ic *installconfig.InstallConfig, raw []by
 		}
 	}
 	return nil
-}
-
-var pullSecretLine = regexp.MustCompile(`(?m)^pullSecret:.*$`)
-
-// redactPullSecret keeps the pull secret out of a ConfigMap.
-func redactPullSecret(raw []byte) string {
-	return pullSecretLine.ReplaceAllString(string(raw), `pullSecret: ""`)
 }
 
 // WrapManifests wraps every file of <dir>/manifests and <dir>/openshift in a

@@ -8,6 +8,8 @@ import (
 
 	"github.com/coreos/ignition/v2/config/v3_4/types"
 	"k8s.io/utils/ptr"
+
+	"github.com/metalshift/metalshift/installer/installconfig"
 )
 
 // Where the bootstrap node's config puts what the bootstrap service reads.
@@ -21,6 +23,9 @@ const (
 	ManifestsDir          = BootstrapDir + "/manifests"
 	OpenShiftManifestsDir = BootstrapDir + "/openshift"
 	BootstrapServiceName  = "bootkube.service"
+	// PullSecretPath is where the bootstrap node's container tools find
+	// the pull secret, as on an openshift-install bootstrap node.
+	PullSecretPath = "/root/.docker/config.json"
 )
 
 // Manifest is one user manifest for the bootstrap node.
@@ -35,8 +40,13 @@ type Manifest struct {
 
 // BootstrapOptions describe the bootstrap node's config.
 type BootstrapOptions struct {
-	// InstallConfig is install-config.yaml.
+	// InstallConfig is install-config.yaml as installconfig.Sanitize
+	// returns it: without the pull secret and BMC credentials. A copy that
+	// holds either is refused.
 	InstallConfig []byte
+	// PullSecret is the pull secret the bootstrap node pulls the release
+	// with, written to PullSecretPath (0600); empty writes no file.
+	PullSecret []byte
 	// Manifests are the user's manifests and openshift manifests.
 	Manifests []Manifest
 	// RootCACert and RootCAKey are the cluster's root CA (PEM), from the install state.
@@ -76,6 +86,9 @@ func Bootstrap(o BootstrapOptions) ([]byte, error) {
 	case len(o.AdminKubeconfig) == 0:
 		return nil, errors.New("the admin kubeconfig is empty")
 	}
+	if leaks, err := installconfig.HasSecrets(o.InstallConfig); err != nil || leaks {
+		return nil, errors.New("the install-config copy for the bootstrap node must come from installconfig.Sanitize (no pull secret, no BMC credentials)")
+	}
 	cfg := types.Config{Ignition: types.Ignition{Version: Version}}
 	files := []types.File{
 		file(InstallConfigPath, o.InstallConfig, 0o600),
@@ -83,6 +96,9 @@ func Bootstrap(o BootstrapOptions) ([]byte, error) {
 		file(RootCAKeyPath, o.RootCAKey, 0o600),
 		file(AdminKubeconfigPath, o.AdminKubeconfig, 0o600),
 		file(ReleaseVersionPath, []byte(o.ReleaseVersion), 0o644),
+	}
+	if len(o.PullSecret) > 0 {
+		files = append(files, file(PullSecretPath, o.PullSecret, 0o600))
 	}
 	ms := append([]Manifest(nil), o.Manifests...)
 	sort.Slice(ms, func(i, j int) bool {

@@ -77,8 +77,16 @@ func (r *Reconciler) bootstrapData(ctx context.Context, cfg *bootstrapv1.OpenShi
 		setCondition(cfg, metav1.ConditionFalse, bootstrapv1.InvalidManifestsReason, err.Error())
 		return nil, errInvalidSpec
 	}
+	// The bootstrap node gets the pull secret as a file of its own, and an
+	// install-config without it and without BMC credentials.
+	sanitized, err := installconfig.Sanitize(in.installConfig)
+	if err != nil {
+		setCondition(cfg, metav1.ConditionFalse, bootstrapv1.InvalidInstallConfigReason, err.Error())
+		return nil, errInvalidSpec
+	}
 	data, err := ignition.Bootstrap(ignition.BootstrapOptions{
-		InstallConfig:   in.installConfig,
+		InstallConfig:   sanitized,
+		PullSecret:      []byte(in.ic.PullSecret),
 		Manifests:       manifests,
 		RootCACert:      state.Data[controlplanev1.InstallStateCACertKey],
 		RootCAKey:       state.Data[controlplanev1.InstallStateCAKeyKey],
