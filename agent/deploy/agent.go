@@ -3,6 +3,8 @@ package deploy
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -57,7 +59,7 @@ func Run(ctx context.Context, opts Options) error {
 	if opts.Logf == nil {
 		opts.Logf = func(string, ...any) {}
 	}
-	a := &agent{opts: opts}
+	a := &agent{opts: opts, session: newSession()}
 	for {
 		a.step(ctx)
 		select {
@@ -70,6 +72,8 @@ func Run(ctx context.Context, opts Options) error {
 
 type agent struct {
 	opts Options
+	// session identifies this boot of the agent in its reports.
+	session string
 	// last is the final report of the last request handled; it is
 	// repeated while the engine still asks for that request.
 	last *deployapi.StatusReport
@@ -85,20 +89,26 @@ func (a *agent) step(ctx context.Context) {
 		return
 	}
 	if a.last != nil && a.last.Generation == ins.Generation {
-		a.report(ctx, *a.last)
+		_ = a.report(ctx, *a.last)
 		return
 	}
-	a.report(ctx, deployapi.StatusReport{Action: ins.Action, Generation: ins.Generation, Phase: deployapi.PhaseRunning})
+	// Claim the request before touching a disk: the engine records the
+	// claim for this session, and refuses it when another boot of the agent
+	// claimed the request already. Without an accepted claim nothing is
+	// written; the next poll tries again.
+	if err := a.report(ctx, deployapi.StatusReport{Action: ins.Action, Generation: ins.Generation, Phase: deployapi.PhaseRunning, Session: a.session}); err != nil {
+		return
+	}
 	rep := a.run(ctx, ins)
 	if ctx.Err() != nil {
 		return
 	}
 	a.last = &rep
-	a.report(ctx, rep)
+	_ = a.report(ctx, rep)
 }
 
 func (a *agent) run(ctx context.Context, ins *deployapi.Instructions) deployapi.StatusReport {
-	rep := deployapi.StatusReport{Action: ins.Action, Generation: ins.Generation, Phase: deployapi.PhaseDone}
+	rep := deployapi.StatusReport{Action: ins.Action, Generation: ins.Generation, Phase: deployapi.PhaseDone, Session: a.session}
 	var err error
 	switch ins.Action {
 	case deployapi.ActionDeploy:
@@ -130,14 +140,22 @@ func (a *agent) instructions(ctx context.Context) (*deployapi.Instructions, erro
 	return ins, nil
 }
 
-func (a *agent) report(ctx context.Context, rep deployapi.StatusReport) {
+func (a *agent) report(ctx context.Context, rep deployapi.StatusReport) error {
 	data, _ := json.Marshal(rep)
 	resp, err := a.call(ctx, http.MethodPost, deployapi.StatusPath, data)
 	if err != nil {
 		a.opts.Logf("Reporting %s %s: %v", rep.Action, rep.Phase, err)
-		return
+		return err
 	}
 	resp.Body.Close()
+	return nil
+}
+
+// newSession returns a random identifier of this boot of the agent.
+func newSession() string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 func (a *agent) call(ctx context.Context, method, pathFmt string, body []byte) (*http.Response, error) {

@@ -9,14 +9,14 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	"github.com/metalshift/metalshift/baremetal/pkg/deployapi"
@@ -36,26 +36,23 @@ const (
 	PXEPath = "/boot/by-mac/"
 )
 
-// Server serves hosts. Create it with New.
+// Server serves hosts. Create it with New. It keeps no state of its own:
+// what a host must do is its BareMetalHost's status.deployAgent.request,
+// and an agent's report is written to status.deployAgent.report, so any
+// number of replicas can serve the same hosts.
 type Server struct {
-	client  client.Reader
+	client  client.Client
 	key     []byte
 	baseURL string
 	clock   clock.PassiveClock
 	ttl     time.Duration
-
-	mu      sync.Mutex
-	reports map[string]deployapi.StatusReport
-
-	// Events wakes the BareMetalHost reconciler when an agent reports.
-	Events chan event.GenericEvent
 }
 
 // Options configure a Server.
 type Options struct {
 	// Client reads BareMetalHosts (a cached client suits: agents poll) and
-	// their Secrets.
-	Client client.Reader
+	// their Secrets, and patches the hosts' status with reports.
+	Client client.Client
 	// Key signs tokens and URLs; keep it across restarts.
 	Key []byte
 	// BaseURL is how hosts reach this server, e.g. http://192.0.2.1:6180.
@@ -80,11 +77,7 @@ func New(opts Options) (*Server, error) {
 	if opts.TTL == 0 {
 		opts.TTL = 24 * time.Hour
 	}
-	return &Server{
-		client: opts.Client, key: opts.Key, baseURL: strings.TrimSuffix(opts.BaseURL, "/"),
-		clock: opts.Clock, ttl: opts.TTL, reports: map[string]deployapi.StatusReport{},
-		Events: make(chan event.GenericEvent, 1024),
-	}, nil
+	return &Server{client: opts.Client, key: opts.Key, baseURL: strings.TrimSuffix(opts.BaseURL, "/"), clock: opts.Clock, ttl: opts.TTL}, nil
 }
 
 // HostID is the deploy ID of host.
@@ -102,41 +95,21 @@ func (s *Server) DeployImage(host *metal3v1.BareMetalHost) provisioner.DeployIma
 	}
 }
 
-// Report returns the last report for the host's current request.
-func (s *Server) Report(host *metal3v1.BareMetalHost) (deployapi.StatusReport, bool) {
-	want := Generation(host)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, ok := s.reports[HostID(host)]
-	if !ok || want == "" || r.Generation != want {
-		return deployapi.StatusReport{}, false
+// Request returns the host's current deploy agent request, or nil.
+func Request(host *metal3v1.BareMetalHost) *metal3v1.DeployAgentRequest {
+	if host.Status.DeployAgent == nil {
+		return nil
 	}
-	return r, true
+	return host.Status.DeployAgent.Request
 }
 
-// Forget drops what the server remembers about host.
-func (s *Server) Forget(host *metal3v1.BareMetalHost) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.reports, HostID(host))
-}
-
-// Generation identifies what the engine wants from the host's agent now;
-// empty when nothing.
-func Generation(host *metal3v1.BareMetalHost) string {
-	switch host.Status.Provisioning.State {
-	case metal3v1.StateProvisioning:
-		img := host.Spec.Image
-		if img == nil {
-			return ""
-		}
-		return deployapi.Fingerprint(string(host.UID), deployapi.ActionDeploy, img.URL, img.Checksum,
-			host.Status.OperationHistory.Provision.Start.UTC().Format(time.RFC3339))
-	case metal3v1.StateDeprovisioning:
-		return deployapi.Fingerprint(string(host.UID), deployapi.ActionClean,
-			host.Status.OperationHistory.Deprovision.Start.UTC().Format(time.RFC3339))
+// Report returns the agent's report for the host's current request, or nil.
+func Report(host *metal3v1.BareMetalHost) *metal3v1.DeployAgentReport {
+	req := Request(host)
+	if req == nil || host.Status.DeployAgent.Report == nil || host.Status.DeployAgent.Report.Generation != req.Generation {
+		return nil
 	}
-	return ""
+	return host.Status.DeployAgent.Report
 }
 
 // Handler serves the images and the agent API.
@@ -246,24 +219,30 @@ func (s *Server) instructions(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) instructionsFor(ctx context.Context, host *metal3v1.BareMetalHost) (*deployapi.Instructions, error) {
-	gen := Generation(host)
+	req := Request(host)
 	switch {
-	case gen == "":
+	case req == nil:
 		return &deployapi.Instructions{Action: deployapi.ActionWait}, nil
-	case host.Status.Provisioning.State == metal3v1.StateDeprovisioning:
-		return &deployapi.Instructions{Action: deployapi.ActionClean, Generation: gen}, nil
+	case req.Action == deployapi.ActionClean:
+		return &deployapi.Instructions{Action: deployapi.ActionClean, Generation: req.Generation}, nil
+	case req.Action != deployapi.ActionDeploy || req.Image == nil:
+		return nil, fmt.Errorf("request %s of host %s has no image", req.Generation, host.Name)
 	}
-	ins := &deployapi.Instructions{Action: deployapi.ActionDeploy, Generation: gen, Image: &deployapi.Image{
-		URL: host.Spec.Image.URL, Checksum: host.Spec.Image.Checksum, ChecksumType: string(host.Spec.Image.ChecksumType),
+	img := req.Image
+	ins := &deployapi.Instructions{Action: deployapi.ActionDeploy, Generation: req.Generation, Image: &deployapi.Image{
+		URL: img.URL, Checksum: img.Checksum, ChecksumType: string(img.ChecksumType),
 	}}
-	if f := host.Spec.Image.DiskFormat; f != nil {
-		ins.Image.Format = *f
+	if img.DiskFormat != nil {
+		ins.Image.Format = *img.DiskFormat
 	}
 	if h := host.Spec.RootDeviceHints; h != nil {
 		ins.RootDeviceHints = &deployapi.RootDeviceHints{
 			DeviceName: h.DeviceName, HCTL: h.HCTL, Model: h.Model, Vendor: h.Vendor, SerialNumber: h.SerialNumber,
 			MinSizeGigabytes: h.MinSizeGigabytes, WWN: h.WWN, Rotational: h.Rotational,
 		}
+	}
+	if errs := metal3v1.ValidateSecretNamespaces(host); len(errs) > 0 {
+		return nil, errs.ToAggregate()
 	}
 	var err error
 	if ins.UserData, err = s.secretData(ctx, host.Namespace, host.Spec.UserData, "userData", "value"); err != nil {
@@ -285,12 +264,12 @@ func (s *Server) instructionsFor(ctx context.Context, host *metal3v1.BareMetalHo
 	return ins, nil
 }
 
+// secretData reads the first of keys from the Secret ref names. A host may
+// only use Secrets of its own namespace (ValidateSecretNamespaces refused
+// any other before this is called), so ref.Namespace is not followed.
 func (s *Server) secretData(ctx context.Context, ns string, ref *corev1.SecretReference, keys ...string) ([]byte, error) {
 	if ref == nil || ref.Name == "" {
 		return nil, nil
-	}
-	if ref.Namespace != "" {
-		ns = ref.Namespace
 	}
 	sec := &corev1.Secret{}
 	if err := s.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, sec); err != nil {
@@ -304,8 +283,12 @@ func (s *Server) secretData(ctx context.Context, ns string, ref *corev1.SecretRe
 	return nil, fmt.Errorf("secret %s/%s has none of the keys %v", ns, ref.Name, keys)
 }
 
+// status records an agent's report in its host's status. The write is
+// guarded by the host's resourceVersion, so two replicas cannot both let
+// two boots of an agent claim one request: a running report from another
+// session than the one that claimed the request is refused with 409.
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {
-	host, id, ok := s.agentHost(w, r)
+	host, _, ok := s.agentHost(w, r)
 	if !ok {
 		return
 	}
@@ -314,15 +297,43 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "invalid report: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	s.mu.Lock()
-	prev, had := s.reports[id]
-	s.reports[id] = rep
-	s.mu.Unlock()
-	if !had || prev.Phase != rep.Phase || prev.Generation != rep.Generation {
-		select {
-		case s.Events <- event.GenericEvent{Object: host}:
-		default: // the reconciler will see the report on its next pass
+	switch rep.Phase {
+	case deployapi.PhaseRunning, deployapi.PhaseDone, deployapi.PhaseFailed:
+	default:
+		http.Error(w, fmt.Sprintf("invalid report: unknown phase %q", rep.Phase), http.StatusBadRequest)
+		return
+	}
+	req := Request(host)
+	if req == nil || req.Generation != rep.Generation {
+		http.Error(w, fmt.Sprintf("request %q is not the host's current request", rep.Generation), http.StatusConflict)
+		return
+	}
+	prev := Report(host)
+	if prev != nil && prev.Session != rep.Session {
+		http.Error(w, fmt.Sprintf("request %s was claimed by another boot of the agent", rep.Generation), http.StatusConflict)
+		return
+	}
+	if prev != nil && prev.Phase == rep.Phase && prev.Message == rep.Message && prev.RootDevice == rep.RootDevice {
+		w.WriteHeader(http.StatusAccepted) // a repeated report: nothing new
+		return
+	}
+	if prev != nil && prev.Phase != deployapi.PhaseRunning {
+		http.Error(w, fmt.Sprintf("request %s already ended %s", rep.Generation, prev.Phase), http.StatusConflict)
+		return
+	}
+	base := host.DeepCopy()
+	host.Status.DeployAgent.Report = &metal3v1.DeployAgentReport{
+		Generation: rep.Generation, Phase: rep.Phase, Message: rep.Message, RootDevice: rep.RootDevice,
+		BytesWritten: rep.BytesWritten, Session: rep.Session, Time: metav1.NewTime(s.clock.Now().Truncate(time.Second)),
+	}
+	if err := s.client.Status().Patch(r.Context(), host, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		if apierrors.IsConflict(err) {
+			// Our copy of the host was stale; the agent reports again.
+			http.Error(w, "the host changed; report again", http.StatusServiceUnavailable)
+			return
 		}
+		http.Error(w, "recording the report failed", http.StatusServiceUnavailable)
+		return
 	}
 	w.WriteHeader(http.StatusAccepted)
 }
@@ -338,7 +349,7 @@ func (s *Server) serveByMAC(w http.ResponseWriter, r *http.Request) {
 	}
 	var matches []*metal3v1.BareMetalHost
 	for i := range hosts.Items {
-		if h := &hosts.Items[i]; strings.EqualFold(h.Spec.BootMACAddress, mac) && Generation(h) != "" {
+		if h := &hosts.Items[i]; strings.EqualFold(h.Spec.BootMACAddress, mac) && Request(h) != nil {
 			matches = append(matches, h)
 		}
 	}

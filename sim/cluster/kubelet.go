@@ -172,18 +172,24 @@ func (w *World) kubelet(ctx context.Context, m Machine, md metadata, pool, versi
 		return nil
 	}
 	// NotReady until the network plugin runs, then Ready: a Node that
-	// changes after it registers, as a real one does.
-	if err := n.report(ctx, corev1.ConditionFalse, "KubeletNotReady",
-		"container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady"); err != nil {
-		return fmt.Errorf("kubelet: %w", err)
+	// changes after it registers, as a real one does. Like a kubelet, it
+	// retries until the API takes the status (conflicts, an API server
+	// restarting) and says so in its log.
+	logf := func(format string, args ...any) { w.opts.Logf("%s: kubelet: "+format, append([]any{m.ID}, args...)...) }
+	if !retryLogged(ctx, logf, "posting node status", func() error {
+		return n.report(ctx, corev1.ConditionFalse, "KubeletNotReady", "container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady")
+	}) {
+		return nil
 	}
 	select {
 	case <-ctx.Done():
 		return nil
 	case <-time.After(networkStartDelay):
 	}
-	if err := n.report(ctx, corev1.ConditionTrue, "KubeletReady", "kubelet is posting ready status"); err != nil {
-		return fmt.Errorf("kubelet: %w", err)
+	if !retryLogged(ctx, logf, "posting node status", func() error {
+		return n.report(ctx, corev1.ConditionTrue, "KubeletReady", "kubelet is posting ready status")
+	}) {
+		return nil
 	}
 	w.opts.Logf("%s: kubelet: Node %s registered (providerID %s), Ready", m.ID, name, md.ProviderID)
 	for tick := 1; ; tick++ {
@@ -260,9 +266,19 @@ func (w *World) nodeClient(ctx context.Context, m Machine, bootstrap *rest.Confi
 
 // retry calls f every 200ms until it succeeds; false if ctx ends first.
 func retry(ctx context.Context, f func() error) bool {
-	for {
-		if f() == nil {
+	return retryLogged(ctx, nil, "", f)
+}
+
+// retryLogged is retry that logs the first failure and every 25th after
+// it (every 5 s), so that a kubelet that cannot reach its API says so.
+func retryLogged(ctx context.Context, logf func(string, ...any), what string, f func() error) bool {
+	for attempt := 0; ; attempt++ {
+		err := f()
+		if err == nil {
 			return true
+		}
+		if logf != nil && attempt%25 == 0 && ctx.Err() == nil {
+			logf("%s: attempt #%d: %v (retrying)", what, attempt+1, err)
 		}
 		select {
 		case <-ctx.Done():
@@ -295,12 +311,14 @@ type nodeReporter struct {
 }
 
 // report posts Ready with status, reason and message, and the pressure
-// conditions that go with it.
+// conditions that go with it, as a patch of the Node's status (as a
+// kubelet does): what others changed on the Node meanwhile is no conflict.
 func (n *nodeReporter) report(ctx context.Context, status corev1.ConditionStatus, reason, msg string) error {
 	node := &corev1.Node{}
 	if err := n.c.Get(ctx, client.ObjectKey{Name: n.name}, node); err != nil {
 		return err
 	}
+	base := node.DeepCopy()
 	now := metav1.Now()
 	// Pressure conditions are what the kubelet reports; Unknown once it stops.
 	pressure := corev1.ConditionFalse
@@ -329,7 +347,7 @@ func (n *nodeReporter) report(ctx context.Context, status corev1.ConditionStatus
 	node.Status.NodeInfo.OperatingSystem = "linux"
 	node.Status.NodeInfo.Architecture = "amd64"
 	node.Status.NodeInfo.OSImage = "Red Hat Enterprise Linux CoreOS (simulated)"
-	err := n.c.Status().Update(ctx, node)
+	err := n.c.Status().Patch(ctx, node, client.MergeFrom(base))
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

@@ -381,6 +381,59 @@ type ProvisionStatus struct {
 	CustomDeploy *CustomDeploy `json:"customDeploy,omitempty"`
 }
 
+// DeployAgentStatus records a deploy agent request and its report.
+type DeployAgentStatus struct {
+	// request is what the engine wants the agent to do now; nil when nothing.
+	// +optional
+	Request *DeployAgentRequest `json:"request,omitempty"`
+	// report is the agent's last report for the request. A deploy server
+	// writes it when the agent reports; the engine acts on it.
+	// +optional
+	Report *DeployAgentReport `json:"report,omitempty"`
+}
+
+// DeployAgentRequest is one request to the deploy agent.
+type DeployAgentRequest struct {
+	// action is deploy or clean.
+	// +kubebuilder:validation:Enum=deploy;clean
+	Action string `json:"action"`
+	// generation identifies the request; the agent's reports carry it back.
+	// +kubebuilder:validation:MinLength=1
+	Generation string `json:"generation"`
+	// image to write, copied from spec.image when the request was made (a
+	// changed spec makes a new request).
+	// +optional
+	Image *Image `json:"image,omitempty"`
+	// bootedAt is when the engine booted the deploy image for this request;
+	// unset while it has not yet.
+	// +optional
+	BootedAt *metav1.Time `json:"bootedAt,omitempty"`
+}
+
+// DeployAgentReport is what the agent last reported.
+type DeployAgentReport struct {
+	// generation of the request the report is about.
+	Generation string `json:"generation"`
+	// phase is running, done or failed.
+	// +kubebuilder:validation:Enum=running;done;failed
+	Phase string `json:"phase"`
+	// message says why a request failed.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// rootDevice is the disk the image went to.
+	// +optional
+	RootDevice string `json:"rootDevice,omitempty"`
+	// bytesWritten by a deploy.
+	// +optional
+	BytesWritten int64 `json:"bytesWritten,omitempty"`
+	// session identifies the boot of the agent that claimed the request:
+	// once an agent has reported running, no other boot of an agent may
+	// take the same request, so a disk is written at most once per request.
+	Session string `json:"session"`
+	// time is when the report arrived.
+	Time metav1.Time `json:"time"`
+}
+
 // BareMetalHostStatus is the observed state of a host.
 type BareMetalHostStatus struct {
 	// operationalStatus summarises whether the host can be managed.
@@ -433,6 +486,13 @@ type BareMetalHostStatus struct {
 	// +kubebuilder:default:=0
 	// +optional
 	ErrorCount int `json:"errorCount"`
+
+	// deployAgent is metalshift's record of its deploy agent on this host:
+	// what the engine asked it to do and what it last reported. It is the
+	// only place this state lives, so any engine or deploy-server replica
+	// can pick up where another stopped. Not part of metal3's API.
+	// +optional
+	DeployAgent *DeployAgentStatus `json:"deployAgent,omitempty"`
 
 	// conditions of the host.
 	// +optional

@@ -97,6 +97,12 @@ type StatusReport struct {
 	RootDevice string `json:"rootDevice,omitempty"`
 	// BytesWritten by a deploy.
 	BytesWritten int64 `json:"bytesWritten,omitempty"`
+	// Session is random per boot of the agent. The first running report
+	// claims the request for that session; the engine refuses reports of
+	// any other session for it (409), and the agent writes nothing until
+	// its running report was accepted. So a disk is written at most once
+	// per request, whichever replica the agent reaches.
+	Session string `json:"session"`
 }
 
 // ConfigDrive is what the agent writes after the image: a small labelled

@@ -3,6 +3,7 @@ package provisioner
 import (
 	"context"
 	"errors"
+	"time"
 
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 )
@@ -35,9 +36,26 @@ type DeployImage struct {
 	IPXEURL string
 }
 
+// Result says whether an operation that changes the machine is finished.
+// Like baremetal-operator's provisioner results, a driver starts work and
+// returns: Dirty means the BMC is still at it (a Redfish task is running,
+// the power is changing); call the same method again after RequeueAfter,
+// which picks up where it stopped. Nothing blocks a reconcile while a BMC
+// works.
+type Result struct {
+	Dirty        bool
+	RequeueAfter time.Duration
+}
+
+// Done is the Result of a finished operation.
+var Done = Result{}
+
+// InProgress is the Result of an operation the BMC is still working on.
+func InProgress(after time.Duration) Result { return Result{Dirty: true, RequeueAfter: after} }
+
 // Provisioner acts on one machine through its BMC. Every method is
 // idempotent and may be called again after an error or a restart of the
-// engine; none blocks longer than the BMC needs for one operation.
+// engine; none waits for the BMC longer than one request.
 type Provisioner interface {
 	// Register checks that the BMC answers and accepts the credentials.
 	// Returns ErrCredentials or ErrUnreachable.
@@ -46,14 +64,15 @@ type Provisioner interface {
 	// PowerState reports whether the machine is powered on. May be polled.
 	PowerState(ctx context.Context) (on bool, err error)
 
-	// PowerOn and PowerOff change the power state and return once the BMC
-	// reports it done; a machine already in that state is left alone.
-	PowerOn(ctx context.Context) error
-	PowerOff(ctx context.Context) error
+	// PowerOn and PowerOff change the power state; a machine already in
+	// that state is left alone. Dirty until the BMC reports it done.
+	PowerOn(ctx context.Context) (Result, error)
+	PowerOff(ctx context.Context) (Result, error)
 
 	// Reboot power-cycles the machine (soft: graceful restart when the
-	// BMC supports it), powering it on if it is off.
-	Reboot(ctx context.Context, soft bool) error
+	// BMC supports it), powering it on if it is off. Called again while
+	// Dirty, it waits for the restart it started rather than starting one.
+	Reboot(ctx context.Context, soft bool) (Result, error)
 
 	// Inspect reads the hardware out of band, without booting anything.
 	// Returns ErrNotSupported when the BMC cannot.
@@ -62,11 +81,11 @@ type Provisioner interface {
 	// BootDeployImage makes the machine boot the deploy image once (virtual
 	// media or PXE, by driver) and restarts it. uefi selects the boot mode.
 	// Returns ErrMedia when virtual media cannot be attached.
-	BootDeployImage(ctx context.Context, img DeployImage, uefi bool) error
+	BootDeployImage(ctx context.Context, img DeployImage, uefi bool) (Result, error)
 
 	// BootDisk detaches any deploy media, makes the machine boot from its
 	// disk, and restarts it when powerOn, else leaves it off.
-	BootDisk(ctx context.Context, uefi, powerOn bool) error
+	BootDisk(ctx context.Context, uefi, powerOn bool) (Result, error)
 }
 
 // Factory builds the Provisioner for a BMC address and credentials.

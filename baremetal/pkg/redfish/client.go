@@ -65,8 +65,6 @@ type Options struct {
 	Timeout time.Duration
 	// Transport overrides the HTTP transport (tests).
 	Transport http.RoundTripper
-	// TaskPollInterval is how often task monitors are polled; 0 means 1 second.
-	TaskPollInterval time.Duration
 }
 
 // Client talks to one Redfish service. It is safe for concurrent use.
@@ -89,9 +87,6 @@ func New(opts Options) (*Client, error) {
 	}
 	if opts.Timeout == 0 {
 		opts.Timeout = 30 * time.Second
-	}
-	if opts.TaskPollInterval == 0 {
-		opts.TaskPollInterval = time.Second
 	}
 	tr := opts.Transport
 	if tr == nil {
@@ -119,74 +114,67 @@ func (c *Client) Get(ctx context.Context, path string, out any) (string, error) 
 }
 
 // Patch changes the resource at path; etag, when set, is sent as If-Match.
-func (c *Client) Patch(ctx context.Context, path string, body any, etag string) error {
+// A BMC that works on it in the background answers with a task monitor,
+// returned for the caller to poll with Task; "" when the change is done.
+func (c *Client) Patch(ctx context.Context, path string, body any, etag string) (monitor string, err error) {
 	h := http.Header{}
 	if etag != "" {
 		h.Set("If-Match", etag)
 	}
 	resp, err := c.do(ctx, http.MethodPatch, path, body, h)
 	if err != nil {
-		return err
+		return "", err
 	}
-	return c.finish(ctx, resp)
+	return finish(resp), nil
 }
 
-// Post runs an action; an asynchronous answer (202 with a task monitor) is
-// waited for until the task ends.
-func (c *Client) Post(ctx context.Context, path string, body any) error {
+// Post runs an action. An asynchronous answer (202 with a task monitor)
+// returns the monitor, for the caller to poll with Task; "" means done.
+func (c *Client) Post(ctx context.Context, path string, body any) (monitor string, err error) {
 	resp, err := c.do(ctx, http.MethodPost, path, body, nil)
 	if err != nil {
-		return err
+		return "", err
 	}
-	return c.finish(ctx, resp)
+	return finish(resp), nil
 }
 
-// finish drains the answer and follows a task monitor.
-func (c *Client) finish(ctx context.Context, resp *http.Response) error {
+// finish drains the answer and returns its task monitor, if any.
+func finish(resp *http.Response) string {
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, resp.Body)
 	if resp.StatusCode != http.StatusAccepted {
-		return nil
+		return ""
 	}
-	monitor := resp.Header.Get("Location")
-	if monitor == "" {
-		return nil
-	}
-	return c.waitTask(ctx, monitor)
+	return resp.Header.Get("Location")
 }
 
-// waitTask polls a task monitor until the task leaves the running states.
-func (c *Client) waitTask(ctx context.Context, monitor string) error {
-	for {
-		var t struct {
-			TaskState string
-			Messages  []struct{ Message string }
-		}
-		resp, err := c.do(ctx, http.MethodGet, monitor, nil, nil)
-		if err != nil {
-			return fmt.Errorf("task %s: %w", monitor, err)
-		}
-		err = json.NewDecoder(resp.Body).Decode(&t)
-		resp.Body.Close()
-		if err != nil {
-			return fmt.Errorf("task %s: decoding: %w", monitor, err)
-		}
-		switch t.TaskState {
-		case "Completed":
-			return nil
-		case "Exception", "Killed", "Cancelled":
-			msg := t.TaskState
-			if len(t.Messages) > 0 {
-				msg += ": " + t.Messages[0].Message
-			}
-			return fmt.Errorf("task %s: %s", monitor, msg)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(c.opts.TaskPollInterval):
-		}
+// Task reads a task monitor once: running is true while the task has not
+// ended; a task that ended badly is an error naming its state and message.
+// It never waits: callers poll by calling again later.
+func (c *Client) Task(ctx context.Context, monitor string) (running bool, err error) {
+	var t struct {
+		TaskState string
+		Messages  []struct{ Message string }
 	}
+	resp, err := c.do(ctx, http.MethodGet, monitor, nil, nil)
+	if err != nil {
+		return false, fmt.Errorf("task %s: %w", monitor, err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(&t); err != nil {
+		return false, fmt.Errorf("task %s: decoding: %w", monitor, err)
+	}
+	switch t.TaskState {
+	case "Completed":
+		return false, nil
+	case "Exception", "Killed", "Cancelled":
+		msg := t.TaskState
+		if len(t.Messages) > 0 {
+			msg += ": " + t.Messages[0].Message
+		}
+		return false, fmt.Errorf("task %s: %s", monitor, msg)
+	}
+	return true, nil
 }
 
 // do sends one request with authentication, logging in (again) when the

@@ -91,24 +91,26 @@ func (c *Client) System(ctx context.Context, path string) (*System, string, erro
 	return s, etag, nil
 }
 
-// Reset runs ComputerSystem.Reset with resetType and waits for a task, if any.
-func (c *Client) Reset(ctx context.Context, systemPath, resetType string) error {
+// Reset runs ComputerSystem.Reset with resetType and returns its task
+// monitor, if the BMC runs it in the background.
+func (c *Client) Reset(ctx context.Context, systemPath, resetType string) (monitor string, err error) {
 	return c.Post(ctx, strings.TrimSuffix(systemPath, "/")+"/Actions/ComputerSystem.Reset", map[string]string{"ResetType": resetType})
 }
 
 // SetBoot sets the boot source override, guarded by the system's ETag when
 // the BMC offers one; on a concurrent change it re-reads and retries once.
-func (c *Client) SetBoot(ctx context.Context, systemPath string, boot Boot) error {
+// It returns the task monitor of a BMC that applies it in the background.
+func (c *Client) SetBoot(ctx context.Context, systemPath string, boot Boot) (monitor string, err error) {
 	for attempt := 0; ; attempt++ {
 		_, etag, err := c.System(ctx, systemPath)
 		if err != nil {
-			return err
+			return "", err
 		}
-		err = c.Patch(ctx, systemPath, map[string]any{"Boot": boot}, etag)
+		monitor, err = c.Patch(ctx, systemPath, map[string]any{"Boot": boot}, etag)
 		if errors.Is(err, ErrPreconditionFailed) && attempt == 0 {
 			continue
 		}
-		return err
+		return monitor, err
 	}
 }
 
@@ -148,31 +150,34 @@ func (c *Client) CDPath(ctx context.Context, sys *System) (string, error) {
 	return "", fmt.Errorf("system %s has no virtual CD drive: %w", sys.ODataID, ErrNotFound)
 }
 
-// InsertMedia puts image in the drive at mediaPath, ejecting what is there.
-func (c *Client) InsertMedia(ctx context.Context, mediaPath, image string) error {
+// InsertMedia puts image in the drive at mediaPath. A drive holding
+// another image is ejected first: then the eject's task monitor (or "") is
+// returned and InsertMedia must be called again once it is done. A drive
+// holding image already is left alone.
+func (c *Client) InsertMedia(ctx context.Context, mediaPath, image string) (monitor string, err error) {
 	var vm VirtualMedia
 	if _, err := c.Get(ctx, mediaPath, &vm); err != nil {
-		return err
+		return "", err
 	}
 	if vm.Inserted && vm.Image == image {
-		return nil
+		return "", nil
 	}
 	if vm.Inserted {
-		if err := c.EjectMedia(ctx, mediaPath); err != nil {
-			return err
+		if monitor, err := c.EjectMedia(ctx, mediaPath); err != nil || monitor != "" {
+			return monitor, err
 		}
 	}
 	return c.Post(ctx, mediaPath+"/Actions/VirtualMedia.InsertMedia", map[string]any{"Image": image, "Inserted": true, "WriteProtected": true})
 }
 
 // EjectMedia empties the drive at mediaPath; no-op when it is empty.
-func (c *Client) EjectMedia(ctx context.Context, mediaPath string) error {
+func (c *Client) EjectMedia(ctx context.Context, mediaPath string) (monitor string, err error) {
 	var vm VirtualMedia
 	if _, err := c.Get(ctx, mediaPath, &vm); err != nil {
-		return err
+		return "", err
 	}
 	if !vm.Inserted {
-		return nil
+		return "", nil
 	}
 	return c.Post(ctx, mediaPath+"/Actions/VirtualMedia.EjectMedia", map[string]any{})
 }

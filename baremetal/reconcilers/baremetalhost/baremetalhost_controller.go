@@ -96,7 +96,6 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, sec
 		Named("baremetalhost").
 		WithOptions(options).
 		WatchesRawSource(source.Kind(secrets, &corev1.Secret{}, handler.TypedEnqueueRequestsFromMapFunc(r.hostsForSecret))).
-		WatchesRawSource(source.Channel(r.Deploy.Events, &handler.EnqueueRequestForObject{})).
 		Complete(r)
 }
 

@@ -1,7 +1,6 @@
 package baremetalhost
 
 import (
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,9 +14,8 @@ import (
 )
 
 // DeployAgentBootedCondition is metalshift's own condition on a
-// BareMetalHost: True while the deploy agent was booted for the request
-// named in its message. It lets a restarted engine wait for the agent's
-// report instead of booting the agent (and writing the disk) again.
+// BareMetalHost: True while the deploy agent is booted. It is for people;
+// the engine acts on status.deployAgent.
 const DeployAgentBootedCondition = "DeployAgentBooted"
 
 // hostScope is what a state handler works with, filled by Reconcile.
@@ -79,15 +77,6 @@ func (s *hostScope) setAgentBooted(booted bool, reason, msg string) {
 	}
 	conditions.Set(s.host, metav1.Condition{Type: DeployAgentBootedCondition, Status: status, Reason: reason, Message: msg,
 		LastTransitionTime: metav1.NewTime(now().Truncate(time.Second))})
-}
-
-// agentBootedFor returns when the agent was booted for request gen, if it was.
-func (s *hostScope) agentBootedFor(gen string) (time.Time, bool) {
-	c := conditions.Get(s.host, DeployAgentBootedCondition)
-	if c == nil || c.Status != metav1.ConditionTrue || gen == "" || !strings.HasSuffix(c.Message, " "+gen) {
-		return time.Time{}, false
-	}
-	return c.LastTransitionTime.Time, true
 }
 
 func (s *hostScope) event(eventType, reason, action, format string, args ...any) {

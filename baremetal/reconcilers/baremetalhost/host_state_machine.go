@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
@@ -200,14 +201,24 @@ func (r *Reconciler) handleProvisioning(ctx context.Context, s *hostScope) actio
 	if s.host.Spec.Image == nil || s.host.Spec.Image.URL == "" {
 		return fail(metal3v1.ProvisioningError, fmt.Sprintf("customDeploy method %q needs a deploy image that provides it; metalshift's deploy agent writes spec.image", s.host.Spec.CustomDeploy.Method))
 	}
+	if errs := metal3v1.ValidateSecretNamespaces(s.host); len(errs) > 0 {
+		return fail(metal3v1.ProvisioningError, errs.ToAggregate().Error())
+	}
 	if res := s.requireProvisioner(); res != nil {
 		return res
 	}
-	if rep, ok := r.Deploy.Report(s.host); ok {
+	if res := r.request(s, deployapi.ActionDeploy); res != nil {
+		return res
+	}
+	if rep := deployserver.Report(s.host); rep != nil {
 		switch rep.Phase {
 		case deployapi.PhaseDone:
-			if err := s.prov.BootDisk(ctx, s.uefi(), s.host.Spec.Online); err != nil {
+			res, err := s.prov.BootDisk(ctx, s.uefi(), s.host.Spec.Online)
+			if err != nil {
 				return fail(metal3v1.ProvisioningError, fmt.Sprintf("Booting the host from its disk failed: %v", err))
+			}
+			if res.Dirty {
+				return wait(res.RequeueAfter)
 			}
 			s.host.Status.Provisioning.Image = *s.host.Spec.Image
 			s.host.Status.Provisioning.RootDeviceHints = s.host.Spec.RootDeviceHints.DeepCopy()
@@ -215,36 +226,79 @@ func (r *Reconciler) handleProvisioning(ctx context.Context, s *hostScope) actio
 			s.host.Status.Provisioning.CustomDeploy = s.host.Spec.CustomDeploy.DeepCopy()
 			s.host.Status.PoweredOn = s.host.Spec.Online
 			s.setAgentBooted(false, "Deployed", fmt.Sprintf("The image was written to %s", rep.RootDevice))
-			r.Deploy.Forget(s.host)
+			s.host.Status.DeployAgent = nil
 			return complete(metal3v1.StateProvisioned)
 		case deployapi.PhaseFailed:
 			s.setAgentBooted(false, "DeployFailed", rep.Message)
-			r.Deploy.Forget(s.host)
+			s.host.Status.DeployAgent = nil
 			return fail(metal3v1.ProvisioningError, "The deploy agent failed: "+rep.Message)
 		}
 	}
 	return r.bootAgent(ctx, s, metal3v1.ProvisioningError)
 }
 
-// bootAgent boots the deploy image unless it was booted for this request
-// already (the condition survives engine restarts), and waits for reports.
+// request makes sure the host's status holds a deploy agent request for
+// action (and, to deploy, for spec.image), making a new one when it does
+// not. A new request is written to the API before the agent is booted for
+// it (the next pass), so that whichever engine replica goes on finds it.
+func (r *Reconciler) request(s *hostScope, action string) actionResult {
+	req := deployserver.Request(s.host)
+	if req != nil && req.Action == action && (action != deployapi.ActionDeploy || equality.Semantic.DeepEqual(req.Image, s.host.Spec.Image)) {
+		return nil
+	}
+	now := r.Clock.Now()
+	req = &metal3v1.DeployAgentRequest{Action: action}
+	parts := []string{string(s.host.UID), action, now.UTC().Format(time.RFC3339Nano)}
+	if action == deployapi.ActionDeploy {
+		req.Image = s.host.Spec.Image.DeepCopy()
+		parts = append(parts, req.Image.URL, req.Image.Checksum)
+	}
+	req.Generation = deployapi.Fingerprint(parts...)
+	s.host.Status.DeployAgent = &metal3v1.DeployAgentStatus{Request: req}
+	return wait(time.Millisecond)
+}
+
+// bootAgent boots the deploy image for the current request unless it was
+// booted for it already or its agent has claimed it, and waits for reports.
 func (r *Reconciler) bootAgent(ctx context.Context, s *hostScope, errType metal3v1.ErrorType) actionResult {
-	if since, ok := s.agentBootedFor(deployserver.Generation(s.host)); ok {
-		if r.Clock.Since(since) < agentTimeout {
+	req := deployserver.Request(s.host)
+	rep := deployserver.Report(s.host)
+	switch {
+	case rep != nil:
+		// The agent runs: never boot it again for this request, or the
+		// disk could be written twice.
+		if r.Clock.Since(rep.Time.Time) < agentTimeout {
 			return wait(agentPollInterval)
 		}
-		s.setAgentBooted(false, "AgentTimeout", "The deploy agent did not report in time; booting it again")
-		return fail(errType, fmt.Sprintf("The deploy agent did not report within %s: check that the host can reach the engine", agentTimeout))
+		return r.agentTimedOut(s, errType, "The deploy agent did not finish within %s of its last report: check the host's console", agentTimeout)
+	case req.BootedAt != nil:
+		if r.Clock.Since(req.BootedAt.Time) < agentTimeout {
+			return wait(agentPollInterval)
+		}
+		return r.agentTimedOut(s, errType, "The deploy agent did not report within %s: check that the host can reach the engine", agentTimeout)
 	}
-	if err := s.prov.BootDeployImage(ctx, r.Deploy.DeployImage(s.host), s.uefi()); err != nil {
+	res, err := s.prov.BootDeployImage(ctx, r.Deploy.DeployImage(s.host), s.uefi())
+	if err != nil {
 		if errors.Is(err, provisioner.ErrMedia) {
 			return fail(errType, fmt.Sprintf("The BMC could not attach the deploy image: %v", err))
 		}
 		return fail(errType, fmt.Sprintf("Booting the deploy image failed: %v", err))
 	}
+	if res.Dirty {
+		return wait(res.RequeueAfter)
+	}
+	now := metav1.NewTime(r.Clock.Now().Truncate(time.Second))
+	req.BootedAt = &now
 	s.host.Status.PoweredOn = true
-	s.setAgentBooted(true, "Booted", "The deploy image was booted for request "+deployserver.Generation(s.host))
+	s.setAgentBooted(true, "Booted", fmt.Sprintf("The deploy image was booted to %s", req.Action))
 	return wait(agentPollInterval)
+}
+
+// agentTimedOut drops the request, so that the next attempt is a new one.
+func (r *Reconciler) agentTimedOut(s *hostScope, errType metal3v1.ErrorType, format string, timeout time.Duration) actionResult {
+	s.setAgentBooted(false, "AgentTimeout", "The deploy agent did not report in time; booting it again")
+	s.host.Status.DeployAgent = nil
+	return fail(errType, fmt.Sprintf(format, timeout))
 }
 
 func (r *Reconciler) handleProvisioned(ctx context.Context, s *hostScope) actionResult {
@@ -261,20 +315,27 @@ func (r *Reconciler) handleDeprovisioning(ctx context.Context, s *hostScope) act
 		return res
 	}
 	if s.host.Spec.AutomatedCleaningMode != metal3v1.CleaningModeDisabled {
-		rep, ok := r.Deploy.Report(s.host)
+		if res := r.request(s, deployapi.ActionClean); res != nil {
+			return res
+		}
+		rep := deployserver.Report(s.host)
 		switch {
-		case ok && rep.Phase == deployapi.PhaseFailed:
+		case rep != nil && rep.Phase == deployapi.PhaseFailed:
 			s.setAgentBooted(false, "CleanFailed", rep.Message)
-			r.Deploy.Forget(s.host)
+			s.host.Status.DeployAgent = nil
 			return fail(metal3v1.ProvisioningError, "Cleaning the disks failed: "+rep.Message)
-		case !ok || rep.Phase != deployapi.PhaseDone:
+		case rep == nil || rep.Phase != deployapi.PhaseDone:
 			return r.bootAgent(ctx, s, metal3v1.ProvisioningError)
 		}
 	}
-	if err := s.prov.BootDisk(ctx, s.uefi(), false); err != nil {
+	res, err := s.prov.BootDisk(ctx, s.uefi(), false)
+	if err != nil {
 		return fail(metal3v1.ProvisioningError, fmt.Sprintf("Powering the host off after deprovisioning failed: %v", err))
 	}
-	r.Deploy.Forget(s.host)
+	if res.Dirty {
+		return wait(res.RequeueAfter)
+	}
+	s.host.Status.DeployAgent = nil
 	s.host.Status.PoweredOn = false
 	s.host.Status.Provisioning.Image = metal3v1.Image{}
 	s.host.Status.Provisioning.CustomDeploy = nil
@@ -296,18 +357,22 @@ func (r *Reconciler) handlePoweringOffBeforeDelete(ctx context.Context, s *hostS
 		// released as it is.
 		return complete(metal3v1.StateDeleting)
 	}
-	if err := s.prov.PowerOff(ctx); err != nil {
+	res, err := s.prov.PowerOff(ctx)
+	if err != nil {
 		if errors.Is(err, provisioner.ErrCredentials) {
 			return complete(metal3v1.StateDeleting)
 		}
 		return fail(metal3v1.PowerManagementError, fmt.Sprintf("Powering off before delete failed: %v", err))
+	}
+	if res.Dirty {
+		return wait(res.RequeueAfter)
 	}
 	s.host.Status.PoweredOn = false
 	return complete(metal3v1.StateDeleting)
 }
 
 func (r *Reconciler) handleDeleting(_ context.Context, s *hostScope) actionResult {
-	r.Deploy.Forget(s.host)
+	s.host.Status.DeployAgent = nil
 	s.removeFinalizer = true
 	return wait(0)
 }
@@ -319,8 +384,12 @@ func (r *Reconciler) managePower(ctx context.Context, s *hostScope) actionResult
 		return res
 	}
 	if keys := rebootAnnotations(s.host); len(keys) > 0 {
-		if err := s.prov.Reboot(ctx, rebootSoft(s.host, keys)); err != nil {
+		res, err := s.prov.Reboot(ctx, rebootSoft(s.host, keys))
+		if err != nil {
 			return fail(metal3v1.PowerManagementError, fmt.Sprintf("Rebooting failed: %v", err))
+		}
+		if res.Dirty {
+			return wait(res.RequeueAfter) // the annotations stay until the reboot is done
 		}
 		s.removeAnnotations = keys
 		s.host.Status.PoweredOn = true
@@ -338,13 +407,17 @@ func (r *Reconciler) managePower(ctx context.Context, s *hostScope) actionResult
 	if on == s.host.Spec.Online {
 		return wait(r.PowerPollInterval)
 	}
+	var res provisioner.Result
 	if s.host.Spec.Online {
-		err = s.prov.PowerOn(ctx)
+		res, err = s.prov.PowerOn(ctx)
 	} else {
-		err = s.prov.PowerOff(ctx)
+		res, err = s.prov.PowerOff(ctx)
 	}
 	if err != nil {
 		return fail(metal3v1.PowerManagementError, fmt.Sprintf("Changing the power to online=%t failed: %v", s.host.Spec.Online, err))
+	}
+	if res.Dirty {
+		return wait(res.RequeueAfter)
 	}
 	s.event(corev1.EventTypeNormal, "PowerChanged", "Power", "Powered the host %s to match spec.online", map[bool]string{true: "on", false: "off"}[s.host.Spec.Online])
 	s.host.Status.PoweredOn = s.host.Spec.Online

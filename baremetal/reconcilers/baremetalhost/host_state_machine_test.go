@@ -110,22 +110,92 @@ func TestHandleProvisioningBootsTheAgentOnce(t *testing.T) {
 	host.Spec.Online = true
 	host.Spec.Image = &metal3v1.Image{URL: "http://images/os.raw", Checksum: "abc"}
 	host.Status.OperationHistory.Provision.Start = metav1.NewTime(clk.Now())
-	f := &fixture.Fixture{}
+	f := &fixture.Fixture{TaskCalls: 2}
+	ctx := context.Background()
 
-	g.Expect(r.handleProvisioning(context.Background(), scopeFor(host, f))).To(Equal(actionWait{after: agentPollInterval}))
+	// The request is recorded (and written to the API) before anything is booted.
+	g.Expect(r.handleProvisioning(ctx, scopeFor(host, f))).To(Equal(actionWait{after: time.Millisecond}))
+	g.Expect(f.BootedDeploy).To(BeZero())
+	req := deployserver.Request(host)
+	g.Expect(req).NotTo(BeNil())
+	g.Expect(req.Action).To(Equal("deploy"))
+	g.Expect(req.Generation).NotTo(BeEmpty())
+	g.Expect(req.Image).To(Equal(host.Spec.Image))
+	g.Expect(req.BootedAt).To(BeNil())
+
+	// The BMC works on the boot in the background: the handler returns at
+	// once, asking to be called again, and does not record it booted yet.
+	for range 2 {
+		g.Expect(r.handleProvisioning(ctx, scopeFor(host, f))).To(Equal(actionWait{after: time.Millisecond}))
+		g.Expect(f.BootedDeploy).To(BeZero())
+		g.Expect(req.BootedAt).To(BeNil())
+	}
+	g.Expect(r.handleProvisioning(ctx, scopeFor(host, f))).To(Equal(actionWait{after: agentPollInterval}))
 	g.Expect(f.BootedDeploy).To(Equal(1))
 	g.Expect(f.Media).To(HavePrefix("http://engine.example:6180/images/deploy.iso?host=ns~h~0c6b3e9a1234&expires="))
+	g.Expect(req.BootedAt).NotTo(BeNil())
+	g.Expect(deployserver.Request(host).Generation).To(Equal(req.Generation), "the same request")
 
-	// A later pass (or a restarted engine, which reads the condition) waits.
+	// A later pass (or another replica, which reads the status) waits.
 	clk.Step(10 * time.Minute)
-	g.Expect(r.handleProvisioning(context.Background(), scopeFor(host, f))).To(Equal(actionWait{after: agentPollInterval}))
+	g.Expect(r.handleProvisioning(ctx, scopeFor(host, f))).To(Equal(actionWait{after: agentPollInterval}))
 	g.Expect(f.BootedDeploy).To(Equal(1))
 
-	// An agent that never reports is an error after the timeout.
+	// An agent that never reports is an error after the timeout, and the
+	// next attempt is a new request.
 	clk.Step(agentTimeout)
-	res := r.handleProvisioning(context.Background(), scopeFor(host, f))
+	res := r.handleProvisioning(ctx, scopeFor(host, f))
 	g.Expect(res).To(BeAssignableToTypeOf(actionError{}))
 	g.Expect(res.(actionError).msg).To(ContainSubstring("did not report"))
+	g.Expect(host.Status.DeployAgent).To(BeNil())
+	g.Expect(r.handleProvisioning(ctx, scopeFor(host, f))).To(Equal(actionWait{after: time.Millisecond}))
+	g.Expect(deployserver.Request(host).Generation).NotTo(Equal(req.Generation))
+}
+
+func TestHandleProvisioningActsOnTheReportInTheStatus(t *testing.T) {
+	g := NewWithT(t)
+	r, clk := newTestReconciler(t)
+	host := newTestHost(metal3v1.StateProvisioning)
+	host.Spec.Online = true
+	host.Spec.Image = &metal3v1.Image{URL: "http://images/os.raw", Checksum: "abc"}
+	f := &fixture.Fixture{}
+	ctx := context.Background()
+	g.Expect(r.handleProvisioning(ctx, scopeFor(host, f))).To(Equal(actionWait{after: time.Millisecond}))
+	gen := deployserver.Request(host).Generation
+	now := metav1.NewTime(clk.Now())
+
+	// An engine that finds the request claimed by a running agent (it was
+	// booted by a replica that died before recording it) never boots it
+	// again: the disk is written once.
+	host.Status.DeployAgent.Report = &metal3v1.DeployAgentReport{Generation: gen, Phase: "running", Session: "s1", Time: now}
+	g.Expect(r.handleProvisioning(ctx, scopeFor(host, f))).To(Equal(actionWait{after: agentPollInterval}))
+	g.Expect(f.BootedDeploy).To(BeZero())
+
+	// A report about another request is not this request's.
+	host.Status.DeployAgent.Report = &metal3v1.DeployAgentReport{Generation: "old", Phase: "done", Session: "s0", Time: now}
+	g.Expect(r.handleProvisioning(ctx, scopeFor(host, f))).To(Equal(actionWait{after: agentPollInterval}))
+	g.Expect(f.BootedDeploy).To(Equal(1))
+	g.Expect(host.Status.Provisioning.Image.URL).To(BeEmpty())
+
+	host.Status.DeployAgent.Report = &metal3v1.DeployAgentReport{Generation: gen, Phase: "done", RootDevice: "/dev/sda", Session: "s1", Time: now}
+	g.Expect(r.handleProvisioning(ctx, scopeFor(host, f))).To(Equal(actionComplete{next: metal3v1.StateProvisioned}))
+	g.Expect(f.BootedDisk).To(Equal(1))
+	g.Expect(host.Status.Provisioning.Image).To(Equal(*host.Spec.Image))
+	g.Expect(host.Status.DeployAgent).To(BeNil(), "the finished request is dropped")
+}
+
+func TestHandleProvisioningRefusesSecretsOfAnotherNamespace(t *testing.T) {
+	g := NewWithT(t)
+	r, _ := newTestReconciler(t)
+	host := newTestHost(metal3v1.StateProvisioning)
+	host.Spec.Image = &metal3v1.Image{URL: "http://images/os.raw"}
+	host.Spec.UserData = &corev1.SecretReference{Name: "loot", Namespace: "other"}
+	f := &fixture.Fixture{}
+	res := r.handleProvisioning(context.Background(), scopeFor(host, f))
+	g.Expect(res).To(BeAssignableToTypeOf(actionError{}))
+	g.Expect(res.(actionError).msg).To(ContainSubstring(`spec.userData.namespace: Forbidden: must be the BareMetalHost's namespace "ns"`))
+	g.Expect(f.BootedDeploy).To(BeZero())
+	g.Expect(host.Status.DeployAgent).To(BeNil())
 }
 
 func TestStableStates(t *testing.T) {

@@ -138,32 +138,36 @@ func (d *Driver) control(ctx context.Context, ctl chassis.ChassisControl) error 
 	})
 }
 
+// done adapts a call that the BMC finishes when it answers (IPMI chassis
+// control has no tasks) to a Result.
+func done(err error) (provisioner.Result, error) { return provisioner.Done, err }
+
 // PowerOn powers the machine on.
-func (d *Driver) PowerOn(ctx context.Context) error {
+func (d *Driver) PowerOn(ctx context.Context) (provisioner.Result, error) {
 	if on, err := d.PowerState(ctx); err != nil || on {
-		return err
+		return done(err)
 	}
-	return d.control(ctx, chassis.ChassisControlPowerUp)
+	return done(d.control(ctx, chassis.ChassisControlPowerUp))
 }
 
 // PowerOff powers the machine off.
-func (d *Driver) PowerOff(ctx context.Context) error {
+func (d *Driver) PowerOff(ctx context.Context) (provisioner.Result, error) {
 	if on, err := d.PowerState(ctx); err != nil || !on {
-		return err
+		return done(err)
 	}
-	return d.control(ctx, chassis.ChassisControlPowerDown)
+	return done(d.control(ctx, chassis.ChassisControlPowerDown))
 }
 
 // Reboot power-cycles the machine, or powers it on when it is off.
-func (d *Driver) Reboot(ctx context.Context, _ bool) error {
+func (d *Driver) Reboot(ctx context.Context, _ bool) (provisioner.Result, error) {
 	on, err := d.PowerState(ctx)
 	if err != nil {
-		return err
+		return done(err)
 	}
 	if !on {
-		return d.control(ctx, chassis.ChassisControlPowerUp)
+		return done(d.control(ctx, chassis.ChassisControlPowerUp))
 	}
-	return d.control(ctx, chassis.ChassisControlHardReset)
+	return done(d.control(ctx, chassis.ChassisControlHardReset))
 }
 
 // Inspect is not possible over IPMI.
@@ -179,21 +183,21 @@ func bootType(uefi bool) ipmitypes.BIOSBootType {
 }
 
 // BootDeployImage sets PXE for the next boot and restarts the machine.
-func (d *Driver) BootDeployImage(ctx context.Context, _ provisioner.DeployImage, uefi bool) error {
+func (d *Driver) BootDeployImage(ctx context.Context, _ provisioner.DeployImage, uefi bool) (provisioner.Result, error) {
 	if err := d.session(ctx, func(c *ipmiclient.Client) error {
 		return c.SetBootDevice(ctx, ipmitypes.BootDeviceSelectorForcePXE, bootType(uefi), false)
 	}); err != nil {
-		return err
+		return done(err)
 	}
 	return d.Reboot(ctx, false)
 }
 
 // BootDisk makes the disk the persistent boot device and sets the power.
-func (d *Driver) BootDisk(ctx context.Context, uefi, powerOn bool) error {
+func (d *Driver) BootDisk(ctx context.Context, uefi, powerOn bool) (provisioner.Result, error) {
 	if err := d.session(ctx, func(c *ipmiclient.Client) error {
 		return c.SetBootDevice(ctx, ipmitypes.BootDeviceSelectorForceHardDrive, bootType(uefi), true)
 	}); err != nil {
-		return err
+		return done(err)
 	}
 	if powerOn {
 		return d.Reboot(ctx, false)
