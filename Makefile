@@ -31,11 +31,12 @@ tools: ## Build the pinned tools (etcd, kube-apiserver, kube-controller-manager,
 	@hack/tools/build.sh
 
 .PHONY: generate
-generate: ## Generate deepcopy code, CRDs and RBAC, and copy Cluster API's CRDs and webhooks from its module.
+generate: ## Generate deepcopy code, CRDs, RBAC and webhook configurations, and copy Cluster API's CRDs and webhooks from its module.
 	@hack/tools/build.sh controller-gen
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 	$(CONTROLLER_GEN) crd:maxDescLen=0,allowDangerousTypes=true paths=./api/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=metalshift-manager paths=./... output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) webhook paths=./... output:webhook:artifacts:config=config/webhook
 	@hack/copy-capi-manifests.sh
 
 .PHONY: verify

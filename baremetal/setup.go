@@ -18,6 +18,7 @@ import (
 	"github.com/metalshift/metalshift/baremetal/pkg/provisioner"
 	"github.com/metalshift/metalshift/baremetal/pkg/provisioner/factory"
 	"github.com/metalshift/metalshift/baremetal/reconcilers/baremetalhost"
+	"github.com/metalshift/metalshift/baremetal/webhooks"
 )
 
 // Options configure the host engine.
@@ -37,10 +38,19 @@ type Options struct {
 	Concurrency int
 	// PowerPollInterval is how often stable hosts' power is checked; 0 means 60s.
 	PowerPollInterval time.Duration
+	// Webhooks serves the BareMetalHost admission webhook on the manager's
+	// webhook server; set it when the manager serves webhooks.
+	Webhooks bool
 }
 
-// Setup starts the deploy server and registers the BareMetalHost reconciler.
+// Setup starts the deploy server and registers the BareMetalHost reconciler
+// (and webhook, with opts.Webhooks).
 func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
+	if opts.Webhooks {
+		if err := (&webhooks.BareMetalHost{}).SetupWebhookWithManager(mgr); err != nil {
+			return err
+		}
+	}
 	if opts.DeployListenAddr == "" {
 		return errors.New("the host engine needs a deploy server address")
 	}

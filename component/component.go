@@ -14,6 +14,7 @@ import (
 	controlplanev1 "github.com/metalshift/metalshift/api/controlplane/v1alpha1"
 	infrav1 "github.com/metalshift/metalshift/api/infrastructure/v1alpha1"
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
+	"github.com/metalshift/metalshift/baremetal/webhooks"
 	"github.com/metalshift/metalshift/bootstrap/ignitionserver"
 	"github.com/metalshift/metalshift/capicore"
 )
@@ -95,6 +96,12 @@ var (
 	// environments that test a provider's reconcilers on their own.
 	CAPIWebhooks = Component{Name: "cluster-api-core-webhooks", Setup: func(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		return capicore.Setup(ctx, mgr, capicore.Options{WatchFilterValue: opts.WatchFilterValue, Webhooks: true})
+	}}
+	// HostWebhooks is only metalshift's BareMetalHost admission webhook
+	// (the host engine registers it too), for environments that test
+	// reconcilers without the host engine.
+	HostWebhooks = Component{Name: "host-webhooks", Setup: func(_ context.Context, mgr ctrl.Manager, _ Options) error {
+		return (&webhooks.BareMetalHost{}).SetupWebhookWithManager(mgr)
 	}}
 )
 

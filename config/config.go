@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-//go:embed crd/bases/*.yaml capi/crd/*.yaml capi/webhook/manifests.yaml
+//go:embed crd/bases/*.yaml capi/crd/*.yaml capi/webhook/manifests.yaml webhook/manifests.yaml
 var manifests embed.FS
 
 // CRD sources.
@@ -70,7 +70,17 @@ func AllCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 // CAPIWebhooks returns the upstream Cluster API core admission webhook
 // configurations, whose clientConfig names an in-cluster Service.
 func CAPIWebhooks() ([]*admissionregistrationv1.MutatingWebhookConfiguration, []*admissionregistrationv1.ValidatingWebhookConfiguration, error) {
-	const f = "capi/webhook/manifests.yaml"
+	return webhookConfigurations("capi/webhook/manifests.yaml")
+}
+
+// OwnWebhooks returns metalshift's admission webhook configurations
+// (generated from the kubebuilder markers of the webhooks packages), whose
+// clientConfig names an in-cluster Service.
+func OwnWebhooks() ([]*admissionregistrationv1.MutatingWebhookConfiguration, []*admissionregistrationv1.ValidatingWebhookConfiguration, error) {
+	return webhookConfigurations("webhook/manifests.yaml")
+}
+
+func webhookConfigurations(f string) ([]*admissionregistrationv1.MutatingWebhookConfiguration, []*admissionregistrationv1.ValidatingWebhookConfiguration, error) {
 	docs, err := documents(f)
 	if err != nil {
 		return nil, nil, err

@@ -22,6 +22,8 @@ import (
 const (
 	capiMutatingWebhooks   = "metalshift-capi-mutating"
 	capiValidatingWebhooks = "metalshift-capi-validating"
+	ownMutatingWebhooks    = "metalshift-mutating"
+	ownValidatingWebhooks  = "metalshift-validating"
 )
 
 // InstallCRDs creates or updates every CRD the hub serves and waits until
@@ -93,13 +95,18 @@ func waitEstablished(ctx context.Context, c client.Client, name string) error {
 }
 
 // RegisterWebhooks creates or updates the admission webhook configurations
-// of the hub, calling the webhook server at webhookURL with the given CA.
+// of the hub (Cluster API's and metalshift's own), calling the webhook
+// server at webhookURL with the given CA.
 func RegisterWebhooks(ctx context.Context, cfg *rest.Config, webhookURL string, caBundle []byte) error {
 	c, err := newClient(cfg)
 	if err != nil {
 		return err
 	}
 	mutating, validating, err := config.CAPIWebhooks()
+	if err != nil {
+		return err
+	}
+	ownMutating, ownValidating, err := config.OwnWebhooks()
 	if err != nil {
 		return err
 	}
@@ -111,7 +118,20 @@ func RegisterWebhooks(ctx context.Context, cfg *rest.Config, webhookURL string, 
 	for i := range v.Webhooks {
 		v.Webhooks[i].ClientConfig = clientConfig(v.Webhooks[i].ClientConfig, webhookURL, caBundle)
 	}
-	for _, obj := range []client.Object{m, v} {
+	objs := []client.Object{m, v}
+	if len(ownMutating) > 0 {
+		om := mergeMutating(ownMutatingWebhooks, ownMutating)
+		for i := range om.Webhooks {
+			om.Webhooks[i].ClientConfig = clientConfig(om.Webhooks[i].ClientConfig, webhookURL, caBundle)
+		}
+		objs = append(objs, om)
+	}
+	ov := mergeValidating(ownValidatingWebhooks, ownValidating)
+	for i := range ov.Webhooks {
+		ov.Webhooks[i].ClientConfig = clientConfig(ov.Webhooks[i].ClientConfig, webhookURL, caBundle)
+	}
+	objs = append(objs, ov)
+	for _, obj := range objs {
 		if err := createOrReplace(ctx, c, obj); err != nil {
 			return fmt.Errorf("registering %s: %w", obj.GetName(), err)
 		}

@@ -30,12 +30,16 @@ type Component = component.Component
 var Components = []Component{
 	component.CAPICore,
 	{Name: "host-engine", Setup: func(ctx context.Context, mgr ctrl.Manager, opts Options) error {
-		e := opts.HostEngine
+		e, webhooks := opts.HostEngine, opts.WebhookPort != 0
 		if e.DeployListenAddr == "" {
 			ctrl.LoggerFrom(ctx).Info("Host engine disabled: no deploy server address")
+			if webhooks { // hosts are still validated
+				return component.HostWebhooks.Setup(ctx, mgr, opts)
+			}
 			return nil
 		}
-		return baremetal.Setup(ctx, mgr, baremetal.Options{DeployListenAddr: e.DeployListenAddr, DeployURL: e.DeployURL, SigningKey: e.SigningKey})
+		return baremetal.Setup(ctx, mgr, baremetal.Options{DeployListenAddr: e.DeployListenAddr, DeployURL: e.DeployURL, SigningKey: e.SigningKey,
+			Webhooks: webhooks})
 	}},
 	{Name: "bootstrap-openshift", Setup: func(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		return bootstrap.Setup(ctx, mgr, bootstrap.Options{WatchFilterValue: opts.WatchFilterValue, IgnitionServer: opts.IgnitionServer})

@@ -122,6 +122,8 @@ func (e *Env) start(opts Options) error {
 		// and validated as on a real hub.
 		components = append([]component.Component{component.CAPIWebhooks}, components...)
 	}
+	// metalshift's own webhooks always run too, as on the embedded hub.
+	components = append([]component.Component{component.HostWebhooks}, components...)
 	mgrOpts := component.Options{WebhookHost: wio.LocalServingHost, WebhookPort: wio.LocalServingPort, WebhookCertDir: wio.LocalServingCertDir,
 		WorkloadConnectionRetryInterval: 2 * time.Second}
 	if e.Manager, err = component.NewManager(ctx, e.Config, "testenv", mgrOpts, components); err != nil {

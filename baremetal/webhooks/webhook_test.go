@@ -1,0 +1,68 @@
+package webhooks_test
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
+)
+
+// TestWebhookServed: the kube-apiserver refuses hosts the webhook refuses,
+// with a message naming the field, and accepts valid ones.
+func TestWebhookServed(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	host := func(name string) *metal3v1.BareMetalHost {
+		return &metal3v1.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Spec: metal3v1.BareMetalHostSpec{
+				BMC:            metal3v1.BMCDetails{Address: "redfish-virtualmedia://10.0.0.1/redfish/v1/Systems/1", CredentialsName: name + "-bmc"},
+				BootMACAddress: "52:54:00:00:00:01",
+			}}
+	}
+	refused := []struct {
+		name, want string
+		edit       func(h *metal3v1.BareMetalHost)
+	}{
+		{name: "other-ns", want: `spec.userData.namespace: Forbidden: must be the BareMetalHost's namespace "` + ns + `"`,
+			edit: func(h *metal3v1.BareMetalHost) {
+				h.Spec.UserData = &corev1.SecretReference{Name: "ud", Namespace: "kube-system"}
+			}},
+		{name: "bad-bmc", want: `spec.bmc.address: Invalid value: "ipmi://10.0.0.1:port": is not a URL`,
+			edit: func(h *metal3v1.BareMetalHost) { h.Spec.BMC.Address = "ipmi://10.0.0.1:port" }},
+		{name: "bmc-credentials", want: `spec.bmc.address: Invalid value: "redfish://redacted@10.0.0.1": must not carry a username or password`,
+			edit: func(h *metal3v1.BareMetalHost) { h.Spec.BMC.Address = "redfish://root:canary-bmc-password-1@10.0.0.1" }},
+		{name: "no-method", want: `spec.customDeploy.method: Required value`,
+			edit: func(h *metal3v1.BareMetalHost) { h.Spec.CustomDeploy = &metal3v1.CustomDeploy{} }},
+	}
+	for _, tt := range refused {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			h := host(tt.name)
+			tt.edit(h)
+			err := env.Client.Create(ctx, h)
+			g.Expect(apierrors.IsInvalid(err) || apierrors.IsForbidden(err)).To(BeTrue(), "%v", err)
+			g.Expect(err.Error()).To(ContainSubstring(tt.want))
+			g.Expect(err.Error()).NotTo(ContainSubstring("canary"))
+		})
+	}
+
+	g := NewWithT(t)
+	ok := host("valid")
+	ok.Spec.UserData = &corev1.SecretReference{Name: "ud", Namespace: ns}
+	ok.Spec.MetaData = &corev1.SecretReference{Name: "md"}
+	g.Expect(env.Client.Create(ctx, ok)).To(Succeed())
+
+	// An update that adds a problem is refused too.
+	ok.Spec.NetworkData = &corev1.SecretReference{Name: "nd", Namespace: "default"}
+	err := env.Client.Update(ctx, ok)
+	g.Expect(err).To(MatchError(ContainSubstring("spec.networkData.namespace: Forbidden")))
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(ok), ok)).To(Succeed())
+	ok.Labels = map[string]string{"updated": "yes"}
+	g.Expect(env.Client.Update(ctx, ok)).To(Succeed())
+}
