@@ -29,16 +29,16 @@ func TestDriverAgainstIPMISim(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 
 	g.Expect(d.Register(ctx)).To(Succeed())
-	g.Expect(d.PowerOn(ctx)).To(Succeed())
+	g.Expect(d.PowerOn(ctx)).To(Equal(provisioner.Done))
 	g.Expect(m.PoweredOn()).To(BeTrue())
 	on, err := d.PowerState(ctx)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(on).To(BeTrue())
 
 	boots := m.Boots()
-	g.Expect(d.BootDeployImage(ctx, provisioner.DeployImage{}, true)).To(Succeed())
+	g.Expect(d.BootDeployImage(ctx, provisioner.DeployImage{}, true)).To(Equal(provisioner.Done))
 	g.Expect(m.Boots()).To(Equal(boots+1), "set PXE, then reset")
-	g.Expect(d.PowerOff(ctx)).To(Succeed())
+	g.Expect(d.PowerOff(ctx)).To(Equal(provisioner.Done))
 	g.Expect(m.PoweredOn()).To(BeFalse())
 
 	_, err = d.Inspect(ctx)
