@@ -1,0 +1,157 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	controlplanev1 "github.com/metalshift/metalshift/api/controlplane/v1alpha1"
+	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
+	"github.com/metalshift/metalshift/component"
+)
+
+// killPoint is a moment of an install at which the hub is SIGKILLed.
+type killPoint struct {
+	name string
+	// reached is true once the install is at the point.
+	reached func(ctx context.Context, hub client.Client) bool
+}
+
+var killPoints = []killPoint{
+	{name: "hosts provisioning", reached: func(ctx context.Context, hub client.Client) bool {
+		hosts := &metal3v1.BareMetalHostList{}
+		if hub.List(ctx, hosts, client.InNamespace("e2e")) != nil {
+			return false
+		}
+		for _, h := range hosts.Items {
+			if h.Status.Provisioning.State == metal3v1.StateProvisioning && h.Status.DeployAgent != nil &&
+				h.Status.DeployAgent.Request != nil && h.Status.DeployAgent.Request.BootedAt != nil {
+				return true // the deploy agent was booted: mid-provisioning
+			}
+		}
+		return false
+	}},
+	{name: "bootstrap node serving", reached: func(ctx context.Context, hub client.Client) bool {
+		cps := &controlplanev1.OpenShiftControlPlaneList{}
+		if hub.List(ctx, cps, client.InNamespace("e2e")) != nil || len(cps.Items) == 0 {
+			return false
+		}
+		for _, c := range cps.Items[0].Status.Conditions {
+			if c.Type == controlplanev1.BootstrapReadyCondition && c.Status == metav1.ConditionTrue {
+				return true
+			}
+		}
+		return false
+	}},
+	{name: "bootstrap node being removed", reached: func(ctx context.Context, hub client.Client) bool {
+		machines := &clusterv1.MachineList{}
+		if hub.List(ctx, machines, client.InNamespace("e2e")) != nil {
+			return false
+		}
+		for _, m := range machines.Items {
+			if strings.Contains(m.Name, "bootstrap") && !m.DeletionTimestamp.IsZero() {
+				return true
+			}
+		}
+		return false
+	}},
+}
+
+// TestHubKilledMidInstallResumes: the embedded hub (the `create cluster`
+// process) is SIGKILLed at three points of an install; `hub up` on the same
+// directory and `wait-for install-complete` then finish it. Every piece of
+// state the controllers need is in the hub's API, so nothing is lost with
+// the process. 1 master + 1 worker on 2 hosts: the worker takes the host the
+// bootstrap node leaves, as in the run where a kubelet once gave up.
+func TestHubKilledMidInstallResumes(t *testing.T) {
+	t.Parallel()
+	for _, kp := range killPoints {
+		t.Run(strings.ReplaceAll(kp.name, " ", "-"), func(t *testing.T) { killAndResume(t, kp) })
+	}
+}
+
+func killAndResume(t *testing.T, kp killPoint) {
+	g := NewWithT(t)
+	hostsYAML, imageURL, imageSum := startSim(t, 2)
+	dir := t.TempDir()
+	hubDir := filepath.Join(dir, "hub")
+	var resumed *exec.Cmd
+	t.Cleanup(func() {
+		if t.Failed() {
+			out, _ := kubectl(filepath.Join(hubDir, "kubeconfig"), "-n", "e2e", "get", "machines,metalmachines,bmh", "-o", "wide")
+			t.Logf("hub:\n%s", out)
+			out, _ = kubectl(filepath.Join(dir, "auth", "kubeconfig"), "get", "nodes,clusteroperators", "-o", "wide")
+			t.Logf("installed cluster:\n%s", out)
+			if data, err := os.ReadFile(filepath.Join(hubDir, "logs", "manager.log")); err == nil && len(data) > 20000 {
+				t.Logf("manager.log (tail):\n%s", data[len(data)-20000:])
+			}
+		}
+		_, _ = run(t, "hub", "down", "--dir", hubDir)
+		if resumed != nil {
+			_ = resumed.Wait()
+		}
+	})
+	vip := fmt.Sprintf("127.%d.%d.10", 100+rand.IntN(100), rand.IntN(250))
+	out, err := run(t, "create", "install-config", "--dir", dir, "--name", "e2e", "--api-vip", vip, "--masters", "1", "--workers", "1",
+		"--hosts-from", hostsYAML, "--os-image-url", imageURL, "--os-image-checksum", imageSum)
+	g.Expect(err).NotTo(HaveOccurred(), "%s", out)
+
+	create := exec.Command(metalshiftBin, "create", "cluster", "--dir", dir, "--timeout", "8m")
+	createOut := &syncBuffer{}
+	create.Stdout, create.Stderr = createOut, createOut
+	g.Expect(create.Start()).To(Succeed())
+	createDone := make(chan error, 1)
+	go func() { createDone <- create.Wait() }()
+	t.Cleanup(func() { _ = create.Process.Kill(); <-createDone })
+
+	hub := hubClient(g, filepath.Join(hubDir, "kubeconfig"))
+	g.Eventually(func() bool { return kp.reached(context.Background(), hub) }, 5*time.Minute, 100*time.Millisecond).Should(BeTrue(),
+		"the install did not reach %q:\n%s", kp.name, createOut)
+	g.Expect(create.Process.Signal(syscall.SIGKILL)).To(Succeed())
+	g.Eventually(createDone, time.Minute).Should(Receive())
+	t.Logf("SIGKILLed the hub at %q; create cluster had printed:\n%s", kp.name, createOut)
+
+	resumed = exec.Command(metalshiftBin, "hub", "up", "--dir", hubDir)
+	resumedOut := &syncBuffer{}
+	resumed.Stdout, resumed.Stderr = resumedOut, resumedOut
+	g.Expect(resumed.Start()).To(Succeed())
+	out, err = run(t, "hub", "status", "--dir", hubDir, "--wait", "3m")
+	g.Expect(err).NotTo(HaveOccurred(), "%s\n%s", out, resumedOut)
+
+	out, err = run(t, "wait-for", "install-complete", "--dir", dir, "--timeout", "6m")
+	g.Expect(err).NotTo(HaveOccurred(), "%s", out)
+	g.Expect(out).To(ContainSubstring("Reached install-complete"))
+	out, err = kubectl(filepath.Join(dir, "auth", "kubeconfig"), "get", "nodes", "--no-headers")
+	g.Expect(err).NotTo(HaveOccurred(), "%s", out)
+	g.Expect(strings.Count(out, " Ready ")).To(Equal(2), "%s", out)
+}
+
+// hubClient connects to the hub whose kubeconfig will appear at path.
+func hubClient(g Gomega, kubeconfig string) client.Client {
+	g.Eventually(func() error { _, err := os.Stat(kubeconfig); return err }, 3*time.Minute).Should(Succeed())
+	var hub client.Client
+	g.Eventually(func() error {
+		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+		if err != nil {
+			return err
+		}
+		scheme, _ := component.NewScheme()
+		hub, err = client.New(cfg, client.Options{Scheme: scheme})
+		return err
+	}, 3*time.Minute).Should(Succeed())
+	return hub
+}
