@@ -55,7 +55,7 @@ func addIgnitionServer(mgr ctrl.Manager, o ignitionserver.Config) (*ignitionserv
 		o.URL = scheme + o.ListenAddr
 	}
 	// Secrets are read directly: Cluster API's manager keeps them out of the cache.
-	s, err := ignitionserver.New(ignitionserver.Options{Client: mgr.GetClient(), Key: o.SigningKey, BaseURL: o.URL, CA: o.CA})
+	s, err := ignitionserver.New(ignitionserver.Options{Client: mgr.GetClient(), Key: o.SigningKey, BaseURL: o.URL, CA: o.CA, TokenTTL: o.TokenTTL})
 	if err != nil {
 		return nil, err
 	}

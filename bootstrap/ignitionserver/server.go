@@ -1,7 +1,7 @@
 // Package ignitionserver serves Ignition configs too large for a machine's
 // user data. The user data then holds a small config that merges the full
-// one from here, sending a bearer token bound to the config's owner and
-// pinning the config's SHA-512.
+// one from here, sending a bearer token bound to the config's owner and to
+// an expiry, and pinning the config's SHA-512.
 package ignitionserver
 
 import (
@@ -12,11 +12,15 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
+	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -27,6 +31,16 @@ const PathPrefix = "/ignition/v1/"
 // ServedLabel marks the Secrets this server may serve; their "value" key
 // holds the config.
 const ServedLabel = "bootstrap.cluster.x-k8s.io/served-ignition"
+
+// DefaultTokenTTL is how long a token is valid when Config.TokenTTL is 0.
+// 24 hours covers an install (the bootstrap node and masters boot within
+// the hour; workers wait for the control plane, and hosts for inspection
+// and slow virtual media) with room for a retry the next morning, and
+// matches the 24 hours that the certificates in openshift-install's
+// Ignition configs are valid: a machine that boots later cannot join with
+// them either. A config whose machine waits for a host longer is re-signed
+// by the bootstrap provider (see the openshiftconfig reconciler).
+const DefaultTokenTTL = 24 * time.Hour
 
 // Config is how a manager runs the ignition server (the bootstrap
 // provider starts it).
@@ -44,6 +58,9 @@ type Config struct {
 	// MaxUserDataBytes is the largest config put in user data as is; 0
 	// means 64 KiB.
 	MaxUserDataBytes int
+	// TokenTTL is how long a token is valid after it is made; 0 means
+	// DefaultTokenTTL.
+	TokenTTL time.Duration
 }
 
 // Options configure a Server.
@@ -57,6 +74,14 @@ type Options struct {
 	// CA is the PEM of the CA machines trust for BaseURL; empty for http,
 	// or for https with a certificate the machines' system roots trust.
 	CA []byte
+	// TokenTTL is how long a token is valid; 0 means DefaultTokenTTL.
+	TokenTTL time.Duration
+	// Clock tells the time tokens are made and checked at; nil means the
+	// real clock.
+	Clock clock.PassiveClock
+	// Log receives a line for each refused expired token (never the
+	// token); the zero Logger means ctrl.Log.
+	Log logr.Logger
 }
 
 // Server serves Ignition configs. Create it with New.
@@ -65,6 +90,9 @@ type Server struct {
 	key     []byte
 	baseURL *url.URL
 	ca      []byte
+	ttl     time.Duration
+	clock   clock.PassiveClock
+	log     logr.Logger
 }
 
 // New returns a Server.
@@ -76,7 +104,20 @@ func New(opts Options) (*Server, error) {
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		return nil, fmt.Errorf("invalid ignition server URL %q: want http(s)://host:port", opts.BaseURL)
 	}
-	return &Server{client: opts.Client, key: opts.Key, baseURL: u, ca: opts.CA}, nil
+	if opts.TokenTTL < 0 {
+		return nil, fmt.Errorf("the ignition token lifetime %s is negative", opts.TokenTTL)
+	}
+	srv := &Server{client: opts.Client, key: opts.Key, baseURL: u, ca: opts.CA, ttl: opts.TokenTTL, clock: opts.Clock, log: opts.Log}
+	if srv.ttl == 0 {
+		srv.ttl = DefaultTokenTTL
+	}
+	if srv.clock == nil {
+		srv.clock = clock.RealClock{}
+	}
+	if srv.log.GetSink() == nil {
+		srv.log = ctrl.Log.WithName("ignition-server")
+	}
+	return srv, nil
 }
 
 // URL is where the config in Secret namespace/name is served.
@@ -88,11 +129,61 @@ func (s *Server) URL(namespace, name string) string {
 func (s *Server) CA() []byte { return s.ca }
 
 // Token authorizes reading Secret namespace/name whose controller has UID
-// owner: a recreated owner invalidates it.
+// owner until TokenTTL from now: a recreated owner invalidates it.
 func (s *Server) Token(namespace, name string, owner types.UID) string {
+	token, _ := s.SignedToken(namespace, name, owner)
+	return token
+}
+
+// SignedToken is Token and the time it expires. A token is
+// "<expiry as Unix seconds>.<HMAC-SHA256 of namespace, name, owner and expiry>":
+// changing the expiry breaks the signature.
+func (s *Server) SignedToken(namespace, name string, owner types.UID) (string, time.Time) {
+	expiry := s.clock.Now().Add(s.ttl).Truncate(time.Second)
+	exp := strconv.FormatInt(expiry.Unix(), 10)
+	return exp + "." + s.signature(namespace, name, owner, exp), expiry
+}
+
+// RenewIn is how long until a token expiring at expiry should be replaced
+// (when half its lifetime is left); zero or less means now.
+func (s *Server) RenewIn(expiry time.Time) time.Duration {
+	return expiry.Add(-s.ttl / 2).Sub(s.clock.Now())
+}
+
+// TokenExpiry reads when a token expires, without checking it: for
+// scheduling its renewal, never for trusting it.
+func TokenExpiry(token string) (time.Time, bool) {
+	exp, _, ok := strings.Cut(token, ".")
+	unix, err := strconv.ParseInt(exp, 10, 64)
+	if !ok || err != nil {
+		return time.Time{}, false
+	}
+	return time.Unix(unix, 0), true
+}
+
+func (s *Server) signature(namespace, name string, owner types.UID, exp string) string {
 	h := hmac.New(sha256.New, s.key)
-	h.Write([]byte(strings.Join([]string{"ignition", namespace, name, string(owner)}, "\x00")))
+	h.Write([]byte(strings.Join([]string{"ignition", namespace, name, string(owner), exp}, "\x00")))
 	return base64.RawURLEncoding.EncodeToString(h.Sum(nil))
+}
+
+// errExpired is a well-signed token past its expiry.
+var errExpired = errors.New("expired")
+
+// verify checks a token for Secret namespace/name of owner at the
+// server's time; a token that is not well signed is an error, one past its
+// expiry errExpired (with the time it expired).
+func (s *Server) verify(token, namespace, name string, owner types.UID) (time.Time, error) {
+	exp, sig, ok := strings.Cut(token, ".")
+	unix, err := strconv.ParseInt(exp, 10, 64)
+	if !ok || err != nil || !hmac.Equal([]byte(sig), []byte(s.signature(namespace, name, owner, exp))) {
+		return time.Time{}, errors.New("invalid token")
+	}
+	expiry := time.Unix(unix, 0)
+	if s.clock.Now().After(expiry) {
+		return expiry, errExpired
+	}
+	return expiry, nil
 }
 
 // Handler serves GET PathPrefix<namespace>/<name>.
@@ -116,10 +207,18 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "cannot read the config now; retry", http.StatusServiceUnavailable)
 		return
 	}
-	// Unknown, unlabelled and wrongly signed look the same: forbidden.
+	// Unknown, unlabelled, wrongly signed and expired look the same to the
+	// client: forbidden.
 	owner := ownerUID(sec)
-	if err != nil || sec.Labels[ServedLabel] == "" || owner == "" ||
-		!hmac.Equal([]byte(token), []byte(s.Token(ns, name, owner))) {
+	if err != nil || sec.Labels[ServedLabel] == "" || owner == "" {
+		http.Error(w, "forbidden", http.StatusForbidden)
+		return
+	}
+	if expiry, err := s.verify(token, ns, name, owner); err != nil {
+		if errors.Is(err, errExpired) {
+			s.log.Info("Refused an expired Ignition token: the machine booted after its config's token expired; delete the Machine to get a new one",
+				"secret", ns+"/"+name, "expired", expiry.UTC().Format(time.RFC3339), "remote", r.RemoteAddr)
+		}
 		http.Error(w, "forbidden", http.StatusForbidden)
 		return
 	}

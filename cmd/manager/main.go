@@ -15,6 +15,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/metalshift/metalshift/bootstrap/ignitionserver"
 	"github.com/metalshift/metalshift/manager"
 )
 
@@ -42,6 +43,8 @@ func main() {
 	fs.StringVar(&opts.IgnitionServer.KeyFile, "ignition-key-file", "", "Key of --ignition-cert-file")
 	fs.StringVar(&ignitionCAFile, "ignition-ca-file", "", "CA bundle hosts trust for the ignition server (https)")
 	fs.IntVar(&opts.IgnitionServer.MaxUserDataBytes, "max-user-data-bytes", 0, "Largest Ignition config put in user data as is (default 64 KiB)")
+	fs.DurationVar(&opts.IgnitionServer.TokenTTL, "ignition-token-ttl", ignitionserver.DefaultTokenTTL,
+		"How long the token of a served Ignition config is valid; a machine that boots later is refused (its config is re-signed while it waits for a host)")
 	fs.StringVar(&signingKeyFile, "signing-key-file", "", "File with at least 32 random bytes that sign deploy URLs, agent and ignition tokens; needed by both servers, keep it across restarts")
 	gofs := flag.NewFlagSet("zap", flag.ExitOnError)
 	zapOpts.BindFlags(gofs)
@@ -68,8 +71,12 @@ func main() {
 	}
 }
 
-// loadFiles reads the signing key and the ignition CA the flags name.
+// loadFiles checks the ignition token lifetime and reads the signing key
+// and the ignition CA the flags name.
 func loadFiles(opts *manager.Options, signingKeyFile, ignitionCAFile string) error {
+	if opts.IgnitionServer.TokenTTL <= 0 {
+		return fmt.Errorf("--ignition-token-ttl must be positive, not %s", opts.IgnitionServer.TokenTTL)
+	}
 	if opts.HostEngine.DeployListenAddr != "" || opts.IgnitionServer.ListenAddr != "" {
 		if signingKeyFile == "" {
 			return errors.New("--signing-key-file is required with --deploy-listen-address or --ignition-listen-address")

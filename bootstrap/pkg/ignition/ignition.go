@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 
 	"github.com/coreos/ignition/v2/config/v3_4"
 	"github.com/coreos/ignition/v2/config/v3_4/types"
@@ -137,4 +138,21 @@ func Remote(o RemoteOptions) ([]byte, error) {
 		cfg.Ignition.Security.TLS.CertificateAuthorities = []types.Resource{{Source: ptr.To(dataURL(o.CA))}}
 	}
 	return marshalValid(cfg)
+}
+
+// RemoteToken is the bearer token of a config Remote rendered; false for
+// any other config.
+func RemoteToken(pointer []byte) (string, bool) {
+	cfg, _, err := v3_4.Parse(pointer)
+	if err != nil || len(cfg.Ignition.Config.Merge) != 1 {
+		return "", false
+	}
+	for _, h := range cfg.Ignition.Config.Merge[0].HTTPHeaders {
+		if h.Name == "Authorization" && h.Value != nil {
+			if token, ok := strings.CutPrefix(*h.Value, "Bearer "); ok {
+				return token, true
+			}
+		}
+	}
+	return "", false
 }

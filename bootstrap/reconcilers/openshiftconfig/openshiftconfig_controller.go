@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -116,8 +117,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 			reterr = kerrors.NewAggregate([]error{reterr, err})
 		}
 	}()
-	if !cfg.DeletionTimestamp.IsZero() || ptr.Deref(cfg.Status.Initialization.DataSecretCreated, false) {
-		return ctrl.Result{}, nil // the Secret is owned by the config; rendered once, as the contract expects
+	if !cfg.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil // the Secrets are owned by the config
+	}
+	if ptr.Deref(cfg.Status.Initialization.DataSecretCreated, false) {
+		// Rendered once, as the contract expects; only a served config's token is renewed.
+		return r.renewServedToken(ctx, cfg, machine, cluster)
 	}
 	data, err := r.render(ctx, cfg, machine, cluster)
 	served := 0
@@ -158,11 +163,59 @@ func (r *Reconciler) fitUserData(ctx context.Context, cfg *bootstrapv1.OpenShift
 	if err != nil {
 		return nil, 0, fmt.Errorf("writing the served Ignition Secret: %w", err)
 	}
-	pointer, err := ignition.Remote(ignition.RemoteOptions{
-		URL: r.IgnitionServer.URL(s.Namespace, s.Name), Token: r.IgnitionServer.Token(s.Namespace, s.Name, cfg.UID),
-		CA: r.IgnitionServer.CA(), Full: data,
-	})
+	pointer, _, err := r.remote(cfg, s)
 	return pointer, len(data), err
+}
+
+// remote renders the config that merges served from the ignition server,
+// with a new token, and when that token expires.
+func (r *Reconciler) remote(cfg *bootstrapv1.OpenShiftConfig, served *corev1.Secret) ([]byte, time.Time, error) {
+	token, expiry := r.IgnitionServer.SignedToken(served.Namespace, served.Name, cfg.UID)
+	pointer, err := ignition.Remote(ignition.RemoteOptions{
+		URL: r.IgnitionServer.URL(served.Namespace, served.Name), Token: token, CA: r.IgnitionServer.CA(), Full: served.Data["value"],
+	})
+	return pointer, expiry, err
+}
+
+// renewServedToken gives the data Secret of a served config a new token
+// once half the old one's lifetime is gone, until the Machine's
+// infrastructure is provisioned: a Machine that waits days for a free host
+// still reads its config when it boots. Once provisioned, the host has its
+// copy of the user data (the infrastructure provider copies it once) and
+// boots within minutes; a host that boots after its token expired is
+// refused (403) and its Machine must be replaced.
+func (r *Reconciler) renewServedToken(ctx context.Context, cfg *bootstrapv1.OpenShiftConfig, machine *clusterv1.Machine, cluster *clusterv1.Cluster) (ctrl.Result, error) {
+	if r.IgnitionServer == nil || cfg.Status.DataSecretName == nil || ptr.Deref(machine.Status.Initialization.InfrastructureProvisioned, false) {
+		return ctrl.Result{}, nil
+	}
+	data := &corev1.Secret{}
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: cfg.Namespace, Name: *cfg.Status.DataSecretName}, data); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	token, ok := ignition.RemoteToken(data.Data["value"])
+	if !ok {
+		return ctrl.Result{}, nil // the config is the user data itself
+	}
+	if expiry, ok := ignitionserver.TokenExpiry(token); ok {
+		if wait := r.IgnitionServer.RenewIn(expiry); wait > 0 {
+			return ctrl.Result{RequeueAfter: wait}, nil
+		}
+	}
+	served := &corev1.Secret{}
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: cfg.Namespace, Name: cfg.Name + servedSuffix}, served); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	pointer, expiry, err := r.remote(cfg, served)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if _, err := r.writeOwnedSecret(ctx, cfg, cluster, data.Name, data.Type,
+		map[string][]byte{"value": pointer, "format": []byte("ignition")}); err != nil {
+		return ctrl.Result{}, fmt.Errorf("renewing the token in the bootstrap data Secret: %w", err)
+	}
+	ctrl.LoggerFrom(ctx).Info("Renewed the token of a served Ignition config: its Machine's infrastructure is not provisioned yet",
+		"secret", klog.KObj(data), "expires", expiry.UTC().Format(time.RFC3339))
+	return ctrl.Result{RequeueAfter: r.IgnitionServer.RenewIn(expiry)}, nil
 }
 
 // servedSuffix names the Secret with a config the ignition server serves.
