@@ -2,10 +2,13 @@ package openshiftcontrolplane
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -31,12 +34,19 @@ import (
 )
 
 // applyInstall creates what `metalshift create cluster` applies, except the
-// hosts, for an install-config whose API VIP nothing listens on.
-func applyInstall(t *testing.T) (name, vip string) {
+// hosts, for an install-config whose API VIP nothing listens on; w, when
+// set, plays the installed cluster behind that VIP.
+func applyInstall(t *testing.T, w *fakeWorkload) (name, vip string) {
 	t.Helper()
 	g := NewWithT(t)
 	name = fmt.Sprintf("cp-%d", rand.IntN(1_000_000))
 	vip = fmt.Sprintf("127.%d.%d.7", 200+rand.IntN(50), rand.IntN(250))
+	if w != nil {
+		// Before the control plane exists: the reconciler keeps the first
+		// client it makes for a kubeconfig.
+		fakeWorkloads.Store("https://"+vip+":6443", w)
+		t.Cleanup(func() { fakeWorkloads.Delete("https://" + vip + ":6443") })
+	}
 	ic := &installconfig.InstallConfig{
 		APIVersion: "v1", BaseDomain: "example.com", Metadata: installconfig.Metadata{Name: name},
 		ControlPlane: installconfig.MachinePool{Name: "master", Replicas: ptr.To[int32](3)},
@@ -81,7 +91,7 @@ func applyInstall(t *testing.T) (name, vip string) {
 func TestBootstrapNeverServes(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	name, vip := applyInstall(t)
+	name, vip := applyInstall(t, nil)
 	ns := name
 	bootstrap := name + "-bootstrap"
 
@@ -112,10 +122,40 @@ func TestBootstrapNeverServes(t *testing.T) {
 	}).Should(BeTrue())
 	data := &corev1.Secret{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: *cfg.Status.DataSecretName}, data)).To(Succeed())
-	g.Expect(ignition.Validate(data.Data["value"])).To(Succeed())
-	for _, want := range []string{ignition.InstallConfigPath, ignition.RootCAKeyPath, ignition.AdminKubeconfigPath,
-		ignition.ManifestsDir + "/extra.yaml", ignition.BootstrapServiceName} {
-		g.Expect(string(data.Data["value"])).To(ContainSubstring(want))
+	var rendered struct {
+		Storage struct {
+			Files []struct {
+				Path     string
+				Contents struct{ Source string }
+			}
+		}
+		Systemd struct {
+			Units []struct {
+				Name    string
+				Enabled bool
+			}
+		}
+	}
+	g.Expect(json.Unmarshal(data.Data["value"], &rendered)).To(Succeed())
+	files := map[string]string{}
+	for _, f := range rendered.Storage.Files {
+		enc, ok := strings.CutPrefix(f.Contents.Source, "data:text/plain;charset=utf-8;base64,")
+		g.Expect(ok).To(BeTrue(), f.Path)
+		b, err := base64.StdEncoding.DecodeString(enc)
+		g.Expect(err).NotTo(HaveOccurred(), f.Path)
+		files[f.Path] = string(b)
+	}
+	g.Expect(files).To(HaveKeyWithValue(ignition.ManifestsDir+"/extra.yaml", "kind: ConfigMap\n"), "the user's manifest, as written")
+	g.Expect(files[ignition.InstallConfigPath]).To(ContainSubstring("name: " + name))
+	caSecret, kubeconfig := &corev1.Secret{}, &corev1.Secret{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-ca"}, caSecret)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-kubeconfig"}, kubeconfig)).To(Succeed())
+	g.Expect(files).To(HaveKeyWithValue(ignition.RootCACertPath, string(caSecret.Data["tls.crt"])))
+	g.Expect(files).To(HaveKeyWithValue(ignition.RootCAKeyPath, string(caSecret.Data["tls.key"])))
+	g.Expect(files).To(HaveKeyWithValue(ignition.AdminKubeconfigPath, string(kubeconfig.Data["value"])))
+	g.Expect(rendered.Systemd.Units).To(ContainElement(HaveField("Name", ignition.BootstrapServiceName)))
+	for _, u := range rendered.Systemd.Units {
+		g.Expect(u.Enabled).To(BeTrue(), u.Name)
 	}
 
 	// Play the infrastructure provider: the bootstrap host is provisioned.

@@ -2,10 +2,14 @@ package openshiftcontrolplane
 
 import (
 	"context"
+	"errors"
 	"os"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
@@ -18,7 +22,8 @@ import (
 var env *testenv.Env
 
 // The control plane runs with Cluster API core, the MetalCluster and
-// OpenShiftConfig reconcilers; the test plays the MetalMachine provider.
+// OpenShiftConfig reconcilers; the test plays the MetalMachine provider, and
+// the installed cluster where a test registered a fakeWorkload.
 func TestMain(m *testing.M) {
 	os.Exit(testenv.Run(m, &env, testenv.Options{
 		CAPICore: true,
@@ -30,8 +35,43 @@ func TestMain(m *testing.M) {
 				return err
 			}
 			return (&Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("openshiftcontrolplane"),
-				BootstrapAPIGrace: time.Second}).
+				BootstrapAPIGrace: time.Second, Workload: testWorkload}).
 				SetupWithManager(ctx, mgr, controller.Options{})
 		}}},
 	}))
+}
+
+// fakeWorkload is an installed cluster steered by the test: whether its API
+// answers /readyz, and whether the bootstrap node has reported the
+// bootstrap complete.
+type fakeWorkload struct {
+	ready, complete atomic.Bool
+}
+
+var _ Workload = &fakeWorkload{}
+
+func (f *fakeWorkload) Ready(context.Context) error {
+	if !f.ready.Load() {
+		return errors.New("/readyz: not ready yet (failing: etcd)")
+	}
+	return nil
+}
+
+func (f *fakeWorkload) BootstrapComplete(context.Context) (bool, error) {
+	return f.complete.Load(), nil
+}
+
+// fakeWorkloads holds the fakes by the API server URL of the install
+// state's kubeconfig (https://<vip>:6443).
+var fakeWorkloads sync.Map
+
+// testWorkload is the reconciler's Workload: the fake registered for the
+// kubeconfig's server, else the real client (which finds nothing listening).
+func testWorkload(kubeconfig []byte) (Workload, error) {
+	if cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig); err == nil {
+		if w, ok := fakeWorkloads.Load(cfg.Host); ok {
+			return w.(*fakeWorkload), nil
+		}
+	}
+	return newWorkload(kubeconfig)
 }
