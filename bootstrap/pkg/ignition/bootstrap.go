@@ -86,7 +86,11 @@ func Bootstrap(o BootstrapOptions) ([]byte, error) {
 	case len(o.AdminKubeconfig) == 0:
 		return nil, errors.New("the admin kubeconfig is empty")
 	}
-	if leaks, err := installconfig.HasSecrets(o.InstallConfig); err != nil || leaks {
+	leaks, err := installconfig.HasSecrets(o.InstallConfig)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("the install-config copy for the bootstrap node: %w", err)
+	case leaks:
 		return nil, errors.New("the install-config copy for the bootstrap node must come from installconfig.Sanitize (no pull secret, no BMC credentials)")
 	}
 	cfg := types.Config{Ignition: types.Ignition{Version: Version}}
