@@ -12,9 +12,10 @@ import (
 	. "github.com/onsi/gomega"
 	"github.com/vincent-petithory/dataurl"
 
+	bootstrapnode "github.com/metalshift/metalshift/api/bootstrapnode/v1"
 	controlplanev1 "github.com/metalshift/metalshift/api/controlplane/v1alpha1"
+	"github.com/metalshift/metalshift/api/installconfig/v1"
 	"github.com/metalshift/metalshift/bootstrap/pkg/ignition"
-	"github.com/metalshift/metalshift/installer/installconfig"
 )
 
 // Secrets of the install-config that must not leave the hub, except the
@@ -130,7 +131,7 @@ func TestNoSecretLeavesTheHub(t *testing.T) {
 		d, err := dataurl.DecodeString(*f.Contents.Source)
 		g.Expect(err).NotTo(HaveOccurred(), f.Path)
 		seen[f.Path] = true
-		if f.Path == ignition.PullSecretPath {
+		if f.Path == bootstrapnode.PullSecretPath {
 			g.Expect(string(d.Data)).To(ContainSubstring(canaryPullSecret), "the bootstrap node pulls with it")
 			g.Expect(*f.Mode).To(Equal(0o600))
 			expectNoCanary(g, f.Path, []byte(strings.ReplaceAll(string(d.Data), canaryPullSecret, "")))
@@ -138,8 +139,8 @@ func TestNoSecretLeavesTheHub(t *testing.T) {
 		}
 		expectNoCanary(g, f.Path, d.Data)
 	}
-	g.Expect(seen).To(HaveKey(ignition.InstallConfigPath))
-	g.Expect(seen).To(HaveKey(ignition.ManifestsDir + "/cluster-config.yaml"))
+	g.Expect(seen).To(HaveKey(bootstrapnode.InstallConfigPath))
+	g.Expect(seen).To(HaveKey(bootstrapnode.ManifestsDir + "/cluster-config.yaml"))
 
 	// The renderer refuses an install-config that was not sanitized.
 	opts.InstallConfig = raw

@@ -21,8 +21,9 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	bootstrapnode "github.com/metalshift/metalshift/api/bootstrapnode/v1"
 	configv1 "github.com/metalshift/metalshift/api/config/v1"
-	"github.com/metalshift/metalshift/installer/installconfig"
+	"github.com/metalshift/metalshift/api/installconfig/v1"
 	"github.com/metalshift/metalshift/internal/certs"
 	"github.com/metalshift/metalshift/localcp"
 )
@@ -30,7 +31,7 @@ import (
 // Ports of an installed cluster on its API VIP.
 const (
 	APIPort                 = 6443
-	MachineConfigServerPort = 22623
+	MachineConfigServerPort = bootstrapnode.MachineConfigServerPort
 )
 
 // bootstrapFiles is what the bootstrap service reads from /opt/openshift.

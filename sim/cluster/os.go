@@ -21,8 +21,8 @@ import (
 	"github.com/vincent-petithory/dataurl"
 	"k8s.io/utils/ptr"
 
-	"github.com/metalshift/metalshift/bootstrap/pkg/ignition"
-	"github.com/metalshift/metalshift/installer/installconfig"
+	bootstrapnode "github.com/metalshift/metalshift/api/bootstrapnode/v1"
+	"github.com/metalshift/metalshift/api/installconfig/v1"
 	"github.com/metalshift/metalshift/internal/certs"
 )
 
@@ -67,7 +67,7 @@ func (w *World) run(ctx context.Context, m Machine) error {
 		return nil
 	}
 	for _, u := range cfg.Systemd.Units {
-		if u.Name == ignition.BootstrapServiceName && u.Enabled != nil && *u.Enabled {
+		if u.Name == bootstrapnode.BootstrapServiceName && u.Enabled != nil && *u.Enabled {
 			return w.runBootstrap(ctx, m, cfg)
 		}
 	}
@@ -166,7 +166,7 @@ func (b *booted) fetch(r types.Resource, ca []byte) ([]byte, error) {
 			case <-time.After(time.Second):
 			}
 		}
-		if u.Port() == strconv.Itoa(ignition.MachineConfigServerPort) && strings.HasPrefix(u.Path, "/config/") {
+		if u.Port() == strconv.Itoa(bootstrapnode.MachineConfigServerPort) && strings.HasPrefix(u.Path, "/config/") {
 			b.mcs, b.pool = u.Hostname(), path.Base(u.Path)
 		}
 	}
@@ -217,19 +217,19 @@ func (w *World) runBootstrap(ctx context.Context, m Machine, cfg types.Config) e
 		}
 		files[f.Path] = data
 	}
-	ic, err := installconfig.Parse(files[ignition.InstallConfigPath])
+	ic, err := installconfig.Parse(files[bootstrapnode.InstallConfigPath])
 	if err != nil {
 		return fmt.Errorf("bootkube: %w", err)
 	}
 	b := bootstrapFiles{
 		installConfig:   ic,
-		ca:              certs.KeyPair{Cert: files[ignition.RootCACertPath], Key: files[ignition.RootCAKeyPath]},
-		adminKubeconfig: files[ignition.AdminKubeconfigPath],
-		release:         string(files[ignition.ReleaseVersionPath]),
+		ca:              certs.KeyPair{Cert: files[bootstrapnode.RootCACertPath], Key: files[bootstrapnode.RootCAKeyPath]},
+		adminKubeconfig: files[bootstrapnode.AdminKubeconfigPath],
+		release:         string(files[bootstrapnode.ReleaseVersionPath]),
 		manifests:       map[string][]byte{},
 	}
 	for p, data := range files {
-		if strings.HasPrefix(p, ignition.ManifestsDir+"/") || strings.HasPrefix(p, ignition.OpenShiftManifestsDir+"/") {
+		if strings.HasPrefix(p, bootstrapnode.ManifestsDir+"/") || strings.HasPrefix(p, bootstrapnode.OpenShiftManifestsDir+"/") {
 			b.manifests[p] = data
 		}
 	}

@@ -9,23 +9,8 @@ import (
 	"github.com/coreos/ignition/v2/config/v3_4/types"
 	"k8s.io/utils/ptr"
 
-	"github.com/metalshift/metalshift/installer/installconfig"
-)
-
-// Where the bootstrap node's config puts what the bootstrap service reads.
-const (
-	BootstrapDir          = "/opt/openshift"
-	InstallConfigPath     = BootstrapDir + "/install-config.yaml"
-	RootCACertPath        = BootstrapDir + "/tls/root-ca.crt"
-	RootCAKeyPath         = BootstrapDir + "/tls/root-ca.key"
-	AdminKubeconfigPath   = BootstrapDir + "/auth/kubeconfig"
-	ReleaseVersionPath    = BootstrapDir + "/release-version"
-	ManifestsDir          = BootstrapDir + "/manifests"
-	OpenShiftManifestsDir = BootstrapDir + "/openshift"
-	BootstrapServiceName  = "bootkube.service"
-	// PullSecretPath is where the bootstrap node's container tools find
-	// the pull secret, as on an openshift-install bootstrap node.
-	PullSecretPath = "/root/.docker/config.json"
+	bootstrapnode "github.com/metalshift/metalshift/api/bootstrapnode/v1"
+	"github.com/metalshift/metalshift/api/installconfig/v1"
 )
 
 // Manifest is one user manifest for the bootstrap node.
@@ -45,7 +30,7 @@ type BootstrapOptions struct {
 	// holds either is refused.
 	InstallConfig []byte
 	// PullSecret is the pull secret the bootstrap node pulls the release
-	// with, written to PullSecretPath (0600); empty writes no file.
+	// with, written to bootstrapnode.PullSecretPath (0600); empty writes no file.
 	PullSecret []byte
 	// Manifests are the user's manifests and openshift manifests.
 	Manifests []Manifest
@@ -66,7 +51,7 @@ Wants=network-online.target
 After=network-online.target
 
 [Service]
-WorkingDirectory=` + BootstrapDir + `
+WorkingDirectory=` + bootstrapnode.BootstrapDir + `
 ExecStart=/usr/local/bin/bootkube.sh
 Restart=on-failure
 RestartSec=5s
@@ -95,14 +80,14 @@ func Bootstrap(o BootstrapOptions) ([]byte, error) {
 	}
 	cfg := types.Config{Ignition: types.Ignition{Version: Version}}
 	files := []types.File{
-		file(InstallConfigPath, o.InstallConfig, 0o600),
-		file(RootCACertPath, o.RootCACert, 0o644),
-		file(RootCAKeyPath, o.RootCAKey, 0o600),
-		file(AdminKubeconfigPath, o.AdminKubeconfig, 0o600),
-		file(ReleaseVersionPath, []byte(o.ReleaseVersion), 0o644),
+		file(bootstrapnode.InstallConfigPath, o.InstallConfig, 0o600),
+		file(bootstrapnode.RootCACertPath, o.RootCACert, 0o644),
+		file(bootstrapnode.RootCAKeyPath, o.RootCAKey, 0o600),
+		file(bootstrapnode.AdminKubeconfigPath, o.AdminKubeconfig, 0o600),
+		file(bootstrapnode.ReleaseVersionPath, []byte(o.ReleaseVersion), 0o644),
 	}
 	if len(o.PullSecret) > 0 {
-		files = append(files, file(PullSecretPath, o.PullSecret, 0o600))
+		files = append(files, file(bootstrapnode.PullSecretPath, o.PullSecret, 0o600))
 	}
 	ms := append([]Manifest(nil), o.Manifests...)
 	sort.Slice(ms, func(i, j int) bool {
@@ -116,9 +101,9 @@ func Bootstrap(o BootstrapOptions) ([]byte, error) {
 		var dir string
 		switch m.Dir {
 		case "manifests":
-			dir = ManifestsDir
+			dir = bootstrapnode.ManifestsDir
 		case "openshift":
-			dir = OpenShiftManifestsDir
+			dir = bootstrapnode.OpenShiftManifestsDir
 		default:
 			return nil, fmt.Errorf("manifest %s: directory %q is neither manifests nor openshift", m.Name, m.Dir)
 		}
@@ -133,7 +118,7 @@ func Bootstrap(o BootstrapOptions) ([]byte, error) {
 		files = append(files, file(p, m.Data, 0o644))
 	}
 	cfg.Storage.Files = files
-	cfg.Systemd.Units = []types.Unit{{Name: BootstrapServiceName, Enabled: ptr.To(true), Contents: ptr.To(bootstrapUnit)}}
+	cfg.Systemd.Units = []types.Unit{{Name: bootstrapnode.BootstrapServiceName, Enabled: ptr.To(true), Contents: ptr.To(bootstrapUnit)}}
 	if len(o.Override) > 0 {
 		if err := validateOverride(o.Override); err != nil {
 			return nil, err

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+
+	bootstrapnode "github.com/metalshift/metalshift/api/bootstrapnode/v1"
 )
 
 // rendered is the part of an Ignition config that machines act on, decoded
@@ -139,7 +141,7 @@ func TestBootstrapOverride(t *testing.T) {
 	r := decode(t, raw)
 	g.Expect(r.Ignition.Config.Merge).To(HaveLen(1))
 	g.Expect(dataURLContent(g, r.Ignition.Config.Merge[0].Source)).To(Equal(string(o.Override)))
-	g.Expect(files(g, r)).To(HaveKey(InstallConfigPath), "the rendered files stay")
+	g.Expect(files(g, r)).To(HaveKey(bootstrapnode.InstallConfigPath), "the rendered files stay")
 }
 
 // TestBootstrapErrors: what is wrong with the inputs, named.

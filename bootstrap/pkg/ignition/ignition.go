@@ -18,10 +18,6 @@ import (
 // Version is the Ignition spec version rendered.
 const Version = "3.4.0"
 
-// MachineConfigServerPort is where OpenShift's machine-config-server
-// serves the configs of masters and workers.
-const MachineConfigServerPort = 22623
-
 // PointerOptions describe a pointer config.
 type PointerOptions struct {
 	// MachineConfigServer is the base URL of the machine-config-server,

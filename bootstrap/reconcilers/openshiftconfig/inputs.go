@@ -14,8 +14,8 @@ import (
 
 	bootstrapv1 "github.com/metalshift/metalshift/api/bootstrap/v1alpha1"
 	controlplanev1 "github.com/metalshift/metalshift/api/controlplane/v1alpha1"
+	"github.com/metalshift/metalshift/api/installconfig/v1"
 	"github.com/metalshift/metalshift/bootstrap/pkg/ignition"
-	"github.com/metalshift/metalshift/installer/installconfig"
 )
 
 // inputs are what the control plane tells the bootstrap provider: the

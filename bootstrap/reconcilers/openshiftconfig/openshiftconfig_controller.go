@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/cluster-api/util/secret"
 
 	bootstrapv1 "github.com/metalshift/metalshift/api/bootstrap/v1alpha1"
+	bootstrapnode "github.com/metalshift/metalshift/api/bootstrapnode/v1"
 	"github.com/metalshift/metalshift/bootstrap/ignitionserver"
 	"github.com/metalshift/metalshift/bootstrap/pkg/ignition"
 )
@@ -272,7 +273,7 @@ func (r *Reconciler) render(ctx context.Context, cfg *bootstrapv1.OpenShiftConfi
 		return nil, errWait
 	}
 	data, err := ignition.Pointer(ignition.PointerOptions{
-		MachineConfigServer: "https://" + net.JoinHostPort(mcsHost, strconv.Itoa(ignition.MachineConfigServerPort)),
+		MachineConfigServer: "https://" + net.JoinHostPort(mcsHost, strconv.Itoa(bootstrapnode.MachineConfigServerPort)),
 		Role:                cfg.Status.Role,
 		RootCA:              ca.Data[secret.TLSCrtDataName],
 		Override:            []byte(cfg.Spec.IgnitionOverride),

@@ -24,12 +24,12 @@ import (
 	"sigs.k8s.io/cluster-api/util/conditions"
 
 	bootstrapv1 "github.com/metalshift/metalshift/api/bootstrap/v1alpha1"
+	bootstrapnode "github.com/metalshift/metalshift/api/bootstrapnode/v1"
 	controlplanev1 "github.com/metalshift/metalshift/api/controlplane/v1alpha1"
 	infrav1 "github.com/metalshift/metalshift/api/infrastructure/v1alpha1"
+	"github.com/metalshift/metalshift/api/installconfig/v1"
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
-	"github.com/metalshift/metalshift/bootstrap/pkg/ignition"
 	"github.com/metalshift/metalshift/installer"
-	"github.com/metalshift/metalshift/installer/installconfig"
 	"github.com/metalshift/metalshift/internal/certs"
 )
 
@@ -145,15 +145,15 @@ func TestBootstrapNeverServes(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred(), f.Path)
 		files[f.Path] = string(b)
 	}
-	g.Expect(files).To(HaveKeyWithValue(ignition.ManifestsDir+"/extra.yaml", "kind: ConfigMap\n"), "the user's manifest, as written")
-	g.Expect(files[ignition.InstallConfigPath]).To(ContainSubstring("name: " + name))
+	g.Expect(files).To(HaveKeyWithValue(bootstrapnode.ManifestsDir+"/extra.yaml", "kind: ConfigMap\n"), "the user's manifest, as written")
+	g.Expect(files[bootstrapnode.InstallConfigPath]).To(ContainSubstring("name: " + name))
 	caSecret, kubeconfig := &corev1.Secret{}, &corev1.Secret{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-ca"}, caSecret)).To(Succeed())
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-kubeconfig"}, kubeconfig)).To(Succeed())
-	g.Expect(files).To(HaveKeyWithValue(ignition.RootCACertPath, string(caSecret.Data["tls.crt"])))
-	g.Expect(files).To(HaveKeyWithValue(ignition.RootCAKeyPath, string(caSecret.Data["tls.key"])))
-	g.Expect(files).To(HaveKeyWithValue(ignition.AdminKubeconfigPath, string(kubeconfig.Data["value"])))
-	g.Expect(rendered.Systemd.Units).To(ContainElement(HaveField("Name", ignition.BootstrapServiceName)))
+	g.Expect(files).To(HaveKeyWithValue(bootstrapnode.RootCACertPath, string(caSecret.Data["tls.crt"])))
+	g.Expect(files).To(HaveKeyWithValue(bootstrapnode.RootCAKeyPath, string(caSecret.Data["tls.key"])))
+	g.Expect(files).To(HaveKeyWithValue(bootstrapnode.AdminKubeconfigPath, string(kubeconfig.Data["value"])))
+	g.Expect(rendered.Systemd.Units).To(ContainElement(HaveField("Name", bootstrapnode.BootstrapServiceName)))
 	for _, u := range rendered.Systemd.Units {
 		g.Expect(u.Enabled).To(BeTrue(), u.Name)
 	}

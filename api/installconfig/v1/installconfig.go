@@ -1,4 +1,5 @@
-// Package installconfig reads and validates an OpenShift install-config
+// Package installconfig (api/installconfig/v1) is the install-config wire
+// contract, shared by the installer, the providers and the simulator: it reads and validates an OpenShift install-config
 // (apiVersion v1) for the bare-metal platform: the subset of fields metalshift
 // acts on, with openshift-install's field names. Unknown fields are an error,
 // so that a typo does not pass silently.
