@@ -1,4 +1,4 @@
-// Package deployapi is the versioned contract between the host engine and
+// Package deployapi (api/deploy/v1) is the versioned contract between the host engine and
 // the deploy agent that runs on a host booted from the deploy image.
 //
 // The agent always initiates the connection. It finds the engine URL, its
