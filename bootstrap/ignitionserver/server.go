@@ -23,14 +23,15 @@ import (
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ignitionapi "github.com/metalshift/metalshift/api/ignition/v1"
 )
 
-// PathPrefix is where configs are served: PathPrefix<namespace>/<name>.
-const PathPrefix = "/ignition/v1/"
-
-// ServedLabel marks the Secrets this server may serve; their "value" key
-// holds the config.
-const ServedLabel = "bootstrap.cluster.x-k8s.io/served-ignition"
+// PathPrefix and ServedLabel are the contract's (api/ignition/v1).
+const (
+	PathPrefix  = ignitionapi.PathPrefix
+	ServedLabel = ignitionapi.ServedLabel
+)
 
 // DefaultTokenTTL is how long a token is valid when Config.TokenTTL is 0.
 // 24 hours covers an install (the bootstrap node and masters boot within
@@ -223,7 +224,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/vnd.coreos.ignition+json")
-	_, _ = w.Write(sec.Data["value"])
+	_, _ = w.Write(sec.Data[ignitionapi.ValueKey])
 }
 
 func ownerUID(o *corev1.Secret) types.UID {

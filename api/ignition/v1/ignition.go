@@ -1,0 +1,21 @@
+// Package ignitionapi (api/ignition/v1) is the contract of the hub's
+// ignition server: where a machine fetches an Ignition config too large for
+// its user data, how it authenticates, and which Secrets may be served. The
+// server, the bootstrap provider that writes the pointer configs, and the
+// machines (real, or the simulator's) rely on it.
+package ignitionapi
+
+// PathPrefix is where configs are served: PathPrefix<namespace>/<name>.
+const PathPrefix = "/ignition/v1/"
+
+// ServedLabel marks the Secrets the server may serve; their ValueKey holds
+// the config. A Secret without it is never served.
+const ServedLabel = "bootstrap.cluster.x-k8s.io/served-ignition"
+
+// ValueKey is the key of a served Secret that holds the config.
+const ValueKey = "value"
+
+// AuthorizationHeader carries "Bearer <token>": the token is
+// "<unix expiry>.<signature>", bound to the Secret's namespace, name and
+// owner UID and to the expiry, and refused after it.
+const AuthorizationHeader = "Authorization"
