@@ -9,7 +9,7 @@ import (
 
 	"github.com/kdomanski/iso9660"
 
-	"github.com/metalshift/metalshift/api/deploy/v1"
+	deployapi "github.com/metalshift/metalshift/api/deploy/v1"
 )
 
 // DeployISOLabel is the volume label of deploy ISOs.

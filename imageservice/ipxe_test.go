@@ -5,7 +5,7 @@ import (
 
 	. "github.com/onsi/gomega"
 
-	"github.com/metalshift/metalshift/api/deploy/v1"
+	deployapi "github.com/metalshift/metalshift/api/deploy/v1"
 )
 
 // TestParseIPXEScript: the kernel, initrd and kernel arguments the

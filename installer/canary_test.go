@@ -14,7 +14,7 @@ import (
 
 	bootstrapnode "github.com/metalshift/metalshift/api/bootstrapnode/v1"
 	controlplanev1 "github.com/metalshift/metalshift/api/controlplane/v1alpha1"
-	"github.com/metalshift/metalshift/api/installconfig/v1"
+	installconfig "github.com/metalshift/metalshift/api/installconfig/v1"
 	"github.com/metalshift/metalshift/bootstrap/pkg/ignition"
 )
 

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/metalshift/metalshift/api/deploy/v1"
+	deployapi "github.com/metalshift/metalshift/api/deploy/v1"
 )
 
 // DeviceInfo describes a block device, as inspection would.

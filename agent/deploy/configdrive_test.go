@@ -7,7 +7,7 @@ import (
 
 	. "github.com/onsi/gomega"
 
-	"github.com/metalshift/metalshift/api/deploy/v1"
+	deployapi "github.com/metalshift/metalshift/api/deploy/v1"
 )
 
 // memDisk is a disk in memory.

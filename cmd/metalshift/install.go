@@ -20,7 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/metalshift/metalshift/api/installconfig/v1"
+	installconfig "github.com/metalshift/metalshift/api/installconfig/v1"
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	"github.com/metalshift/metalshift/component"
 	"github.com/metalshift/metalshift/installer"

@@ -23,7 +23,7 @@ import (
 
 	bootstrapnode "github.com/metalshift/metalshift/api/bootstrapnode/v1"
 	configv1 "github.com/metalshift/metalshift/api/config/v1"
-	"github.com/metalshift/metalshift/api/installconfig/v1"
+	installconfig "github.com/metalshift/metalshift/api/installconfig/v1"
 	"github.com/metalshift/metalshift/internal/certs"
 	"github.com/metalshift/metalshift/localcp"
 )

@@ -22,7 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	bootstrapnode "github.com/metalshift/metalshift/api/bootstrapnode/v1"
-	"github.com/metalshift/metalshift/api/installconfig/v1"
+	installconfig "github.com/metalshift/metalshift/api/installconfig/v1"
 	"github.com/metalshift/metalshift/internal/certs"
 )
 

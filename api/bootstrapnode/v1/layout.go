@@ -17,7 +17,7 @@ const (
 	BootstrapServiceName  = "bootkube.service"
 	// PullSecretPath is where the bootstrap node's container tools find
 	// the pull secret, as on an openshift-install bootstrap node.
-	PullSecretPath = "/root/.docker/config.json"
+	PullSecretPath = "/root/.docker/config.json" //nolint:gosec // a file path, not a credential
 )
 
 // MachineConfigServerPort is where OpenShift's machine-config-server

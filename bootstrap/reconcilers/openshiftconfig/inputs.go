@@ -14,7 +14,7 @@ import (
 
 	bootstrapv1 "github.com/metalshift/metalshift/api/bootstrap/v1alpha1"
 	controlplanev1 "github.com/metalshift/metalshift/api/controlplane/v1alpha1"
-	"github.com/metalshift/metalshift/api/installconfig/v1"
+	installconfig "github.com/metalshift/metalshift/api/installconfig/v1"
 	"github.com/metalshift/metalshift/bootstrap/pkg/ignition"
 )
 

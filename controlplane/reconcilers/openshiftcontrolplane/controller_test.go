@@ -27,7 +27,7 @@ import (
 	bootstrapnode "github.com/metalshift/metalshift/api/bootstrapnode/v1"
 	controlplanev1 "github.com/metalshift/metalshift/api/controlplane/v1alpha1"
 	infrav1 "github.com/metalshift/metalshift/api/infrastructure/v1alpha1"
-	"github.com/metalshift/metalshift/api/installconfig/v1"
+	installconfig "github.com/metalshift/metalshift/api/installconfig/v1"
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	"github.com/metalshift/metalshift/installer"
 	"github.com/metalshift/metalshift/internal/certs"
