@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/metalshift/metalshift/agent/deploy"
-	"github.com/metalshift/metalshift/baremetal/pkg/deployapi"
+	deployapi "github.com/metalshift/metalshift/api/deploy/v1"
 	"github.com/metalshift/metalshift/imageservice"
 	"github.com/metalshift/metalshift/sim/machine"
 )
@@ -35,6 +35,11 @@ type Firmware struct {
 	// OnDiskBoot, when set, runs when a machine boots a disk written by the
 	// deploy agent, with the config drive it found (the installed OS).
 	OnDiskBoot func(ctx context.Context, m *machine.Machine, cd deployapi.ConfigDrive)
+	// Console, when set, also gets every console line, as "<machine>: <line>".
+	Console io.Writer
+	// MediaRetries is how many more times virtual media is read after a
+	// failed read (the BMC reconnects to the image's server), a second apart.
+	MediaRetries int
 
 	mu   sync.Mutex
 	logs map[string][]string
@@ -70,7 +75,11 @@ func (f *Firmware) logf(m *machine.Machine, format string, args ...any) {
 	if f.logs == nil {
 		f.logs = map[string][]string{}
 	}
-	lines := append(f.logs[m.ID], fmt.Sprintf(format, args...))
+	line := fmt.Sprintf(format, args...)
+	if f.Console != nil {
+		fmt.Fprintf(f.Console, "%s: %s\n", m.ID, line)
+	}
+	lines := append(f.logs[m.ID], line)
 	if len(lines) > 200 {
 		lines = lines[len(lines)-200:]
 	}
@@ -106,6 +115,15 @@ func (f *Firmware) bootCD(ctx context.Context, m *machine.Machine) error {
 		return f.bootDisk(ctx, m)
 	}
 	iso, err := f.get(ctx, url)
+	for attempt := 1; err != nil && attempt <= f.MediaRetries; attempt++ {
+		f.logf(m, "Virtual media: %v; reading it again", err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+		iso, err = f.get(ctx, url)
+	}
 	if err != nil {
 		return err
 	}

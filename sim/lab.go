@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -11,8 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	deployapi "github.com/metalshift/metalshift/api/deploy/v1"
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
-	"github.com/metalshift/metalshift/baremetal/pkg/deployapi"
 	"github.com/metalshift/metalshift/internal/manifest"
 	"github.com/metalshift/metalshift/sim/cluster"
 	"github.com/metalshift/metalshift/sim/machine"
@@ -43,6 +44,9 @@ type LabOptions struct {
 	// installed OpenShift cluster (see sim/cluster). Without it a booted
 	// disk only records that it booted.
 	World *cluster.World
+	// Console, when set, gets the machines' console lines (boot, deploy
+	// agent), each as "<machine>: <line>".
+	Console io.Writer
 }
 
 // Lab is a running set of simulated machines behind one Redfish endpoint.
@@ -80,7 +84,8 @@ func NewLab(opts LabOptions) *Lab {
 		opts.MACOctet = 0x6d
 	}
 	l := &Lab{Opts: opts, BMC: redfish.New(opts.Username, opts.Password)}
-	l.Firmware = &Firmware{HTTP: &http.Client{Timeout: 30 * time.Second}, BootURL: opts.BootURL, AgentPollInterval: opts.AgentPollInterval}
+	l.Firmware = &Firmware{HTTP: &http.Client{Timeout: 30 * time.Second}, BootURL: opts.BootURL, AgentPollInterval: opts.AgentPollInterval,
+		Console: opts.Console, MediaRetries: 30}
 	if w := opts.World; w != nil {
 		l.Firmware.OnDiskBoot = func(ctx context.Context, m *machine.Machine, cd deployapi.ConfigDrive) {
 			w.Run(ctx, cluster.Machine{ID: m.ID, IP: m.Hardware.NICs[0].IP, UserData: cd.UserData, MetaData: cd.MetaData})

@@ -14,7 +14,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/metalshift/metalshift/baremetal/pkg/deployapi"
+	deployapi "github.com/metalshift/metalshift/api/deploy/v1"
 )
 
 const minRootSize = 4 << 30
@@ -95,7 +95,7 @@ func (a *agent) deploy(ctx context.Context, ins *deployapi.Instructions) (string
 	if err != nil {
 		return info.Name, 0, err
 	}
-	a.opts.Logf("Writing %s to %s", ins.Image.URL, info.Name)
+	a.opts.Logf("Writing %s to %s for request %s", ins.Image.URL, info.Name, ins.Generation)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ins.Image.URL, nil)
 	if err != nil {
 		return info.Name, 0, err

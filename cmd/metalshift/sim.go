@@ -27,6 +27,7 @@ type simBMCOptions struct {
 	username     string
 	password     string
 	binDir       string
+	console      bool
 }
 
 func newSimCommand() *cobra.Command {
@@ -61,6 +62,7 @@ The manifests (a Secret and a BareMetalHost per machine) go to stdout, or to --m
 	f.StringVar(&o.manifests, "manifests", "", "Write the manifests to this file instead of stdout")
 	f.StringVar(&o.username, "username", "admin", "BMC username")
 	f.StringVar(&o.password, "password", "", "BMC password (default: random)")
+	f.BoolVar(&o.console, "console", false, "Print the machines' console lines (boots, the deploy agent's steps) to stderr, each after the machine's name")
 	f.StringVar(&o.binDir, "bin-dir", "", "Directory holding etcd and kube-apiserver, which installed clusters run (default: as `hub up`)")
 	cmd.AddCommand(bmc, newSimImageCommand())
 	return cmd
@@ -83,7 +85,11 @@ func (o *simBMCOptions) run(ctx context.Context, stdout, stderr io.Writer) error
 		return err
 	}
 	defer world.Close()
-	lab := sim.NewLab(sim.LabOptions{Hosts: o.hosts, Username: o.username, Password: o.password, BootURL: bootURL, World: world})
+	opts := sim.LabOptions{Hosts: o.hosts, Username: o.username, Password: o.password, BootURL: bootURL, World: world}
+	if o.console {
+		opts.Console = stderr
+	}
+	lab := sim.NewLab(opts)
 	if err := lab.Start(o.listen); err != nil {
 		return err
 	}
