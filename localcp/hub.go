@@ -237,6 +237,9 @@ func (h *Hub) WebhookServing() WebhookServing {
 // WebhookURL is the base URL at which the kube-apiserver calls the webhooks.
 func (h *Hub) WebhookURL() string { return "https://127.0.0.1:" + strconv.Itoa(h.ports.Webhook) }
 
+// CAFile is the path of the hub CA's certificate (PEM).
+func (h *Hub) CAFile() string { return h.pki.cert("ca") }
+
 // CABundle is the PEM of the hub CA.
 func (h *Hub) CABundle() []byte {
 	data, _ := os.ReadFile(h.pki.cert("ca"))
@@ -265,7 +268,7 @@ func (h *Hub) IgnitionServing() IgnitionServing {
 // created on first start and kept in the directory so that a restarted
 // hub honours the tokens of agents still running.
 func (h *Hub) SigningKey() ([]byte, error) {
-	path := filepath.Join(h.pki.dir, "deploy-signing.key")
+	path := h.SigningKeyFile()
 	if data, err := os.ReadFile(path); err == nil && len(data) >= 32 {
 		return data, nil
 	}
@@ -275,6 +278,9 @@ func (h *Hub) SigningKey() ([]byte, error) {
 	}
 	return key, os.WriteFile(path, key, 0o600)
 }
+
+// SigningKeyFile is where SigningKey keeps the key.
+func (h *Hub) SigningKeyFile() string { return filepath.Join(h.pki.dir, "deploy-signing.key") }
 
 // LogDir holds the children's logs.
 func (h *Hub) LogDir() string { return h.logDir() }

@@ -29,8 +29,11 @@ func main() {
 	fs := pflag.CommandLine
 	fs.StringVar(&opts.Namespace, "namespace", "", "Only watch this namespace (default: all)")
 	fs.StringVar(&opts.WatchFilterValue, "watch-filter", "", "Only reconcile objects labelled cluster.x-k8s.io/watch-filter=<value> (sharding)")
+	fs.StringVar(&opts.WebhookHost, "webhook-host", "", "Address the webhook server listens on (default: all)")
 	fs.IntVar(&opts.WebhookPort, "webhook-port", 9443, "Port of the webhook server; 0 disables webhooks")
-	fs.StringVar(&opts.WebhookCertDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "Directory with tls.crt and tls.key of the webhook server")
+	fs.StringVar(&opts.WebhookCertDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "Directory with the webhook server's certificate and key")
+	fs.StringVar(&opts.WebhookCertName, "webhook-cert-name", "tls.crt", "File name of the webhook server's certificate in --webhook-cert-dir")
+	fs.StringVar(&opts.WebhookKeyName, "webhook-key-name", "tls.key", "File name of the webhook server's key in --webhook-cert-dir")
 	fs.StringVar(&opts.MetricsAddr, "metrics-bind-address", ":8080", "Address of the metrics endpoint; 0 disables it")
 	fs.StringVar(&opts.HealthAddr, "health-addr", ":9440", "Address of the health endpoints")
 	fs.BoolVar(&opts.LeaderElection, "leader-elect", false, "Elect a leader, so that only one replica per --watch-filter is active")
@@ -48,6 +51,8 @@ func main() {
 	fs.StringVar(&signingKeyFile, "signing-key-file", "", "File with at least 32 random bytes that sign deploy URLs, agent and ignition tokens; needed by both servers, keep it across restarts")
 	gofs := flag.NewFlagSet("zap", flag.ExitOnError)
 	zapOpts.BindFlags(gofs)
+	// --kubeconfig (else $KUBECONFIG, else in-cluster), as ctrl.GetConfigOrDie reads it.
+	gofs.Var(flag.CommandLine.Lookup("kubeconfig").Value, "kubeconfig", flag.CommandLine.Lookup("kubeconfig").Usage)
 	fs.AddGoFlagSet(gofs)
 	pflag.Parse()
 

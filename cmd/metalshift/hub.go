@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -23,8 +25,9 @@ import (
 )
 
 type hubOptions struct {
-	dir    string
-	binDir string
+	dir         string
+	binDir      string
+	controllers bool
 }
 
 func newHubCommand() *cobra.Command {
@@ -40,6 +43,7 @@ func newHubCommand() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE:  func(cmd *cobra.Command, _ []string) error { return o.up(cmd.Context(), cmd.OutOrStdout()) },
 	}
+	up.Flags().BoolVar(&o.controllers, "controllers", true, "Run the manager (every controller, the webhooks, the deploy and ignition servers) in the hub; with false, run cmd/manager against it (the hub prints how)")
 	up.Flags().StringVar(&o.binDir, "bin-dir", "", "Directory holding etcd, kube-apiserver and kube-controller-manager (default: search $METALSHIFT_BIN_DIR, $KUBEBUILDER_ASSETS, next to metalshift, ./bin, $PATH)")
 
 	var downTimeout time.Duration
@@ -119,23 +123,26 @@ func (o *hubOptions) up(ctx context.Context, out io.Writer) error {
 		hub.Stop()
 		fmt.Fprintln(out, "Stopped")
 	}()
-	logFile, err := os.OpenFile(filepath.Join(hub.LogDir(), "manager.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return err
-	}
-	defer logFile.Close()
-	setLogger(zap.New(zap.WriteTo(logFile)))
-
 	mgrCtx, cancelMgr := context.WithCancel(ctx)
 	defer cancelMgr()
-	mgrDone, err := startManager(mgrCtx, hub)
-	if err != nil {
+	var mgrDone <-chan error // stays nil without controllers
+	if o.controllers {
+		logFile, err := os.OpenFile(filepath.Join(hub.LogDir(), "manager.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			return err
+		}
+		defer logFile.Close()
+		setLogger(zap.New(zap.WriteTo(logFile)))
+		if mgrDone, err = startManager(mgrCtx, hub); err != nil {
+			return err
+		}
+	} else if err := prepareForExternalManager(ctx, hub); err != nil {
 		return err
 	}
 	if err := hub.MarkReady(); err != nil {
 		return err
 	}
-	printReady(out, hub, time.Since(start))
+	printReady(out, hub, time.Since(start), o.controllers)
 
 	select {
 	case <-ctx.Done():
@@ -146,6 +153,9 @@ func (o *hubOptions) up(ctx context.Context, out io.Writer) error {
 		err = fmt.Errorf("the manager stopped: %w", err)
 	}
 	cancelMgr()
+	if mgrDone == nil {
+		return err
+	}
 	select {
 	case stopErr := <-mgrDone:
 		if err == nil {
@@ -195,11 +205,36 @@ func startManager(ctx context.Context, hub *localcp.Hub) (<-chan error, error) {
 	return done, nil
 }
 
-func printReady(out io.Writer, hub *localcp.Hub, took time.Duration) {
+// prepareForExternalManager readies a hub whose manager runs elsewhere:
+// the signing key it will need, and the webhook configurations pointing at
+// the hub's webhook port, where that manager must serve them.
+func prepareForExternalManager(ctx context.Context, hub *localcp.Hub) error {
+	if _, err := hub.SigningKey(); err != nil {
+		return err
+	}
+	return hub.RegisterWebhooks(ctx)
+}
+
+func printReady(out io.Writer, hub *localcp.Hub, took time.Duration, controllers bool) {
 	fmt.Fprintf(out, "Hub is ready in %s at %s\n", took.Round(100*time.Millisecond), hub.Server())
 	fmt.Fprintf(out, "  kubectl --kubeconfig %s get clusters -A\n", hub.Kubeconfig())
-	fmt.Fprintf(out, "  deploy server (hosts boot from it): %s\n", hub.DeployURL())
-	fmt.Fprintf(out, "  ignition server (large machine configs): %s\n", hub.IgnitionServing().URL)
+	if controllers {
+		fmt.Fprintf(out, "  deploy server (hosts boot from it): %s\n", hub.DeployURL())
+		fmt.Fprintf(out, "  ignition server (large machine configs): %s\n", hub.IgnitionServing().URL)
+	} else {
+		ws, is := hub.WebhookServing(), hub.IgnitionServing()
+		fmt.Fprintf(out, "  No controllers run in the hub (--controllers=false). Run the manager (cmd/manager) against it;\n")
+		fmt.Fprintf(out, "  the hub's webhooks call %s, hosts are sent to %s (deploy) and %s (ignition):\n", hub.WebhookURL(), hub.DeployURL(), is.URL)
+		fmt.Fprintf(out, "    manager%s\n", shellArgs(
+			"--kubeconfig="+hub.Kubeconfig(),
+			"--webhook-host="+ws.Host, "--webhook-port="+strconv.Itoa(ws.Port), "--webhook-cert-dir="+ws.CertDir,
+			"--webhook-cert-name="+ws.CertName, "--webhook-key-name="+ws.KeyName,
+			"--deploy-listen-address="+hub.DeployAddr(),
+			"--ignition-listen-address="+is.Addr, "--ignition-cert-file="+is.CertFile, "--ignition-key-file="+is.KeyFile,
+			"--ignition-ca-file="+hub.CAFile(), "--signing-key-file="+hub.SigningKeyFile()))
+		fmt.Fprintf(out, "  Replicas (--leader-elect) listen on ports of their own behind a load balancer on those three, with\n")
+		fmt.Fprintf(out, "  --deploy-url=%s --ignition-url=%s.\n", hub.DeployURL(), is.URL)
+	}
 	fmt.Fprintf(out, "  logs: %s\n", hub.LogDir())
 	fmt.Fprintln(out, "Press Ctrl-C, or run `metalshift hub down --dir "+hub.Dir()+"`, to stop it.")
 }
@@ -250,3 +285,18 @@ func prefixed(w io.Writer, prefix string) io.Writer {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// shellArgs joins args for a shell, each after a space, quoting those with
+// characters a shell would interpret.
+func shellArgs(args ...string) string {
+	var b strings.Builder
+	for _, a := range args {
+		b.WriteByte(' ')
+		if strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=@%+,") == "" {
+			b.WriteString(a)
+		} else {
+			b.WriteString("'" + strings.ReplaceAll(a, "'", `'\''`) + "'")
+		}
+	}
+	return b.String()
+}

@@ -69,11 +69,19 @@ func kubectl(kubeconfig string, args ...string) (string, error) {
 // hosts manifest path and the image URL and checksum.
 func startSim(t *testing.T, hosts int) (string, string, string) {
 	t.Helper()
+	hostsYAML, imageURL, imageSum, _ := startSimWith(t, hosts)
+	return hostsYAML, imageURL, imageSum
+}
+
+// startSimWith is startSim with more `sim bmc` flags; it also returns what
+// the simulator prints.
+func startSimWith(t *testing.T, hosts int, bmcArgs ...string) (string, string, string, *syncBuffer) {
+	t.Helper()
 	g := NewWithT(t)
 	work := t.TempDir()
-	simOut := &bytes.Buffer{}
-	sim := exec.Command(metalshiftBin, "sim", "bmc", "--hosts", fmt.Sprint(hosts), "--namespace", "e2e",
-		"--bin-dir", toolsDir, "--manifests", filepath.Join(work, "hosts.yaml"))
+	simOut := &syncBuffer{}
+	sim := exec.Command(metalshiftBin, append([]string{"sim", "bmc", "--hosts", fmt.Sprint(hosts), "--namespace", "e2e",
+		"--bin-dir", toolsDir, "--manifests", filepath.Join(work, "hosts.yaml")}, bmcArgs...)...)
 	sim.Stdout, sim.Stderr = simOut, simOut
 	img := exec.Command(metalshiftBin, "sim", "image", "--size", "4Mi", "--env", filepath.Join(work, "image.env"))
 	for _, c := range []*exec.Cmd{sim, img} {
@@ -102,7 +110,7 @@ func startSim(t *testing.T, hosts int) (string, string, string) {
 		k, v, _ := strings.Cut(line, "=")
 		vars[k] = v
 	}
-	return filepath.Join(work, "hosts.yaml"), vars["IMAGE_URL"], vars["IMAGE_SHA256"]
+	return filepath.Join(work, "hosts.yaml"), vars["IMAGE_URL"], vars["IMAGE_SHA256"], simOut
 }
 
 // phaseRecorder polls the hub's Machines and records each one's phases in order.

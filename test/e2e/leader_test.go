@@ -1,0 +1,437 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	deployapi "github.com/metalshift/metalshift/api/deploy/v1"
+	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
+	"github.com/metalshift/metalshift/internal/testenv"
+	"github.com/metalshift/metalshift/manager"
+)
+
+// TestLeaderKilledMidProvisioning: two `cmd/manager` replicas with
+// --leader-elect run the controllers of a hub started with `hub up
+// --controllers=false`, behind a stand-in for a Kubernetes Service (a TCP
+// proxy on the hub's webhook, deploy and ignition ports, TLS passing
+// through). An install runs; the leader is SIGKILLed while a host is being
+// provisioned; the other replica takes the Lease over and completes the
+// install, and no host's disk is written twice.
+func TestLeaderKilledMidProvisioning(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	work := t.TempDir()
+	managerBin := filepath.Join(work, "manager")
+	out, err := exec.Command("go", "build", "-o", managerBin, "../../cmd/manager").CombinedOutput()
+	g.Expect(err).NotTo(HaveOccurred(), "building the manager: %s", out)
+	// The simulator prints the machines' consoles: the deploy agent's
+	// "Writing <image> to <disk>" lines count the disks written.
+	hostsYAML, imageURL, imageSum, console := startSimWith(t, 3, "--console")
+
+	// A hub without controllers; it says how to run the manager against it.
+	hubDir, dir := filepath.Join(work, "hub"), filepath.Join(work, "install")
+	hubOut := &syncBuffer{}
+	hub := exec.Command(metalshiftBin, "hub", "up", "--controllers=false", "--dir", hubDir)
+	hub.Stdout, hub.Stderr = hubOut, hubOut
+	g.Expect(hub.Start()).To(Succeed())
+	hubDone := make(chan error, 1)
+	go func() { hubDone <- hub.Wait() }()
+	t.Cleanup(func() {
+		_, _ = run(t, "hub", "down", "--dir", hubDir)
+		select {
+		case <-hubDone:
+		case <-time.After(time.Minute):
+			_ = hub.Process.Kill()
+			<-hubDone
+		}
+	})
+	out2, err := run(t, "hub", "status", "--dir", hubDir, "--wait", "3m")
+	g.Expect(err).NotTo(HaveOccurred(), "%s\n%s", out2, hubOut)
+	var printed []string
+	g.Eventually(func() []string {
+		for _, line := range strings.Split(hubOut.String(), "\n") {
+			if rest, ok := strings.CutPrefix(line, "    manager "); ok {
+				printed = strings.Fields(rest)
+			}
+		}
+		return printed
+	}, time.Minute).ShouldNot(BeEmpty(), "hub up prints the manager's command line:\n%s", hubOut)
+	flags := map[string]string{}
+	for _, a := range printed {
+		k, v, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		flags[k] = v
+	}
+	hubKubeconfig := flags["kubeconfig"]
+	g.Expect(hubKubeconfig).To(Equal(filepath.Join(hubDir, "kubeconfig")))
+	webhookAddr := "127.0.0.1:" + flags["webhook-port"]
+	deployAddr, ignitionAddr := flags["deploy-listen-address"], flags["ignition-listen-address"]
+	out2, err = run(t, "hub", "status", "--dir", hubDir)
+	g.Expect(err).NotTo(HaveOccurred(), "%s", out2)
+	g.Expect(out2).To(ContainSubstring("Deploy:     http://"+deployAddr), "hub up prints the ports hub status shows")
+	g.Expect(out2).To(ContainSubstring("Ignition:   https://" + ignitionAddr))
+	out2, err = kubectl(hubKubeconfig, "create", "namespace", "metalshift-system")
+	g.Expect(err).NotTo(HaveOccurred(), "%s", out2)
+
+	// Two replicas, each on ports of its own, behind the proxy on the hub's.
+	var replicas [2]*replica
+	var webhookBackends, deployBackends, ignitionBackends []string
+	for i := range replicas {
+		r := &replica{name: fmt.Sprintf("replica-%d", i), log: filepath.Join(work, fmt.Sprintf("replica-%d.log", i)),
+			webhookPort: strings.TrimPrefix(testenv.FreeAddr(t), "127.0.0.1:"),
+			deployAddr:  testenv.FreeAddr(t), ignitionAddr: testenv.FreeAddr(t), healthAddr: testenv.FreeAddr(t)}
+		args := append(append([]string{}, printed...),
+			"--webhook-port="+r.webhookPort, "--deploy-listen-address="+r.deployAddr, "--ignition-listen-address="+r.ignitionAddr,
+			"--deploy-url=http://"+deployAddr, "--ignition-url=https://"+ignitionAddr,
+			"--metrics-bind-address=0", "--health-addr="+r.healthAddr,
+			"--leader-elect", "--leader-election-namespace=metalshift-system")
+		r.start(t, managerBin, args)
+		replicas[i] = r
+		webhookBackends = append(webhookBackends, "127.0.0.1:"+r.webhookPort)
+		deployBackends = append(deployBackends, r.deployAddr)
+		ignitionBackends = append(ignitionBackends, r.ignitionAddr)
+	}
+	proxy := newServiceProxy(t)
+	g.Expect(proxy.serve(webhookAddr, webhookBackends)).To(Succeed())
+	g.Expect(proxy.serve(deployAddr, deployBackends)).To(Succeed())
+	g.Expect(proxy.serve(ignitionAddr, ignitionBackends)).To(Succeed())
+
+	// Every replica serves webhooks and both servers (they do not need the
+	// Lease); exactly one leads.
+	for _, r := range replicas {
+		for _, addr := range []string{"127.0.0.1:" + r.webhookPort, r.deployAddr, r.ignitionAddr} {
+			g.Eventually(func() error { return dial(addr) }, 2*time.Minute, 200*time.Millisecond).Should(Succeed(), "%s serves on %s", r.name, addr)
+		}
+		g.Eventually(func() error { return getOK("http://" + r.healthAddr + "/healthz") }, time.Minute, 200*time.Millisecond).Should(Succeed())
+	}
+	hubc := hubClient(g, hubKubeconfig)
+	lease := &coordinationv1.Lease{}
+	leaseKey := client.ObjectKey{Namespace: "metalshift-system", Name: manager.Name}
+	var leader, follower *replica
+	g.Eventually(func() []string {
+		var leading []string
+		for _, r := range replicas {
+			if r.acquiredLease() {
+				leading = append(leading, r.name)
+				leader = r
+			}
+		}
+		return leading
+	}, 2*time.Minute, 200*time.Millisecond).Should(HaveLen(1), "one replica acquires the Lease")
+	follower = replicas[0]
+	if leader == replicas[0] {
+		follower = replicas[1]
+	}
+	g.Expect(hubc.Get(context.Background(), leaseKey, lease)).To(Succeed())
+	firstHolder := *lease.Spec.HolderIdentity
+	t.Logf("%s (pid %d) leads as %s; %s (pid %d) waits", leader.name, leader.cmd.Process.Pid, firstHolder, follower.name, follower.cmd.Process.Pid)
+
+	// The install, as in TestCreateClusterOnExistingHub, with a user
+	// manifest that makes the bootstrap node's config too large for user
+	// data: the ignition server behind the proxy serves it.
+	vip := fmt.Sprintf("127.%d.%d.10", 100+rand.IntN(100), rand.IntN(250))
+	out2, err = run(t, "create", "install-config", "--dir", dir, "--name", "e2e", "--api-vip", vip, "--masters", "1", "--workers", "1",
+		"--hosts-from", hostsYAML, "--os-image-url", imageURL, "--os-image-checksum", imageSum)
+	g.Expect(err).NotTo(HaveOccurred(), "%s", out2)
+	out2, err = run(t, "create", "manifests", "--dir", dir)
+	g.Expect(err).NotTo(HaveOccurred(), "%s", out2)
+	big := strings.Repeat("0123456789abcdef", 72<<10/16)
+	g.Expect(os.WriteFile(filepath.Join(dir, "openshift", "99_user.yaml"),
+		[]byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-the-user\n  namespace: default\ndata:\n  big: "+big+"\n"), 0o600)).To(Succeed())
+	create := exec.Command(metalshiftBin, "create", "cluster", "--dir", dir, "--kubeconfig", hubKubeconfig, "--timeout", "10m")
+	createOut := &syncBuffer{}
+	create.Stdout, create.Stderr = createOut, createOut
+	g.Expect(create.Start()).To(Succeed())
+	createDone := make(chan error, 1)
+	go func() { createDone <- create.Wait() }()
+	t.Cleanup(func() {
+		_ = create.Process.Kill() // when it still runs
+		<-createDone
+		if t.Failed() {
+			t.Logf("create cluster:\n%s", createOut)
+			t.Logf("hub up:\n%s", hubOut)
+			t.Logf("simulator:\n%s", tail(console.String(), 20000))
+			out, _ := kubectl(hubKubeconfig, "-n", "e2e", "get", "machines,metalmachines,bmh", "-o", "wide")
+			t.Logf("hub:\n%s", out)
+			for _, r := range replicas {
+				data, _ := os.ReadFile(r.log)
+				t.Logf("%s log (tail):\n%s", r.name, tail(string(data), 20000))
+			}
+		}
+	})
+
+	// Mid-provisioning: the engine booted a host's deploy agent for its
+	// request, and the image is not reported written yet.
+	var midway, seen []string
+	g.Eventually(func() []string {
+		hosts := &metal3v1.BareMetalHostList{}
+		if hubc.List(context.Background(), hosts, client.InNamespace("e2e")) != nil {
+			return nil
+		}
+		midway, seen = nil, nil
+		for _, h := range hosts.Items {
+			if d := h.Status.DeployAgent; h.Status.Provisioning.State == metal3v1.StateProvisioning && d != nil && d.Request != nil &&
+				d.Request.Action == deployapi.ActionDeploy && d.Request.BootedAt != nil && (d.Report == nil || d.Report.Phase == deployapi.PhaseRunning) {
+				midway = append(midway, h.Name+" "+d.Request.Generation)
+			}
+			seen = append(seen, fmt.Sprintf("%s %s %s", h.Name, h.Status.Provisioning.State, agentState(h.Status.DeployAgent)))
+		}
+		return midway
+	}, 5*time.Minute, 50*time.Millisecond).ShouldNot(BeEmpty(), "no host was seen being provisioned:\n%s", createOut)
+	g.Expect(hubc.Get(context.Background(), leaseKey, lease)).To(Succeed())
+	g.Expect(*lease.Spec.HolderIdentity).To(Equal(firstHolder), "the leader still leads")
+	g.Expect(follower.acquiredLease()).To(BeFalse(), "%s still waits", follower.name)
+	g.Expect(leader.cmd.Process.Signal(syscall.SIGKILL)).To(Succeed())
+	g.Eventually(leader.done, time.Minute).Should(BeClosed())
+	t.Logf("SIGKILLed %s mid-provisioning; hosts: %s", leader.name, strings.Join(seen, "; "))
+
+	// The other replica takes the Lease over and finishes the install.
+	g.Eventually(func() string {
+		if err := hubc.Get(context.Background(), leaseKey, lease); err != nil || lease.Spec.HolderIdentity == nil {
+			return ""
+		}
+		return *lease.Spec.HolderIdentity
+	}, 2*time.Minute, time.Second).ShouldNot(Or(BeEmpty(), Equal(firstHolder)), "the Lease changes holder")
+	g.Eventually(follower.acquiredLease, time.Minute, time.Second).Should(BeTrue(), "%s leads now", follower.name)
+	select {
+	case err := <-createDone:
+		createDone <- err // for the cleanup
+		g.Expect(err).NotTo(HaveOccurred(), "%s", createOut)
+	case <-time.After(11 * time.Minute):
+		t.Fatalf("create cluster did not finish:\n%s", createOut)
+	}
+	t.Logf("create cluster:\n%s", createOut)
+	g.Expect(createOut.String()).To(ContainSubstring("Reached install-complete"))
+	admin := filepath.Join(dir, "auth", "kubeconfig")
+	out2, err = kubectl(admin, "get", "nodes", "--no-headers")
+	g.Expect(err).NotTo(HaveOccurred(), "%s", out2)
+	g.Expect(strings.Count(out2, " Ready ")).To(Equal(2), "%s", out2)
+	out2, err = kubectl(admin, "-n", "default", "get", "configmap", "from-the-user", "-o", "jsonpath={.data.big}")
+	g.Expect(err).NotTo(HaveOccurred(), "%s", out2)
+	g.Expect(out2).To(Equal(big), "the bootstrap node's served config arrived whole")
+	g.Expect(follower.running()).To(BeTrue(), "the replica that took over still runs")
+
+	// No disk written twice: the deploy agent writes a host's disk once per
+	// provisioning request, here the bootstrap node's, the master's and the
+	// worker's (which may take the host the bootstrap node leaves, cleaned).
+	writes := map[string][]string{} // "<host> <request>" → disks written
+	for _, m := range regexp.MustCompile(`(?m)^(\S+): Writing \S+ to (\S+) for request (\S+)$`).FindAllStringSubmatch(console.String(), -1) {
+		writes[m[1]+" "+m[3]] = append(writes[m[1]+" "+m[3]], m[2])
+	}
+	g.Expect(writes).To(HaveLen(3), "%v", writes)
+	for req, disks := range writes {
+		g.Expect(disks).To(Equal([]string{"/dev/sda"}), "%s: the image is written to the disk once", req)
+	}
+	for _, req := range midway {
+		g.Expect(writes).To(HaveKey(req), "the request in progress at the kill was carried out")
+		h, _, _ := strings.Cut(req, " ")
+		var lines []string
+		for _, l := range strings.Split(console.String(), "\n") {
+			if strings.HasPrefix(l, h+": ") {
+				lines = append(lines, l)
+			}
+		}
+		t.Logf("console of %s, provisioned across the kill:\n%s", h, strings.Join(lines, "\n"))
+	}
+}
+
+// agentState sums a host's deploy agent status up for the test's log.
+func agentState(d *metal3v1.DeployAgentStatus) string {
+	switch {
+	case d == nil || d.Request == nil:
+		return "no request"
+	case d.Report != nil:
+		return fmt.Sprintf("%s reported %s", d.Request.Action, d.Report.Phase)
+	case d.Request.BootedAt != nil:
+		return d.Request.Action + " agent booted"
+	}
+	return d.Request.Action + " requested"
+}
+
+// replica is one `manager` process.
+type replica struct {
+	name, log                                         string
+	webhookPort, deployAddr, ignitionAddr, healthAddr string
+	cmd                                               *exec.Cmd
+	done                                              chan struct{}
+}
+
+func (r *replica) start(t *testing.T, bin string, args []string) {
+	t.Helper()
+	logs, err := os.Create(r.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.cmd = exec.Command(bin, args...)
+	r.cmd.Stdout, r.cmd.Stderr = logs, logs
+	if err := r.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	logs.Close()
+	r.done = make(chan struct{})
+	go func() { _ = r.cmd.Wait(); close(r.done) }()
+	t.Cleanup(func() {
+		_ = r.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-r.done:
+		case <-time.After(time.Minute):
+			_ = r.cmd.Process.Kill()
+			<-r.done
+		}
+	})
+}
+
+// acquiredLease: the replica logged that it leads (client-go's leader
+// election logs it once per acquisition).
+func (r *replica) acquiredLease() bool {
+	data, _ := os.ReadFile(r.log)
+	return strings.Contains(string(data), "Successfully acquired lease")
+}
+
+func (r *replica) running() bool {
+	select {
+	case <-r.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// serviceProxy stands in for a Kubernetes Service in front of manager
+// replicas: each connection goes to the next backend that accepts it
+// (round-robin), bytes pass through untouched (TLS included).
+type serviceProxy struct {
+	t     *testing.T
+	mu    sync.Mutex
+	lns   []net.Listener
+	conns map[net.Conn]struct{}
+	wg    sync.WaitGroup
+}
+
+func newServiceProxy(t *testing.T) *serviceProxy {
+	p := &serviceProxy{t: t, conns: map[net.Conn]struct{}{}}
+	t.Cleanup(p.close)
+	return p
+}
+
+func (p *serviceProxy) serve(addr string, backends []string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	p.lns = append(p.lns, ln)
+	p.mu.Unlock()
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		for next := 0; ; next++ {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			p.wg.Add(1)
+			go func() { defer p.wg.Done(); p.forward(c, backends, next) }()
+		}
+	}()
+	return nil
+}
+
+func (p *serviceProxy) forward(c net.Conn, backends []string, first int) {
+	var b net.Conn
+	for i := range backends {
+		var err error
+		if b, err = net.DialTimeout("tcp", backends[(first+i)%len(backends)], 5*time.Second); err == nil {
+			break
+		}
+	}
+	if b == nil || !p.track(c, b) {
+		c.Close()
+		if b != nil {
+			b.Close()
+		}
+		return
+	}
+	// Whichever side closes first (a killed backend, a client done with
+	// its connection) closes both.
+	done := make(chan struct{}, 2)
+	go func() { _, _ = io.Copy(b, c); done <- struct{}{} }()
+	go func() { _, _ = io.Copy(c, b); done <- struct{}{} }()
+	<-done
+	c.Close()
+	b.Close()
+	<-done
+	p.mu.Lock()
+	delete(p.conns, c)
+	delete(p.conns, b)
+	p.mu.Unlock()
+}
+
+// track records live connections, so close can end them; false once closed.
+func (p *serviceProxy) track(conns ...net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.conns == nil {
+		return false
+	}
+	for _, c := range conns {
+		p.conns[c] = struct{}{}
+	}
+	return true
+}
+
+func (p *serviceProxy) close() {
+	p.mu.Lock()
+	for _, ln := range p.lns {
+		ln.Close()
+	}
+	for c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+	p.mu.Unlock()
+	p.wg.Wait()
+}
+
+func dial(addr string) error {
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err == nil {
+		c.Close()
+	}
+	return err
+}
+
+func getOK(url string) error {
+	resp, err := http.Get(url) //nolint:noctx // a test's loopback URL
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	return nil
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
