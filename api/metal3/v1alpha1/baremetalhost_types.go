@@ -119,7 +119,7 @@ type BMCDetails struct {
 	// address is the BMC URL; its scheme picks the driver: ipmi://host[:port],
 	// redfish://host[:port]/redfish/v1/Systems/<id> (HTTPS),
 	// redfish+http://, redfish+https://, redfish-virtualmedia://.
-	// +kubebuilder:validation:Pattern=`^(ipmi|redfish|redfish\+https?|redfish-virtualmedia(\+https?)?)://[^\s/]+.*$`
+	// +kubebuilder:validation:Pattern=`^(ipmi|(redfish|redfish-virtualmedia|idrac-virtualmedia|ilo5-virtualmedia)(\+https?)?)://[^\s/]+.*$`
 	Address string `json:"address"`
 
 	// credentialsName is the Secret, in the host's namespace, with the keys
