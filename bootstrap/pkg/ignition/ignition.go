@@ -77,6 +77,11 @@ func validateOverride(raw []byte) error {
 func Validate(raw []byte) error {
 	_, rpt, err := v3_4.Parse(raw)
 	if err != nil {
+		// Ignition's report says what is wrong and where; its error only
+		// that something is.
+		if r := strings.TrimSpace(rpt.String()); r != "" {
+			return fmt.Errorf("%w: %s", err, r)
+		}
 		return err
 	}
 	if rpt.IsFatal() {

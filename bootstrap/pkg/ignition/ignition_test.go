@@ -116,3 +116,12 @@ func TestRemote(t *testing.T) {
 		g.Expect(err).To(HaveOccurred(), "%+v", o)
 	}
 }
+
+// TestValidateSaysWhatIsWrong: a person fixing an override reads where the
+// config is wrong, not only that it is.
+func TestValidateSaysWhatIsWrong(t *testing.T) {
+	err := Validate([]byte(`{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"relative/path"}]}}`))
+	if err == nil || !strings.Contains(err.Error(), "path not absolute") {
+		t.Fatalf("want an error naming the relative path, got %v", err)
+	}
+}
