@@ -38,6 +38,9 @@ type Options struct {
 	Concurrency int
 	// PowerPollInterval is how often stable hosts' power is checked; 0 means 60s.
 	PowerPollInterval time.Duration
+	// WatchFilterValue restricts the engine to hosts labelled
+	// cluster.x-k8s.io/watch-filter=<value>; empty means every host.
+	WatchFilterValue string
 	// Webhooks serves the BareMetalHost admission webhook on the manager's
 	// webhook server; set it when the manager serves webhooks.
 	Webhooks bool
@@ -94,6 +97,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		Deploy:            ds,
 		BackoffBase:       opts.BackoffBase,
 		PowerPollInterval: opts.PowerPollInterval,
+		WatchFilterValue:  opts.WatchFilterValue,
 	}).SetupWithManager(ctx, mgr, secrets, controller.Options{MaxConcurrentReconciles: opts.Concurrency})
 }
 

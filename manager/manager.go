@@ -39,7 +39,7 @@ var Components = []Component{
 			return nil
 		}
 		return baremetal.Setup(ctx, mgr, baremetal.Options{DeployListenAddr: e.DeployListenAddr, DeployURL: e.DeployURL, SigningKey: e.SigningKey,
-			Webhooks: webhooks})
+			Webhooks: webhooks, WatchFilterValue: opts.WatchFilterValue})
 	}},
 	{Name: "bootstrap-openshift", Setup: func(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		return bootstrap.Setup(ctx, mgr, bootstrap.Options{WatchFilterValue: opts.WatchFilterValue, IgnitionServer: opts.IgnitionServer})

@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -23,7 +24,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/patch"
+	"sigs.k8s.io/cluster-api/util/predicates"
 
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	"github.com/metalshift/metalshift/baremetal/deployserver"
@@ -56,6 +59,10 @@ type Reconciler struct {
 	// PowerPollInterval is how often stable hosts have their power state
 	// checked against spec.online; 0 means 60s.
 	PowerPollInterval time.Duration
+	// WatchFilterValue restricts the engine to hosts labelled
+	// cluster.x-k8s.io/watch-filter=<value> (sharding across managers, as
+	// every other controller of the hub); empty means every host.
+	WatchFilterValue string
 
 	provs   sync.Map      // host key → *cachedProvisioner
 	secrets client.Reader // Secrets' metadata, from the cache SetupWithManager gets
@@ -92,7 +99,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, sec
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&metal3v1.BareMetalHost{}).
+		For(&metal3v1.BareMetalHost{}, builder.WithPredicates(predicates.ResourceHasFilterLabel(mgr.GetScheme(), ctrl.LoggerFrom(ctx), r.WatchFilterValue))).
 		Named("baremetalhost").
 		WithOptions(options).
 		WatchesRawSource(source.Kind(secrets, &corev1.Secret{}, handler.TypedEnqueueRequestsFromMapFunc(r.hostsForSecret))).
@@ -101,7 +108,11 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, sec
 
 func (r *Reconciler) hostsForSecret(ctx context.Context, s *corev1.Secret) []reconcile.Request {
 	hosts := &metal3v1.BareMetalHostList{}
-	if err := r.Client.List(ctx, hosts, client.InNamespace(s.Namespace), client.MatchingFields{credentialsIndex: s.Name}); err != nil {
+	opts := []client.ListOption{client.InNamespace(s.Namespace), client.MatchingFields{credentialsIndex: s.Name}}
+	if r.WatchFilterValue != "" {
+		opts = append(opts, client.MatchingLabels{clusterv1.WatchLabel: r.WatchFilterValue})
+	}
+	if err := r.Client.List(ctx, hosts, opts...); err != nil {
 		return nil
 	}
 	reqs := make([]reconcile.Request, 0, len(hosts.Items))

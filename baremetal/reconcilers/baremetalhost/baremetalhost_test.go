@@ -14,8 +14,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
 	"github.com/metalshift/metalshift/agent/deploy"
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
+	"github.com/metalshift/metalshift/baremetal"
 	"github.com/metalshift/metalshift/sim"
 	"github.com/metalshift/metalshift/sim/machine"
 	simredfish "github.com/metalshift/metalshift/sim/redfish"
@@ -343,4 +346,26 @@ func TestVirtualMediaFault(t *testing.T) {
 	}, 60*time.Second).Should(Succeed())
 	m.SetMediaFault(false)
 	waitState(t, host, metal3v1.StateProvisioned)
+}
+
+// TestWatchFilter: an engine started with a watch filter (sharding hosts
+// across managers, as every controller of the hub) manages only hosts
+// labelled cluster.x-k8s.io/watch-filter=<value>.
+func TestWatchFilter(t *testing.T) {
+	g := NewWithT(t)
+	ns := env.Namespace(t)
+	e := startEngine(t, "", nil, nil, func(o *baremetal.Options) { o.WatchFilterValue = "shard-a" })
+	lab := startLab(t, e, 2)
+	mine := createHost(t, lab, 0, ns, true, func(h *metal3v1.BareMetalHost) {
+		h.Labels = map[string]string{clusterv1.WatchLabel: "shard-a"}
+	})
+	other := createHost(t, lab, 1, ns, true, func(h *metal3v1.BareMetalHost) {
+		h.Labels = map[string]string{clusterv1.WatchLabel: "shard-b"}
+	})
+	waitState(t, mine, metal3v1.StateAvailable)
+	g.Consistently(func(g Gomega) {
+		h := get(g, other)
+		g.Expect(h.Status.Provisioning.State).To(BeEmpty(), "another shard's host was reconciled")
+		g.Expect(h.Finalizers).To(BeEmpty())
+	}, 3*time.Second, 200*time.Millisecond).Should(Succeed())
 }
