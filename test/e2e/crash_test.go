@@ -85,7 +85,7 @@ func TestHubKilledMidInstallResumes(t *testing.T) {
 
 func killAndResume(t *testing.T, kp killPoint) {
 	g := NewWithT(t)
-	hostsYAML, imageURL, imageSum := startSim(t, 3)
+	hostsYAML, imageURL, imageSum, _ := startSimWith(t, 3, "--password", bmcPasswordCanary)
 	dir := t.TempDir()
 	hubDir := filepath.Join(dir, "hub")
 	var resumed *exec.Cmd
@@ -108,6 +108,19 @@ func killAndResume(t *testing.T, kp killPoint) {
 	out, err := run(t, "create", "install-config", "--dir", dir, "--name", "e2e", "--api-vip", vip, "--masters", "1", "--workers", "1",
 		"--hosts-from", hostsYAML, "--os-image-url", imageURL, "--os-image-checksum", imageSum)
 	g.Expect(err).NotTo(HaveOccurred(), "%s", out)
+	// The pull secret as a person pastes it: block-style YAML, which a
+	// line-based redaction once missed.
+	icPath := filepath.Join(dir, "install-config.yaml")
+	ic, err := os.ReadFile(icPath)
+	g.Expect(err).NotTo(HaveOccurred())
+	lines := strings.Split(string(ic), "\n")
+	for i, l := range lines {
+		if strings.HasPrefix(l, "pullSecret:") {
+			lines[i] = "pullSecret: |\n  {\"auths\":{\"quay.io\":{\"auth\":\"" + pullSecretCanary + "\"}}}"
+		}
+	}
+	g.Expect(os.WriteFile(icPath, []byte(strings.Join(lines, "\n")), 0o600)).To(Succeed())
+	g.Expect(strings.Join(lines, "\n")).To(ContainSubstring(pullSecretCanary))
 
 	create := exec.Command(metalshiftBin, "create", "cluster", "--dir", dir, "--timeout", "8m")
 	createOut := &syncBuffer{}
@@ -137,7 +150,32 @@ func killAndResume(t *testing.T, kp killPoint) {
 	out, err = kubectl(filepath.Join(dir, "auth", "kubeconfig"), "get", "nodes", "--no-headers")
 	g.Expect(err).NotTo(HaveOccurred(), "%s", out)
 	g.Expect(strings.Count(out, " Ready ")).To(Equal(2), "%s", out)
+
+	// No BMC password and no pull secret in any object of the installed
+	// cluster, nor in what the hub logged.
+	admin := filepath.Join(dir, "auth", "kubeconfig")
+	kinds, err := kubectl(admin, "api-resources", "--verbs=list", "-o", "name")
+	g.Expect(err).NotTo(HaveOccurred(), "%s", kinds)
+	all, err := kubectl(admin, "get", strings.Join(strings.Fields(kinds), ","), "-A", "-o", "yaml")
+	g.Expect(err).NotTo(HaveOccurred(), "%s", all)
+	g.Expect(all).To(ContainSubstring("cluster-config-v1"), "the dump holds the installed cluster's ConfigMaps")
+	for _, canary := range []string{bmcPasswordCanary, pullSecretCanary} {
+		g.Expect(all).NotTo(ContainSubstring(canary), "a secret of the hub is in the installed cluster")
+		g.Expect(createOut.String() + resumedOut.String()).NotTo(ContainSubstring(canary))
+		logs, _ := filepath.Glob(filepath.Join(hubDir, "logs", "*"))
+		logs = append(logs, filepath.Join(hubDir, "hub.log"))
+		for _, f := range logs {
+			data, _ := os.ReadFile(f)
+			g.Expect(string(data)).NotTo(ContainSubstring(canary), "%s holds a secret", f)
+		}
+	}
 }
+
+// Canary secrets: they must never leave the hub nor reach a log.
+const (
+	bmcPasswordCanary = "Canary-BMC-pa55-7f3e"
+	pullSecretCanary  = "Q0FOQVJZLXB1bGwtc2VjcmV0LTQ0Mg"
+)
 
 // hubClient connects to the hub whose kubeconfig will appear at path.
 func hubClient(g Gomega, kubeconfig string) client.Client {
