@@ -227,6 +227,7 @@ func HubObjects(ic *installconfig.InstallConfig, raw []byte, ca certs.KeyPair, k
 	if ic.WorkerReplicas() > 0 || len(ic.Compute) > 0 {
 		wcfg := &bootstrapv1.OpenShiftConfigTemplate{TypeMeta: tm(bsGV, "OpenShiftConfigTemplate"), ObjectMeta: meta(name + "-worker")}
 		wcfg.Spec.Template.Spec.Role = bootstrapv1.RoleWorker
+		wcfg.Spec.Template.Spec.MachineConfigServerHost = ic.APIInternalHost()
 		md := &clusterv1.MachineDeployment{TypeMeta: tm(clusterv1.GroupVersion.String(), "MachineDeployment"), ObjectMeta: meta(name + "-worker"),
 			Spec: clusterv1.MachineDeploymentSpec{
 				ClusterName: name, Replicas: ptr.To(ic.WorkerReplicas()),

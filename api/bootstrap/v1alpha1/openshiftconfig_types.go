@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -22,18 +23,74 @@ const (
 	WaitingForControlPlaneEndpointReason = "WaitingForControlPlaneEndpoint"
 	WaitingForClusterCAReason            = "WaitingForClusterCA"
 	InvalidIgnitionOverrideReason        = "InvalidIgnitionOverride"
-	WaitingForControlPlaneReason         = "WaitingForControlPlane"
 	WaitingForInstallConfigReason        = "WaitingForInstallConfig"
 	WaitingForInstallStateReason         = "WaitingForInstallState"
 	WaitingForControlPlaneInitReason     = "WaitingForControlPlaneInitialized"
-	InvalidInstallConfigReason           = "InvalidInstallConfig"
 	InvalidInstallStateReason            = "InvalidInstallState"
-	InvalidManifestsReason               = "InvalidManifests"
-	BootstrapNeedsControlPlaneReason     = "BootstrapNeedsOpenShiftControlPlane"
+	// InvalidInstallConfigReason: the bootstrap install-config holds secrets.
+	InvalidInstallConfigReason = "InvalidInstallConfig"
+	InvalidManifestsReason     = "InvalidManifests"
+	// BootstrapNeedsControlPlaneReason: a bootstrap node's config has no
+	// spec.bootstrap, which an OpenShiftControlPlane fills in.
+	BootstrapNeedsControlPlaneReason = "BootstrapNeedsOpenShiftControlPlane"
 	// UserDataTooLargeReason: the config exceeds what user data holds and
 	// no ignition server is configured to serve it.
 	UserDataTooLargeReason = "UserDataTooLarge"
 )
+
+// Keys of the Secrets a bootstrap node's config is rendered from.
+const (
+	// InstallConfigKey holds install-config.yaml: in the control plane's
+	// install-config Secret as written, in the bootstrap install-config
+	// Secret without pull secret and BMC credentials.
+	InstallConfigKey = "install-config.yaml"
+	// PullSecretKey holds the pull secret in the bootstrap install-config Secret.
+	PullSecretKey = corev1.DockerConfigJsonKey
+	// Keys of the install-state Secret: the cluster's root CA and the
+	// admin kubeconfig (server = the API endpoint).
+	InstallStateCACertKey     = "ca.crt"
+	InstallStateCAKeyKey      = "ca.key"
+	InstallStateKubeconfigKey = "kubeconfig"
+
+	// ManifestAnnotation on a Secret wrapping user manifests says which
+	// installer directory they come from: "manifest" (manifests/) or
+	// "openshift" (openshift/); each key of the Secret is one file.
+	ManifestAnnotation = "install.openshift.io/manifest-type"
+	// ManifestTypeManifest and ManifestTypeOpenShift are its values.
+	ManifestTypeManifest  = "manifest"
+	ManifestTypeOpenShift = "openshift"
+)
+
+// SecretReference names a Secret in the config's namespace.
+type SecretReference struct {
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+}
+
+// BootstrapInputs are what a bootstrap node's config is rendered from. The
+// OpenShiftControlPlane that creates the bootstrap Machine writes them, as
+// Cluster API's KubeadmControlPlane writes a KubeadmConfig's spec: the
+// bootstrap provider renders what it is given and reads no control plane.
+type BootstrapInputs struct {
+	// installConfigRef is the Secret with the install-config the bootstrap
+	// node receives (key install-config.yaml, with neither pull secret nor
+	// BMC credentials) and the pull secret (key .dockerconfigjson).
+	InstallConfigRef SecretReference `json:"installConfigRef"`
+
+	// installStateRef is the Secret with the installer's state: the root CA
+	// (ca.crt, ca.key) and the admin kubeconfig (kubeconfig).
+	InstallStateRef SecretReference `json:"installStateRef"`
+
+	// manifestsSelector selects the Secrets wrapping user manifests
+	// (annotated install.openshift.io/manifest-type: manifest|openshift).
+	// Empty selects none.
+	// +optional
+	ManifestsSelector metav1.LabelSelector `json:"manifestsSelector,omitempty"`
+
+	// releaseVersion is the OpenShift release the bootstrap node installs, e.g. 4.20.0.
+	// +kubebuilder:validation:MinLength=1
+	ReleaseVersion string `json:"releaseVersion"`
+}
 
 // OpenShiftConfigSpec asks for the Ignition config of one machine.
 type OpenShiftConfigSpec struct {
@@ -48,6 +105,19 @@ type OpenShiftConfigSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=262144
 	IgnitionOverride string `json:"ignitionOverride,omitempty"`
+
+	// machineConfigServerHost is where masters and workers fetch their
+	// config from the machine-config-server (port 22623):
+	// api-int.<cluster>.<baseDomain>. Empty means the Cluster's
+	// control-plane endpoint host (the API VIP, which api-int resolves to).
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	MachineConfigServerHost string `json:"machineConfigServerHost,omitempty"`
+
+	// bootstrap holds the inputs of a bootstrap node's config (role
+	// bootstrap); the OpenShiftControlPlane fills it in.
+	// +optional
+	Bootstrap *BootstrapInputs `json:"bootstrap,omitempty"`
 }
 
 // OpenShiftConfigInitializationStatus holds the fields of the Cluster API contract.

@@ -4,6 +4,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	bootstrapv1 "github.com/metalshift/metalshift/api/bootstrap/v1alpha1"
 )
 
 // OpenShiftControlPlaneFinalizer lets the reconciler tear down in order.
@@ -14,23 +16,23 @@ const (
 	// BootstrapMachineLabel marks the bootstrap Machine of a control plane.
 	BootstrapMachineLabel = "controlplane.cluster.x-k8s.io/openshift-bootstrap"
 	// ManifestAnnotation on a Secret wrapping user manifests says which
-	// installer directory they come from: "manifest" (manifests/) or
-	// "openshift" (openshift/).
-	ManifestAnnotation = "install.openshift.io/manifest-type"
+	// installer directory they come from; see the bootstrap provider's API.
+	ManifestAnnotation = bootstrapv1.ManifestAnnotation
 	// ManifestTypeManifest and ManifestTypeOpenShift are its values.
-	ManifestTypeManifest  = "manifest"
-	ManifestTypeOpenShift = "openshift"
+	ManifestTypeManifest  = bootstrapv1.ManifestTypeManifest
+	ManifestTypeOpenShift = bootstrapv1.ManifestTypeOpenShift
 )
 
-// Keys of the Secrets an OpenShiftControlPlane reads.
+// Keys of the Secrets an OpenShiftControlPlane reads: the same the
+// bootstrap provider reads from the Secrets the control plane names.
 const (
 	// InstallConfigKey holds install-config.yaml in the install-config Secret.
-	InstallConfigKey = "install-config.yaml"
+	InstallConfigKey = bootstrapv1.InstallConfigKey
 	// Keys of the install-state Secret: the cluster's root CA and the
 	// admin kubeconfig (server = the API endpoint).
-	InstallStateCACertKey     = "ca.crt"
-	InstallStateCAKeyKey      = "ca.key"
-	InstallStateKubeconfigKey = "kubeconfig"
+	InstallStateCACertKey     = bootstrapv1.InstallStateCACertKey
+	InstallStateCAKeyKey      = bootstrapv1.InstallStateCAKeyKey
+	InstallStateKubeconfigKey = bootstrapv1.InstallStateKubeconfigKey
 )
 
 // Condition types and reasons.

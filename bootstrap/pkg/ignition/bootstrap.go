@@ -74,9 +74,9 @@ func Bootstrap(o BootstrapOptions) ([]byte, error) {
 	leaks, err := installconfig.HasSecrets(o.InstallConfig)
 	switch {
 	case err != nil:
-		return nil, fmt.Errorf("the install-config copy for the bootstrap node: %w", err)
+		return nil, fmt.Errorf("%w: %w", ErrInstallConfigHasSecrets, err)
 	case leaks:
-		return nil, errors.New("the install-config copy for the bootstrap node must come from installconfig.Sanitize (no pull secret, no BMC credentials)")
+		return nil, ErrInstallConfigHasSecrets
 	}
 	cfg := types.Config{Ignition: types.Ignition{Version: Version}}
 	files := []types.File{

@@ -35,6 +35,10 @@ type PointerOptions struct {
 // ErrInvalidOverride wraps a problem with a user's override.
 var ErrInvalidOverride = errors.New("invalid ignition override")
 
+// ErrInstallConfigHasSecrets: the install-config copy for a bootstrap node
+// holds a pull secret or BMC credentials, or cannot be read to tell.
+var ErrInstallConfigHasSecrets = errors.New("the install-config copy for the bootstrap node must hold no pull secret and no BMC credentials (installconfig.Sanitize)")
+
 // Pointer renders the config a master or worker boots with: it merges the
 // machine-config-server's config for the role, trusting RootCA, then the
 // override.

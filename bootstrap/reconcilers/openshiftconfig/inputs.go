@@ -10,95 +10,58 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-
 	bootstrapv1 "github.com/metalshift/metalshift/api/bootstrap/v1alpha1"
-	controlplanev1 "github.com/metalshift/metalshift/api/controlplane/v1alpha1"
-	installconfig "github.com/metalshift/metalshift/api/installconfig/v1"
 	"github.com/metalshift/metalshift/bootstrap/pkg/ignition"
 )
 
-// inputs are what the control plane tells the bootstrap provider: the
-// install-config, the install state and the user manifests.
-type inputs struct {
-	cp            *controlplanev1.OpenShiftControlPlane
-	installConfig []byte
-	ic            *installconfig.InstallConfig
-}
-
-// controlPlaneInputs reads the cluster's OpenShiftControlPlane and its
-// install-config. It returns nil without error when the cluster's control
-// plane is not an OpenShiftControlPlane.
-func (r *Reconciler) controlPlaneInputs(ctx context.Context, cfg *bootstrapv1.OpenShiftConfig, cluster *clusterv1.Cluster) (*inputs, error) {
-	ref := cluster.Spec.ControlPlaneRef
-	if ref.Kind != "OpenShiftControlPlane" || ref.APIGroup != controlplanev1.GroupVersion.Group {
-		return nil, nil
-	}
-	in := &inputs{cp: &controlplanev1.OpenShiftControlPlane{}}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: ref.Name}, in.cp); err != nil {
-		setCondition(cfg, metav1.ConditionFalse, bootstrapv1.WaitingForControlPlaneReason,
-			fmt.Sprintf("Waiting for OpenShiftControlPlane %s: %v", ref.Name, err))
-		return nil, errWait
-	}
-	name := in.cp.Spec.InstallConfigRef.Name
-	s := &corev1.Secret{}
-	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: name}, s); err != nil {
-		setCondition(cfg, metav1.ConditionFalse, bootstrapv1.WaitingForInstallConfigReason,
-			fmt.Sprintf("Cannot read the install-config Secret %s named by OpenShiftControlPlane %s: %v", name, in.cp.Name, err))
-		return nil, errWait
-	}
-	in.installConfig = s.Data[controlplanev1.InstallConfigKey]
-	ic, err := installconfig.Parse(in.installConfig)
-	if err == nil {
-		if errs := ic.Validate(); len(errs) > 0 {
-			err = errs.ToAggregate()
-		}
-	}
-	if err != nil {
-		setCondition(cfg, metav1.ConditionFalse, bootstrapv1.InvalidInstallConfigReason,
-			fmt.Sprintf("Secret %s key %s: %v", name, controlplanev1.InstallConfigKey, err))
+// bootstrapData renders the bootstrap node's config from the inputs the
+// control plane wrote into spec.bootstrap: it reads the Secrets they name
+// and parses none of them.
+func (r *Reconciler) bootstrapData(ctx context.Context, cfg *bootstrapv1.OpenShiftConfig) ([]byte, error) {
+	in := cfg.Spec.Bootstrap
+	if in == nil {
+		setCondition(cfg, metav1.ConditionFalse, bootstrapv1.BootstrapNeedsControlPlaneReason,
+			"spec.bootstrap is empty: a bootstrap node's config is rendered from the install-config, install state and manifests "+
+				"that the OpenShiftControlPlane creating the bootstrap Machine writes there")
 		return nil, errInvalidSpec
 	}
-	in.ic = ic
-	return in, nil
-}
-
-// bootstrapData renders the bootstrap node's config.
-func (r *Reconciler) bootstrapData(ctx context.Context, cfg *bootstrapv1.OpenShiftConfig, in *inputs) ([]byte, error) {
-	state := &corev1.Secret{}
-	name := in.cp.Spec.InstallStateRef.Name
-	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: cfg.Namespace, Name: name}, state); err != nil {
-		setCondition(cfg, metav1.ConditionFalse, bootstrapv1.WaitingForInstallStateReason,
-			fmt.Sprintf("Cannot read the install-state Secret %s: %v", name, err))
+	ic, err := r.secret(ctx, cfg.Namespace, in.InstallConfigRef.Name, bootstrapv1.InstallConfigKey, bootstrapv1.PullSecretKey)
+	if err != nil {
+		setCondition(cfg, metav1.ConditionFalse, bootstrapv1.WaitingForInstallConfigReason,
+			fmt.Sprintf("Cannot read the install-config Secret %s (spec.bootstrap.installConfigRef): %v", in.InstallConfigRef.Name, err))
 		return nil, errWait
 	}
-	manifests, err := r.manifests(ctx, cfg.Namespace, in.cp)
+	state, err := r.secret(ctx, cfg.Namespace, in.InstallStateRef.Name,
+		bootstrapv1.InstallStateCACertKey, bootstrapv1.InstallStateCAKeyKey, bootstrapv1.InstallStateKubeconfigKey)
+	if err != nil {
+		setCondition(cfg, metav1.ConditionFalse, bootstrapv1.WaitingForInstallStateReason,
+			fmt.Sprintf("Cannot read the install-state Secret %s (spec.bootstrap.installStateRef): %v", in.InstallStateRef.Name, err))
+		return nil, errWait
+	}
+	manifests, err := r.manifests(ctx, cfg.Namespace, &in.ManifestsSelector)
 	if err != nil {
 		setCondition(cfg, metav1.ConditionFalse, bootstrapv1.InvalidManifestsReason, err.Error())
 		return nil, errInvalidSpec
 	}
-	// The bootstrap node gets the pull secret as a file of its own, and an
-	// install-config without it and without BMC credentials.
-	sanitized, err := installconfig.Sanitize(in.installConfig)
-	if err != nil {
-		setCondition(cfg, metav1.ConditionFalse, bootstrapv1.InvalidInstallConfigReason, err.Error())
-		return nil, errInvalidSpec
-	}
 	data, err := ignition.Bootstrap(ignition.BootstrapOptions{
-		InstallConfig:   sanitized,
-		PullSecret:      []byte(in.ic.PullSecret),
+		InstallConfig:   ic.Data[bootstrapv1.InstallConfigKey],
+		PullSecret:      ic.Data[bootstrapv1.PullSecretKey],
 		Manifests:       manifests,
-		RootCACert:      state.Data[controlplanev1.InstallStateCACertKey],
-		RootCAKey:       state.Data[controlplanev1.InstallStateCAKeyKey],
-		AdminKubeconfig: state.Data[controlplanev1.InstallStateKubeconfigKey],
-		ReleaseVersion:  in.cp.Spec.DistributionVersion,
+		RootCACert:      state.Data[bootstrapv1.InstallStateCACertKey],
+		RootCAKey:       state.Data[bootstrapv1.InstallStateCAKeyKey],
+		AdminKubeconfig: state.Data[bootstrapv1.InstallStateKubeconfigKey],
+		ReleaseVersion:  in.ReleaseVersion,
 		Override:        []byte(cfg.Spec.IgnitionOverride),
 	})
 	if err != nil {
 		reason := bootstrapv1.InvalidInstallStateReason
-		msg := fmt.Sprintf("install-state Secret %s: %v", name, err)
-		if errors.Is(err, ignition.ErrInvalidOverride) {
+		msg := fmt.Sprintf("install-state Secret %s: %v", in.InstallStateRef.Name, err)
+		switch {
+		case errors.Is(err, ignition.ErrInvalidOverride):
 			reason, msg = bootstrapv1.InvalidIgnitionOverrideReason, "spec.ignitionOverride: "+err.Error()
+		case errors.Is(err, ignition.ErrInstallConfigHasSecrets):
+			reason = bootstrapv1.InvalidInstallConfigReason
+			msg = fmt.Sprintf("install-config Secret %s (spec.bootstrap.installConfigRef): %v; nothing was rendered", in.InstallConfigRef.Name, err)
 		}
 		setCondition(cfg, metav1.ConditionFalse, reason, msg)
 		return nil, errInvalidSpec
@@ -106,32 +69,47 @@ func (r *Reconciler) bootstrapData(ctx context.Context, cfg *bootstrapv1.OpenShi
 	return data, nil
 }
 
-// manifests reads the Secrets the control plane selects; each key of a
-// Secret is a file of the directory its annotation names.
-func (r *Reconciler) manifests(ctx context.Context, namespace string, cp *controlplanev1.OpenShiftControlPlane) ([]ignition.Manifest, error) {
-	sel, err := metav1.LabelSelectorAsSelector(&cp.Spec.ManifestsSelector)
-	if err != nil {
-		return nil, fmt.Errorf("OpenShiftControlPlane %s spec.manifestsSelector: %w", cp.Name, err)
+// secret reads a Secret directly (Cluster API's manager keeps unlabelled
+// Secrets out of the cache) and checks that it has the keys.
+func (r *Reconciler) secret(ctx context.Context, namespace, name string, keys ...string) (*corev1.Secret, error) {
+	s := &corev1.Secret{}
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, s); err != nil {
+		return nil, err
 	}
-	if sel.Empty() {
+	for _, k := range keys {
+		if len(s.Data[k]) == 0 {
+			return nil, fmt.Errorf("key %s is missing or empty", k)
+		}
+	}
+	return s, nil
+}
+
+// manifests reads the Secrets sel selects; each key of a Secret is a file
+// of the directory its annotation names.
+func (r *Reconciler) manifests(ctx context.Context, namespace string, sel *metav1.LabelSelector) ([]ignition.Manifest, error) {
+	selector, err := metav1.LabelSelectorAsSelector(sel)
+	if err != nil {
+		return nil, fmt.Errorf("spec.bootstrap.manifestsSelector: %w", err)
+	}
+	if selector.Empty() {
 		return nil, nil
 	}
 	list := &corev1.SecretList{}
-	if err := r.APIReader.List(ctx, list, client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+	if err := r.APIReader.List(ctx, list, client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: selector}); err != nil {
 		return nil, err
 	}
 	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
 	var out []ignition.Manifest
 	for _, s := range list.Items {
 		var dir string
-		switch t := s.Annotations[controlplanev1.ManifestAnnotation]; t {
-		case controlplanev1.ManifestTypeManifest:
+		switch t := s.Annotations[bootstrapv1.ManifestAnnotation]; t {
+		case bootstrapv1.ManifestTypeManifest:
 			dir = "manifests"
-		case controlplanev1.ManifestTypeOpenShift:
+		case bootstrapv1.ManifestTypeOpenShift:
 			dir = "openshift"
 		default:
 			return nil, fmt.Errorf("secret %s is selected as a manifest but its annotation %s is %q, not %s or %s",
-				s.Name, controlplanev1.ManifestAnnotation, t, controlplanev1.ManifestTypeManifest, controlplanev1.ManifestTypeOpenShift)
+				s.Name, bootstrapv1.ManifestAnnotation, t, bootstrapv1.ManifestTypeManifest, bootstrapv1.ManifestTypeOpenShift)
 		}
 		for k, v := range s.Data {
 			out = append(out, ignition.Manifest{Dir: dir, Name: k, Data: v})

@@ -235,18 +235,8 @@ func role(cfg *bootstrapv1.OpenShiftConfig, m *clusterv1.Machine) string {
 
 func (r *Reconciler) render(ctx context.Context, cfg *bootstrapv1.OpenShiftConfig, m *clusterv1.Machine, cluster *clusterv1.Cluster) ([]byte, error) {
 	cfg.Status.Role = role(cfg, m)
-	in, err := r.controlPlaneInputs(ctx, cfg, cluster)
-	if err != nil {
-		return nil, err
-	}
 	if cfg.Status.Role == bootstrapv1.RoleBootstrap {
-		if in == nil {
-			setCondition(cfg, metav1.ConditionFalse, bootstrapv1.BootstrapNeedsControlPlaneReason,
-				"A bootstrap node's config is made of the install-config, install state and manifests an OpenShiftControlPlane names; Cluster "+
-					cluster.Name+" has no OpenShiftControlPlane")
-			return nil, errInvalidSpec
-		}
-		return r.bootstrapData(ctx, cfg, in)
+		return r.bootstrapData(ctx, cfg)
 	}
 	ep := cluster.Spec.ControlPlaneEndpoint
 	if ep.Host == "" {
@@ -260,10 +250,10 @@ func (r *Reconciler) render(ctx context.Context, cfg *bootstrapv1.OpenShiftConfi
 		return nil, errWait
 	}
 	// The machine-config-server answers at api-int.<cluster>.<baseDomain>,
-	// which resolves to the API VIP; without an install-config, at the VIP.
-	mcsHost := ep.Host
-	if in != nil {
-		mcsHost = in.ic.APIInternalHost()
+	// which resolves to the API VIP.
+	mcsHost := cfg.Spec.MachineConfigServerHost
+	if mcsHost == "" {
+		mcsHost = ep.Host
 	}
 	ca := &corev1.Secret{}
 	caName := secret.Name(cluster.Name, secret.ClusterCA)

@@ -83,11 +83,16 @@ func cluster(t *testing.T, ns string, withCA bool) {
 // Machine that references both.
 func machine(t *testing.T, ns, name, override string) (*clusterv1.Machine, *bootstrapv1.OpenShiftConfig) {
 	t.Helper()
+	return machineWith(t, ns, name, bootstrapv1.OpenShiftConfigSpec{IgnitionOverride: override})
+}
+
+// machineWith is machine with the config's whole spec.
+func machineWith(t *testing.T, ns, name string, spec bootstrapv1.OpenShiftConfigSpec) (*clusterv1.Machine, *bootstrapv1.OpenShiftConfig) {
+	t.Helper()
 	g := NewWithT(t)
 	ctx := context.Background()
 	lbls := map[string]string{clusterv1.ClusterNameLabel: "ocp"}
-	cfg := &bootstrapv1.OpenShiftConfig{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: lbls},
-		Spec: bootstrapv1.OpenShiftConfigSpec{IgnitionOverride: override}}
+	cfg := &bootstrapv1.OpenShiftConfig{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: lbls}, Spec: spec}
 	g.Expect(env.Client.Create(ctx, cfg)).To(Succeed())
 	g.Expect(env.Client.Create(ctx, &infrav1.MetalMachine{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: lbls},
 		Spec: infrav1.MetalMachineSpec{Image: infrav1.Image{URL: "http://images/rhcos.raw", Checksum: "abc", ChecksumType: "sha256"}}})).To(Succeed())

@@ -208,6 +208,10 @@ func (r *Reconciler) scaleDown(ctx context.Context, s *scope) error {
 // the template, and the Machine that binds them, owned by the control plane.
 func (r *Reconciler) createMachine(ctx context.Context, s *scope, name, role string) (*clusterv1.Machine, error) {
 	cp, cluster := s.cp, s.cluster
+	spec, err := r.configSpec(ctx, s, role)
+	if err != nil {
+		return nil, err
+	}
 	labels := map[string]string{clusterv1.ClusterNameLabel: cluster.Name}
 	maps.Copy(labels, cp.Spec.MachineTemplate.ObjectMeta.Labels)
 	// The bootstrap Machine runs the temporary control plane: it is a
@@ -245,7 +249,7 @@ func (r *Reconciler) createMachine(ctx context.Context, s *scope, name, role str
 	}
 	cfg := &bootstrapv1.OpenShiftConfig{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: cp.Namespace, Labels: labels, OwnerReferences: []metav1.OwnerReference{plain}},
-		Spec:       bootstrapv1.OpenShiftConfigSpec{Role: role},
+		Spec:       spec,
 	}
 	if err := r.Client.Create(ctx, cfg); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("creating OpenShiftConfig %s: %w", name, err)

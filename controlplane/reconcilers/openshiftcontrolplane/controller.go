@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/cluster-api/util/predicates"
 
 	controlplanev1 "github.com/metalshift/metalshift/api/controlplane/v1alpha1"
+	installconfig "github.com/metalshift/metalshift/api/installconfig/v1"
 )
 
 // Reconciler reconciles OpenShiftControlPlanes.
@@ -134,6 +135,10 @@ type scope struct {
 	cluster  *clusterv1.Cluster
 	machines []*clusterv1.Machine // owned by cp, bootstrap included
 	state    *corev1.Secret
+
+	// ic is the install-config (icRaw as written), read once when needed.
+	ic    *installconfig.InstallConfig
+	icRaw []byte
 }
 
 func (s *scope) bootstrapMachine() *clusterv1.Machine {

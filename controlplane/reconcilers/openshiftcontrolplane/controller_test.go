@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -36,7 +37,7 @@ import (
 // applyInstall creates what `metalshift create cluster` applies, except the
 // hosts, for an install-config whose API VIP nothing listens on; w, when
 // set, plays the installed cluster behind that VIP.
-func applyInstall(t *testing.T, w *fakeWorkload) (name, vip string) {
+func applyInstall(t *testing.T, w *fakeWorkload, edits ...func(client.Object)) (name, vip string) {
 	t.Helper()
 	g := NewWithT(t)
 	name = fmt.Sprintf("cp-%d", rand.IntN(1_000_000))
@@ -69,6 +70,9 @@ func applyInstall(t *testing.T, w *fakeWorkload) (name, vip string) {
 	for _, o := range installer.HubObjects(ic, raw, ca, []byte("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://"+vip+":6443\n    insecure-skip-tls-verify: true\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: u\ncurrent-context: c\nusers:\n- name: u\n  user: {}\n")) {
 		if _, ok := o.(*metal3v1.BareMetalHost); ok {
 			continue
+		}
+		for _, edit := range edits {
+			edit(o)
 		}
 		g.Expect(env.Client.Create(ctx, o)).To(Succeed(), "%T %s", o, o.GetName())
 	}
@@ -223,4 +227,67 @@ func TestBootstrapNeverServes(t *testing.T) {
 	})
 	g.Expect(env.Client.List(ctx, machines, client.InNamespace(ns))).To(Succeed())
 	g.Expect(machines.Items).To(BeEmpty())
+}
+
+// TestControlPlanePushesConfigInputs: the control plane writes what a
+// config needs into the spec of each OpenShiftConfig it creates — for the
+// bootstrap node a Secret with the install-config without pull secret and
+// BMC credentials (parsed and written again) and the pull secret beside it,
+// the install state, the manifests selector and the release; for every
+// machine the machine-config-server host api-int.<cluster>.<baseDomain>.
+// An install-config that does not validate stops it before any Machine,
+// with a condition naming the Secret and the field.
+func TestControlPlanePushesConfigInputs(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	var icName string
+	var good []byte
+	name, _ := applyInstall(t, &fakeWorkload{}, func(o client.Object) {
+		if s, ok := o.(*corev1.Secret); ok && s.Data[controlplanev1.InstallConfigKey] != nil {
+			icName, good = s.Name, s.Data[controlplanev1.InstallConfigKey]
+			s.Data[controlplanev1.InstallConfigKey] = []byte(strings.Replace(string(good), "baseDomain: example.com", "baseDomain: ''", 1))
+		}
+	})
+	ns := name
+	g.Expect(icName).NotTo(BeEmpty())
+	g.Eventually(func(g Gomega) {
+		c := conditionOf(g, controlPlane(g, ns, name), controlplanev1.BootstrapReadyCondition)
+		g.Expect(c.Reason).To(Equal(controlplanev1.InvalidInstallConfigReason))
+		g.Expect(c.Message).To(ContainSubstring("Secret " + icName))
+		g.Expect(c.Message).To(ContainSubstring("spec.installConfigRef"))
+		g.Expect(c.Message).To(ContainSubstring("baseDomain"))
+	}).Should(Succeed())
+	g.Expect(ownedMachines(g, controlPlane(g, ns, name))).To(BeEmpty(), "no Machine from an install-config that does not validate")
+
+	ic := &corev1.Secret{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: icName}, ic)).To(Succeed())
+	ic.Data[controlplanev1.InstallConfigKey] = good
+	g.Expect(env.Client.Update(ctx, ic)).To(Succeed())
+
+	cfg := &bootstrapv1.OpenShiftConfig{}
+	g.Eventually(func() error {
+		return env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-bootstrap"}, cfg)
+	}, "40s").Should(Succeed(), "the control plane looks at the install-config again and creates the bootstrap Machine")
+	cp := controlPlane(g, ns, name)
+	g.Expect(cfg.Spec.Role).To(Equal(bootstrapv1.RoleBootstrap))
+	g.Expect(cfg.Spec.MachineConfigServerHost).To(Equal("api-int." + name + ".example.com"))
+	g.Expect(cfg.Spec.Bootstrap).To(Equal(&bootstrapv1.BootstrapInputs{
+		InstallConfigRef:  bootstrapv1.SecretReference{Name: name + "-bootstrap-install-config"},
+		InstallStateRef:   bootstrapv1.SecretReference{Name: cp.Spec.InstallStateRef.Name},
+		ManifestsSelector: cp.Spec.ManifestsSelector,
+		ReleaseVersion:    cp.Spec.DistributionVersion,
+	}))
+
+	pushed := &corev1.Secret{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: cfg.Spec.Bootstrap.InstallConfigRef.Name}, pushed)).To(Succeed())
+	g.Expect(metav1.IsControlledBy(pushed, cp)).To(BeTrue(), "deleted with the control plane")
+	g.Expect(string(pushed.Data[bootstrapv1.PullSecretKey])).To(Equal(`{"auths":{}}`))
+	sanitized, err := installconfig.Parse(pushed.Data[bootstrapv1.InstallConfigKey])
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(sanitized.PullSecret).To(BeEmpty())
+	g.Expect(sanitized.Platform.BareMetal.Hosts).To(HaveLen(4))
+	for _, h := range sanitized.Platform.BareMetal.Hosts {
+		g.Expect(h.BMC.Username + h.BMC.Password).To(BeEmpty(), "no BMC credentials for host %s", h.Name)
+		g.Expect(h.BMC.Address).NotTo(BeEmpty())
+	}
 }
