@@ -6,14 +6,15 @@
 package installconfig
 
 import (
-	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
@@ -134,10 +135,14 @@ func Parse(data []byte) (*InstallConfig, error) {
 	if err != nil {
 		return nil, fmt.Errorf("install-config is not YAML: %w", err)
 	}
-	dec := json.NewDecoder(bytes.NewReader(js))
-	dec.DisallowUnknownFields()
+	// Kubernetes' decoder names an unknown or repeated field with its path
+	// (platform.baremetal.hosts[0].bmc.pasword) and matches names exactly.
 	ic := &InstallConfig{}
-	if err := dec.Decode(ic); err != nil {
+	strict, err := kjson.UnmarshalStrict(js, ic, kjson.DisallowUnknownFields, kjson.DisallowDuplicateFields)
+	if err == nil && len(strict) > 0 {
+		err = errors.Join(strict...)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("reading install-config: %w", err)
 	}
 	return ic, nil

@@ -115,8 +115,7 @@ func TestParseDefaults(t *testing.T) {
 }
 
 // TestParseErrors: a typo, a wrong type or broken YAML is an error that
-// names the field or the line. (Unknown fields are named without their
-// path: encoding/json does not report it.)
+// names the field, with its path, or the line.
 func TestParseErrors(t *testing.T) {
 	tests := []struct {
 		name string
@@ -126,9 +125,11 @@ func TestParseErrors(t *testing.T) {
 		{"misspelt top-level field", "apiVersion: v1\nbaseDomian: example.com\n",
 			[]string{"reading install-config", `unknown field "baseDomian"`}},
 		{"misspelt nested field", "platform:\n  baremetal:\n    hosts:\n    - name: h0\n      bmc: {address: ipmi://h, pasword: x}\n",
-			[]string{"reading install-config", `unknown field "pasword"`}},
+			[]string{"reading install-config", `unknown field "platform.baremetal.hosts[0].bmc.pasword"`}},
+		{"misspelt field with the case wrong", "apiVersion: v1\nBaseDomain: example.com\n",
+			[]string{`unknown field "BaseDomain"`}},
 		{"a field of another platform", "platform:\n  aws: {region: us-east-1}\n",
-			[]string{`unknown field "aws"`}},
+			[]string{`unknown field "platform.aws"`}},
 		{"replicas not a number", "controlPlane:\n  replicas: three\n",
 			[]string{"reading install-config", "controlPlane.replicas", "int32"}},
 		{"hosts not a list", "platform:\n  baremetal:\n    hosts: h0\n",
