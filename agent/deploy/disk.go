@@ -171,7 +171,7 @@ func ReadConfigDrive(dev io.ReaderAt, size int64) (cd deployapi.ConfigDrive, ok 
 	off := size - deployapi.ConfigDriveSize
 	head := make([]byte, 64)
 	if _, err := dev.ReadAt(head, off); err != nil && err != io.EOF {
-		return cd, false, err
+		return cd, false, fmt.Errorf("reading the config drive header at offset %d: %w", off, err)
 	}
 	var label string
 	var n int
@@ -181,9 +181,12 @@ func ReadConfigDrive(dev io.ReaderAt, size int64) (cd deployapi.ConfigDrive, ok 
 	hlen := len(fmt.Sprintf("%s %d\n", label, n))
 	data := make([]byte, n)
 	if _, err := dev.ReadAt(data, off+int64(hlen)); err != nil && err != io.EOF {
-		return cd, false, err
+		return cd, false, fmt.Errorf("reading the %d bytes of the config drive at offset %d: %w", n, off+int64(hlen), err)
 	}
-	return cd, true, json.Unmarshal(data, &cd)
+	if err := json.Unmarshal(data, &cd); err != nil {
+		return cd, true, fmt.Errorf("the config drive (%d bytes at offset %d) is not the JSON it should be: %w", n, off+int64(hlen), err)
+	}
+	return cd, true, nil
 }
 
 // clean wipes the first and last MiB of every disk: partition tables
