@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"path"
 	"sort"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -19,19 +18,34 @@ import (
 //go:embed crd/bases/*.yaml capi/crd/*.yaml capi/webhook/manifests.yaml webhook/manifests.yaml
 var manifests embed.FS
 
-// CRD sources.
+// CRD globs: every file of a source.
 const (
 	// OwnCRDs are metalshift's CRDs.
-	OwnCRDs = "crd/bases"
+	OwnCRDs = "crd/bases/*.yaml"
 	// CAPICRDs are the upstream Cluster API core CRDs.
-	CAPICRDs = "capi/crd"
+	CAPICRDs = "capi/crd/*.yaml"
 )
 
-// CRDs returns the CRDs under dir (OwnCRDs or CAPICRDs), sorted by name.
-func CRDs(dir string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
-	files, err := fs.Glob(manifests, path.Join(dir, "*.yaml"))
-	if err != nil {
-		return nil, err
+// CRDs returns the CRDs in the embedded files that globs match (path.Match
+// patterns such as OwnCRDs, CAPICRDs or "crd/bases/metal3.io_*.yaml"),
+// each once, sorted by name. A glob that matches no file is an error.
+func CRDs(globs ...string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	seen := map[string]bool{}
+	var files []string
+	for _, g := range globs {
+		matches, err := fs.Glob(manifests, g)
+		if err != nil {
+			return nil, err
+		}
+		if len(matches) == 0 {
+			return nil, fmt.Errorf("no CRD file matches %q", g)
+		}
+		for _, f := range matches {
+			if !seen[f] {
+				seen[f] = true
+				files = append(files, f)
+			}
+		}
 	}
 	var crds []*apiextensionsv1.CustomResourceDefinition
 	for _, f := range files {
@@ -52,19 +66,6 @@ func CRDs(dir string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	}
 	sort.Slice(crds, func(i, j int) bool { return crds[i].Name < crds[j].Name })
 	return crds, nil
-}
-
-// AllCRDs returns metalshift's CRDs followed by Cluster API's.
-func AllCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
-	own, err := CRDs(OwnCRDs)
-	if err != nil {
-		return nil, err
-	}
-	capi, err := CRDs(CAPICRDs)
-	if err != nil {
-		return nil, err
-	}
-	return append(own, capi...), nil
 }
 
 // CAPIWebhooks returns the upstream Cluster API core admission webhook

@@ -26,6 +26,22 @@ func TestCRDs(t *testing.T) {
 		"machinedeployments.cluster.x-k8s.io", "machinehealthchecks.cluster.x-k8s.io"))
 }
 
+// TestCRDsGlobs: globs pick files, each file once; a glob matching no
+// file is an error (a component naming a CRD that is not generated).
+func TestCRDsGlobs(t *testing.T) {
+	g := NewWithT(t)
+	hosts, err := CRDs("crd/bases/metal3.io_*.yaml", "crd/bases/metal3.io_baremetalhosts.yaml")
+	g.Expect(err).NotTo(HaveOccurred())
+	var names []string
+	for _, crd := range hosts {
+		names = append(names, crd.Name)
+	}
+	g.Expect(names).To(Equal([]string{"baremetalhosts.metal3.io", "preprovisioningimages.metal3.io"}))
+
+	_, err = CRDs("crd/bases/nothing_*.yaml")
+	g.Expect(err).To(MatchError(ContainSubstring(`no CRD file matches "crd/bases/nothing_*.yaml"`)))
+}
+
 func TestCAPIWebhooks(t *testing.T) {
 	g := NewWithT(t)
 	mutating, validating, err := CAPIWebhooks()
