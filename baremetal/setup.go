@@ -6,7 +6,9 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -14,12 +16,50 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	"github.com/metalshift/metalshift/baremetal/deployserver"
 	"github.com/metalshift/metalshift/baremetal/pkg/provisioner"
 	"github.com/metalshift/metalshift/baremetal/pkg/provisioner/factory"
 	"github.com/metalshift/metalshift/baremetal/reconcilers/baremetalhost"
 	"github.com/metalshift/metalshift/baremetal/webhooks"
+	"github.com/metalshift/metalshift/component"
 )
+
+// Component is the host engine as a part of the hub: it serves the metal3.io
+// API (BareMetalHost, PreprovisioningImage), with its deploy server at
+// --deploy-listen-address. Without that flag the engine does not run, and
+// the manager only validates hosts (when it serves webhooks).
+func Component() component.Component {
+	var o Options
+	return component.Component{
+		Name:        "host-engine",
+		AddToScheme: metal3v1.AddToScheme,
+		CRDs:        []string{"crd/bases/metal3.io_*.yaml"},
+		Flags: func(fs *pflag.FlagSet) {
+			fs.StringVar(&o.DeployListenAddr, "deploy-listen-address", "", "Where the host engine's deploy server listens (hosts fetch deploy images and their agents report there); empty disables the host engine")
+			fs.StringVar(&o.DeployURL, "deploy-url", "", "How hosts reach the deploy server (default http://<deploy-listen-address>)")
+		},
+		Complete: func(hub *component.Options) error {
+			if o.DeployListenAddr != "" && len(hub.SigningKey) == 0 {
+				return errors.New("--signing-key-file is required with --deploy-listen-address")
+			}
+			return nil
+		},
+		Setup: func(ctx context.Context, hub *component.Hub) error {
+			if o.DeployListenAddr == "" {
+				ctrl.LoggerFrom(ctx).Info("Host engine disabled: no deploy server address")
+				if hub.Webhooks { // hosts are still validated
+					return (&webhooks.BareMetalHost{}).SetupWebhookWithManager(hub.Manager)
+				}
+				return nil
+			}
+			opts := o
+			opts.SigningKey, opts.Clock = hub.SigningKey, hub.Clock
+			opts.Namespace, opts.WatchFilterValue, opts.Webhooks = hub.Namespace, hub.WatchFilterValue, hub.Webhooks
+			return Setup(ctx, hub.Manager, opts)
+		},
+	}
+}
 
 // Options configure the host engine.
 type Options struct {
@@ -38,6 +78,12 @@ type Options struct {
 	Concurrency int
 	// PowerPollInterval is how often stable hosts' power is checked; 0 means 60s.
 	PowerPollInterval time.Duration
+	// Clock tells the time to the reconciler and the deploy server; nil
+	// means the real clock.
+	Clock clock.Clock
+	// Namespace restricts the engine to hosts in one namespace, as the
+	// manager's cache is; empty means every namespace.
+	Namespace string
 	// WatchFilterValue restricts the engine to hosts labelled
 	// cluster.x-k8s.io/watch-filter=<value>; empty means every host.
 	WatchFilterValue string
@@ -69,7 +115,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	// The manager's client serves hosts from the cache, which agents polling
 	// every few seconds would otherwise turn into API reads, and reads Secrets
 	// directly (Cluster API's client options keep them out of the cache).
-	ds, err := deployserver.New(deployserver.Options{Client: mgr.GetClient(), Key: opts.SigningKey, BaseURL: opts.DeployURL})
+	ds, err := deployserver.New(deployserver.Options{Client: mgr.GetClient(), Key: opts.SigningKey, BaseURL: opts.DeployURL, Clock: opts.Clock})
 	if err != nil {
 		return err
 	}
@@ -80,7 +126,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	}); err != nil {
 		return err
 	}
-	secrets, err := secretMetadataCache(mgr)
+	secrets, err := secretMetadataCache(mgr, opts.Namespace)
 	if err != nil {
 		return err
 	}
@@ -95,19 +141,25 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		Recorder:          mgr.GetEventRecorder("metalshift-host-engine"),
 		Provisioners:      opts.Provisioners,
 		Deploy:            ds,
+		Clock:             opts.Clock,
 		BackoffBase:       opts.BackoffBase,
 		PowerPollInterval: opts.PowerPollInterval,
 		WatchFilterValue:  opts.WatchFilterValue,
 	}).SetupWithManager(ctx, mgr, secrets, controller.Options{MaxConcurrentReconciles: opts.Concurrency})
 }
 
-// secretMetadataCache watches every Secret, keeping no data, so that a
-// fixed credentials Secret wakes its hosts. (The manager's own cache only
-// holds Cluster API's labelled Secrets.)
-func secretMetadataCache(mgr ctrl.Manager) (cache.Cache, error) {
+// secretMetadataCache watches every Secret in namespace (all when empty),
+// keeping no data, so that a fixed credentials Secret wakes its hosts. (The
+// manager's own cache only holds Cluster API's labelled Secrets.)
+func secretMetadataCache(mgr ctrl.Manager, namespace string) (cache.Cache, error) {
+	var namespaces map[string]cache.Config
+	if namespace != "" {
+		namespaces = map[string]cache.Config{namespace: {}}
+	}
 	c, err := cache.New(mgr.GetConfig(), cache.Options{
-		Scheme: mgr.GetScheme(),
-		Mapper: mgr.GetRESTMapper(),
+		Scheme:            mgr.GetScheme(),
+		Mapper:            mgr.GetRESTMapper(),
+		DefaultNamespaces: namespaces,
 		ByObject: map[client.Object]cache.ByObject{&corev1.Secret{}: {Transform: func(in any) (any, error) {
 			if s, ok := in.(*corev1.Secret); ok {
 				s.Data, s.StringData, s.ManagedFields = nil, nil, nil

@@ -7,17 +7,66 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
+	"github.com/spf13/pflag"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	bootstrapv1 "github.com/metalshift/metalshift/api/bootstrap/v1alpha1"
 	"github.com/metalshift/metalshift/bootstrap/ignitionserver"
 	"github.com/metalshift/metalshift/bootstrap/reconcilers/openshiftconfig"
+	"github.com/metalshift/metalshift/component"
 )
+
+// Component is the OpenShift bootstrap provider as a part of the hub: it
+// serves OpenShiftConfig and OpenShiftConfigTemplate, with the ignition
+// server at --ignition-listen-address for configs too large for user data.
+func Component() component.Component {
+	var (
+		o      ignitionserver.Config
+		caFile string
+	)
+	return component.Component{
+		Name:        "bootstrap-openshift",
+		AddToScheme: bootstrapv1.AddToScheme,
+		CRDs:        []string{"crd/bases/bootstrap.cluster.x-k8s.io_*.yaml"},
+		Flags: func(fs *pflag.FlagSet) {
+			fs.StringVar(&o.ListenAddr, "ignition-listen-address", "", "Where the ignition server listens (serves Ignition configs too large for user data); empty disables it")
+			fs.StringVar(&o.URL, "ignition-url", "", "How hosts reach the ignition server (default http(s)://<ignition-listen-address>)")
+			fs.StringVar(&o.CertFile, "ignition-cert-file", "", "Serving certificate of the ignition server (https); reloaded when it changes")
+			fs.StringVar(&o.KeyFile, "ignition-key-file", "", "Key of --ignition-cert-file")
+			fs.StringVar(&caFile, "ignition-ca-file", "", "CA bundle hosts trust for the ignition server (https)")
+			fs.IntVar(&o.MaxUserDataBytes, "max-user-data-bytes", 0, "Largest Ignition config put in user data as is (default 64 KiB)")
+			fs.DurationVar(&o.TokenTTL, "ignition-token-ttl", ignitionserver.DefaultTokenTTL,
+				"How long the token of a served Ignition config is valid; a machine that boots later is refused (its config is re-signed while it waits for a host)")
+		},
+		Complete: func(hub *component.Options) error {
+			if o.TokenTTL <= 0 {
+				return fmt.Errorf("--ignition-token-ttl must be positive, not %s", o.TokenTTL)
+			}
+			if o.ListenAddr != "" && len(hub.SigningKey) == 0 {
+				return errors.New("--signing-key-file is required with --ignition-listen-address")
+			}
+			if caFile == "" {
+				return nil
+			}
+			var err error
+			o.CA, err = os.ReadFile(caFile)
+			return err
+		},
+		Setup: func(ctx context.Context, hub *component.Hub) error {
+			is := o
+			is.SigningKey = hub.SigningKey
+			return Setup(ctx, hub.Manager, Options{WatchFilterValue: hub.WatchFilterValue, IgnitionServer: is, Clock: hub.Clock})
+		},
+	}
+}
 
 // Options tune the bootstrap provider.
 type Options struct {
@@ -26,6 +75,10 @@ type Options struct {
 	// IgnitionServer serves configs too large for user data; without a
 	// ListenAddr such configs are refused with a condition.
 	IgnitionServer ignitionserver.Config
+
+	// Clock tells the ignition server the time its tokens are made and
+	// checked at; nil means the real clock.
+	Clock clock.PassiveClock
 }
 
 // Setup registers the provider's controllers (and the ignition server)
@@ -36,7 +89,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		MaxUserDataBytes: opts.IgnitionServer.MaxUserDataBytes,
 	}
 	if opts.IgnitionServer.ListenAddr != "" {
-		s, err := addIgnitionServer(mgr, opts.IgnitionServer)
+		s, err := addIgnitionServer(mgr, opts.IgnitionServer, opts.Clock)
 		if err != nil {
 			return fmt.Errorf("ignition server: %w", err)
 		}
@@ -45,7 +98,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	return r.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: 10})
 }
 
-func addIgnitionServer(mgr ctrl.Manager, o ignitionserver.Config) (*ignitionserver.Server, error) {
+func addIgnitionServer(mgr ctrl.Manager, o ignitionserver.Config, clk clock.PassiveClock) (*ignitionserver.Server, error) {
 	tlsOn := o.CertFile != "" || o.KeyFile != ""
 	if o.URL == "" {
 		scheme := "http://"
@@ -55,7 +108,7 @@ func addIgnitionServer(mgr ctrl.Manager, o ignitionserver.Config) (*ignitionserv
 		o.URL = scheme + o.ListenAddr
 	}
 	// Secrets are read directly: Cluster API's manager keeps them out of the cache.
-	s, err := ignitionserver.New(ignitionserver.Options{Client: mgr.GetClient(), Key: o.SigningKey, BaseURL: o.URL, CA: o.CA, TokenTTL: o.TokenTTL})
+	s, err := ignitionserver.New(ignitionserver.Options{Client: mgr.GetClient(), Key: o.SigningKey, BaseURL: o.URL, CA: o.CA, TokenTTL: o.TokenTTL, Clock: clk})
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,17 @@
-// Package component defines what a part of the hub is (a Component that
-// registers controllers and webhooks with a manager), the Options every
-// component receives, the scheme of every type the hub serves, and the
-// Cluster API core components. It holds no reconciler logic; package
-// manager lists the components of the hub, and tests pick the ones they run.
+// Package component is the hub's component model. A Component declares, in
+// one value, the types it serves or reads, the CRDs it serves, its
+// command-line flags and how it registers with a manager; NewManager builds
+// a manager configured as Cluster API expects, creates the services every
+// component shares (Hub: the manager, Cluster API's ClusterCache, a clock,
+// the namespace and watch filter, whether webhooks are served, the signing
+// key) and sets the components up. The hub-wide flags are Options.
+//
+// The package also runs the upstream Cluster API core, unmodified, as the
+// components CAPICore and CAPIWebhooks, and holds HostWebhooks for tests.
+//
+// Each metalshift component declares itself in its package's setup.go
+// (baremetal.Component, bootstrap.Component, ...); package manager lists
+// the hub's components, and tests pick the ones they run. This package
+// holds no reconciler logic and imports no component's setup or
+// reconcilers: reconciler tests import it through internal/testenv.
 package component

@@ -7,18 +7,29 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"sigs.k8s.io/cluster-api/controllers/clustercache"
 	coresetup "sigs.k8s.io/cluster-api/core/setup"
+	"sigs.k8s.io/cluster-api/version"
 )
 
 // NewManager returns a manager named name, configured as Cluster API's core
-// manager expects (its cache and client options), with components
-// registered. The hub manager and the test environment both build theirs here.
+// manager expects (its cache and client options), with the hub's shared
+// services (Hub) created once and every component registered, in order.
+// It fails when the API server is older than Cluster API supports. The hub
+// manager and the test environment both build theirs here; options read
+// from flags must have gone through Complete.
 func NewManager(ctx context.Context, cfg *rest.Config, name string, opts Options, components []Component) (ctrl.Manager, error) {
-	scheme, err := NewScheme()
+	if err := version.CheckKubernetesVersion(cfg, version.MinimumKubernetesVersion); err != nil {
+		return nil, err
+	}
+	scheme, err := NewScheme(components...)
 	if err != nil {
 		return nil, err
 	}
@@ -47,12 +58,52 @@ func NewManager(ctx context.Context, cfg *rest.Config, name string, opts Options
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
 	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+	hub := &Hub{
+		Manager: mgr, Clock: opts.Clock,
+		Namespace: opts.Namespace, WatchFilterValue: opts.WatchFilterValue,
+		Webhooks: opts.WebhookPort != 0, SigningKey: opts.SigningKey,
+	}
+	if hub.Clock == nil {
+		hub.Clock = clock.RealClock{}
+	}
+	if hub.ClusterCache, err = newClusterCache(ctx, mgr, opts); err != nil {
+		return nil, err
+	}
 	for _, c := range components {
-		if err := c.Setup(ctx, mgr, opts); err != nil {
+		if err := c.Setup(ctx, hub); err != nil {
 			return nil, fmt.Errorf("component %s: %w", c.Name, err)
 		}
 	}
 	return mgr, nil
+}
+
+// newClusterCache creates the manager's ClusterCache as Cluster API's core
+// manager does. It reads kubeconfig Secrets through a client of the
+// manager's cache, which holds only Secrets labelled with a cluster name.
+func newClusterCache(ctx context.Context, mgr ctrl.Manager, opts Options) (clustercache.ClusterCache, error) {
+	secretClient, err := coresetup.CreateSecretCachingClient(mgr)
+	if err != nil {
+		return nil, fmt.Errorf("creating the Secret caching client: %w", err)
+	}
+	cc, err := clustercache.SetupWithManager(ctx, mgr, clustercache.Options{
+		SecretClient:     secretClient,
+		Cache:            coresetup.ClusterCacheCacheOptions(),
+		Client:           coresetup.ClusterCacheClientOptions(CAPIControllerName, 20, 30),
+		WatchFilterValue: opts.WatchFilterValue,
+	}, controller.Options{MaxConcurrentReconciles: capiConcurrency})
+	if err != nil {
+		return nil, fmt.Errorf("creating the ClusterCache: %w", err)
+	}
+	if opts.WorkloadConnectionRetryInterval > 0 {
+		// Not part of the ClusterCache interface, but exported by its implementation.
+		if r, ok := cc.(interface{ SetConnectionCreationRetryInterval(time.Duration) }); ok {
+			r.SetConnectionCreationRetryInterval(opts.WorkloadConnectionRetryInterval)
+		}
+	}
+	return cc, nil
 }
 
 // http1Only keeps the webhook server off HTTP/2, as Cluster API's managers

@@ -7,7 +7,7 @@ import (
 )
 
 // BenchmarkHubStart measures how long a hub takes from Start to serving
-// with every CRD established: on a new directory (certificates, etcd
+// with every CRD of config established: on a new directory (certificates, etcd
 // bootstrap, CRD creation) and resuming an existing one.
 func BenchmarkHubStart(b *testing.B) {
 	for _, resume := range []bool{false, true} {
@@ -16,11 +16,11 @@ func BenchmarkHubStart(b *testing.B) {
 			name = "resume"
 		}
 		b.Run(name, func(b *testing.B) {
-			bin := binDir(b)
+			bin, crds := binDir(b), everyCRD(b)
 			dir := ""
 			if resume {
 				dir = b.TempDir()
-				h, err := Start(context.Background(), Options{Dir: dir, BinDir: bin})
+				h, err := Start(context.Background(), Options{Dir: dir, BinDir: bin, CRDs: crds})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -33,7 +33,7 @@ func BenchmarkHubStart(b *testing.B) {
 					d = b.TempDir()
 				}
 				start := time.Now()
-				h, err := Start(context.Background(), Options{Dir: d, BinDir: bin})
+				h, err := Start(context.Background(), Options{Dir: d, BinDir: bin, CRDs: crds})
 				if err != nil {
 					b.Fatal(err)
 				}

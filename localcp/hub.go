@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -33,6 +34,11 @@ type Options struct {
 
 	// StartTimeout bounds the start of each child; 0 means 2 minutes.
 	StartTimeout time.Duration
+
+	// CRDs are installed (or updated) on every start: those of the hub's
+	// components (component.CRDs). Those with more than one version get
+	// their conversion webhook pointed at the hub's webhook port.
+	CRDs []*apiextensionsv1.CustomResourceDefinition
 }
 
 // Hub is a running local control plane.
@@ -65,7 +71,7 @@ func DefaultDir() string {
 func KubeconfigPath(dir string) string { return filepath.Join(dir, "kubeconfig") }
 
 // Start brings up the control plane in opts.Dir, resuming with the data of
-// an earlier run, and installs every CRD. It fails with ErrAlreadyRunning
+// an earlier run, and installs opts.CRDs. It fails with ErrAlreadyRunning
 // when a hub already runs in that directory. On error nothing is left
 // running.
 func Start(ctx context.Context, opts Options) (_ *Hub, reterr error) {
@@ -118,7 +124,7 @@ func Start(ctx context.Context, opts Options) (_ *Hub, reterr error) {
 	if err := h.startChildren(ctx); err != nil {
 		return nil, err
 	}
-	if err := InstallCRDs(ctx, h.restConfig, h.WebhookURL(), h.CABundle()); err != nil {
+	if err := InstallCRDs(ctx, h.restConfig, opts.CRDs, h.WebhookURL(), h.CABundle()); err != nil {
 		return nil, err
 	}
 	h.progress("Installed the CRDs")

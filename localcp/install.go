@@ -26,29 +26,19 @@ const (
 	ownValidatingWebhooks  = "metalshift-validating"
 )
 
-// InstallCRDs creates or updates every CRD the hub serves and waits until
-// they are established. Cluster API's CRDs get their conversion webhook
-// pointed at webhookURL; an empty webhookURL leaves conversion off.
-func InstallCRDs(ctx context.Context, cfg *rest.Config, webhookURL string, caBundle []byte) error {
+// InstallCRDs creates or updates crds and waits until they are
+// established. Those with more than one version (Cluster API's) get their
+// conversion webhook pointed at webhookURL; an empty webhookURL leaves
+// conversion off.
+func InstallCRDs(ctx context.Context, cfg *rest.Config, crds []*apiextensionsv1.CustomResourceDefinition, webhookURL string, caBundle []byte) error {
 	c, err := newClient(cfg)
 	if err != nil {
 		return err
 	}
-	own, err := config.CRDs(config.OwnCRDs)
-	if err != nil {
-		return err
-	}
-	capi, err := config.CRDs(config.CAPICRDs)
-	if err != nil {
-		return err
-	}
-	if webhookURL != "" {
-		for _, crd := range capi {
+	for _, crd := range crds {
+		if webhookURL != "" {
 			setConversionWebhook(crd, webhookURL, caBundle)
 		}
-	}
-	crds := append(own, capi...)
-	for _, crd := range crds {
 		if err := createOrReplace(ctx, c, crd); err != nil {
 			return fmt.Errorf("installing CRD %s: %w", crd.Name, err)
 		}

@@ -19,11 +19,13 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/metalshift/metalshift/config"
 )
 
 func startHub(t *testing.T, dir string) *Hub {
 	t.Helper()
-	h, err := Start(context.Background(), Options{Dir: dir, BinDir: binDir(t)})
+	h, err := Start(context.Background(), Options{Dir: dir, BinDir: binDir(t), CRDs: everyCRD(t)})
 	if err != nil {
 		t.Fatalf("starting hub in %s: %v", dir, err)
 	}
@@ -35,6 +37,16 @@ func startHub(t *testing.T, dir string) *Hub {
 		}
 	})
 	return h
+}
+
+// everyCRD returns the CRDs of config: metalshift's and Cluster API's.
+func everyCRD(t testing.TB) []*apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	crds, err := config.CRDs(config.OwnCRDs, config.CAPICRDs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return crds
 }
 
 func binDir(t testing.TB) string {

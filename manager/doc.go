@@ -1,8 +1,10 @@
-// Package manager assembles the hub's controller manager: the upstream
-// Cluster API core controllers and webhooks plus every metalshift component.
-// The same manager runs in-process in `metalshift hub up` and as the
-// cmd/manager Deployment on a production hub.
+// Package manager lists the components of the hub's manager: the upstream
+// Cluster API core and every metalshift component, each declared in its own
+// package (see package component). The same list runs in-process in
+// `metalshift hub up` and as the cmd/manager Deployment on a production
+// hub; both build the manager with component.NewManager.
 //
-// A component joins the hub by adding one line to Components. This package
-// holds wiring only: no reconciler logic.
+// It is apart from package component only because the components' packages
+// import component, and their reconciler tests import it through
+// internal/testenv. It holds the list only: no wiring, no reconciler logic.
 package manager

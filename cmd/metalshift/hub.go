@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -114,7 +115,11 @@ func (o *hubOptions) up(ctx context.Context, out io.Writer) error {
 	defer stop()
 	start := time.Now()
 	fmt.Fprintf(out, "Starting the hub in %s\n", absDir(o.dir))
-	hub, err := localcp.Start(ctx, localcp.Options{Dir: o.dir, BinDir: o.binDir, Progress: prefixed(out, "  ")})
+	crds, err := component.CRDs(manager.Components())
+	if err != nil {
+		return err
+	}
+	hub, err := localcp.Start(ctx, localcp.Options{Dir: o.dir, BinDir: o.binDir, Progress: prefixed(out, "  "), CRDs: crds})
 	if err != nil {
 		return err
 	}
@@ -166,23 +171,26 @@ func (o *hubOptions) up(ctx context.Context, out io.Writer) error {
 	return err
 }
 
-// startManager starts the hub manager with every component, waits for its
+// startManager starts the hub manager with every component, from the
+// command line an external manager would get (managerArgs), waits for its
 // webhook server and registers the webhooks with the kube-apiserver.
 func startManager(ctx context.Context, hub *localcp.Hub) (<-chan error, error) {
-	ws, is := hub.WebhookServing(), hub.IgnitionServing()
-	key, err := hub.SigningKey()
-	if err != nil {
+	if _, err := hub.SigningKey(); err != nil { // created on first start
 		return nil, err
 	}
-	mgr, err := manager.New(ctx, hub.RESTConfig(), manager.Options{
-		WebhookHost: ws.Host, WebhookPort: ws.Port, WebhookCertDir: ws.CertDir,
-		WebhookCertName: ws.CertName, WebhookKeyName: ws.KeyName,
-		HostEngine: component.HostEngineOptions{DeployListenAddr: hub.DeployAddr(), DeployURL: hub.DeployURL(), SigningKey: key},
-		IgnitionServer: component.IgnitionServerOptions{ListenAddr: is.Addr, URL: is.URL, CertFile: is.CertFile, KeyFile: is.KeyFile,
-			CA: hub.CABundle(), SigningKey: key},
-		// Installed clusters come up while the hub watches: connect soon after.
-		WorkloadConnectionRetryInterval: 2 * time.Second,
-	})
+	var opts component.Options
+	components := manager.Components()
+	fs := pflag.NewFlagSet("manager", pflag.ContinueOnError)
+	component.BindFlags(fs, &opts, components)
+	if err := fs.Parse(append(managerArgs(hub), "--metrics-bind-address=0", "--health-addr=0")); err != nil {
+		return nil, err
+	}
+	if err := component.Complete(&opts, components); err != nil {
+		return nil, err
+	}
+	// Installed clusters come up while the hub watches: connect soon after.
+	opts.WorkloadConnectionRetryInterval = 2 * time.Second
+	mgr, err := component.NewManager(ctx, hub.RESTConfig(), manager.Name, opts, components)
 	if err != nil {
 		return nil, err
 	}
@@ -222,21 +230,30 @@ func printReady(out io.Writer, hub *localcp.Hub, took time.Duration, controllers
 		fmt.Fprintf(out, "  deploy server (hosts boot from it): %s\n", hub.DeployURL())
 		fmt.Fprintf(out, "  ignition server (large machine configs): %s\n", hub.IgnitionServing().URL)
 	} else {
-		ws, is := hub.WebhookServing(), hub.IgnitionServing()
+		is := hub.IgnitionServing()
 		fmt.Fprintf(out, "  No controllers run in the hub (--controllers=false). Run the manager (cmd/manager) against it;\n")
 		fmt.Fprintf(out, "  the hub's webhooks call %s, hosts are sent to %s (deploy) and %s (ignition):\n", hub.WebhookURL(), hub.DeployURL(), is.URL)
-		fmt.Fprintf(out, "    manager%s\n", shellArgs(
-			"--kubeconfig="+hub.Kubeconfig(),
-			"--webhook-host="+ws.Host, "--webhook-port="+strconv.Itoa(ws.Port), "--webhook-cert-dir="+ws.CertDir,
-			"--webhook-cert-name="+ws.CertName, "--webhook-key-name="+ws.KeyName,
-			"--deploy-listen-address="+hub.DeployAddr(),
-			"--ignition-listen-address="+is.Addr, "--ignition-cert-file="+is.CertFile, "--ignition-key-file="+is.KeyFile,
-			"--ignition-ca-file="+hub.CAFile(), "--signing-key-file="+hub.SigningKeyFile()))
+		fmt.Fprintf(out, "    manager%s\n", shellArgs(append([]string{"--kubeconfig=" + hub.Kubeconfig()}, managerArgs(hub)...)...))
 		fmt.Fprintf(out, "  Replicas (--leader-elect) listen on ports of their own behind a load balancer on those three, with\n")
 		fmt.Fprintf(out, "  --deploy-url=%s --ignition-url=%s.\n", hub.DeployURL(), is.URL)
 	}
 	fmt.Fprintf(out, "  logs: %s\n", hub.LogDir())
 	fmt.Fprintln(out, "Press Ctrl-C, or run `metalshift hub down --dir "+hub.Dir()+"`, to stop it.")
+}
+
+// managerArgs is the command line of the manager (cmd/manager) that
+// serves hub, without --kubeconfig: its webhooks, deploy and ignition
+// servers where the hub sends the kube-apiserver and the hosts. `hub up`
+// runs its manager in-process with the same flags.
+func managerArgs(hub *localcp.Hub) []string {
+	ws, is := hub.WebhookServing(), hub.IgnitionServing()
+	return []string{
+		"--webhook-host=" + ws.Host, "--webhook-port=" + strconv.Itoa(ws.Port), "--webhook-cert-dir=" + ws.CertDir,
+		"--webhook-cert-name=" + ws.CertName, "--webhook-key-name=" + ws.KeyName,
+		"--deploy-listen-address=" + hub.DeployAddr(),
+		"--ignition-listen-address=" + is.Addr, "--ignition-cert-file=" + is.CertFile, "--ignition-key-file=" + is.KeyFile,
+		"--ignition-ca-file=" + hub.CAFile(), "--signing-key-file=" + hub.SigningKeyFile(),
+	}
 }
 
 func (o *hubOptions) status(ctx context.Context, out io.Writer, wait time.Duration) error {

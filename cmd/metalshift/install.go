@@ -22,10 +22,10 @@ import (
 
 	installconfig "github.com/metalshift/metalshift/api/installconfig/v1"
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
-	"github.com/metalshift/metalshift/component"
 	"github.com/metalshift/metalshift/installer"
 	"github.com/metalshift/metalshift/internal/manifest"
 	"github.com/metalshift/metalshift/localcp"
+	"github.com/metalshift/metalshift/manager"
 )
 
 // installOptions are the flags every installer command shares.
@@ -204,7 +204,7 @@ func (o *installOptions) hubClient() (client.Client, error) {
 		return nil, err
 	}
 	cfg.QPS, cfg.Burst = 50, 100
-	scheme, err := component.NewScheme()
+	scheme, err := manager.NewScheme()
 	if err != nil {
 		return nil, err
 	}

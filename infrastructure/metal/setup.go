@@ -6,9 +6,25 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
+	infrav1 "github.com/metalshift/metalshift/api/infrastructure/v1alpha1"
+	"github.com/metalshift/metalshift/component"
 	"github.com/metalshift/metalshift/infrastructure/metal/reconcilers/metalcluster"
 	"github.com/metalshift/metalshift/infrastructure/metal/reconcilers/metalmachine"
 )
+
+// Component is the bare-metal infrastructure provider as a part of the hub:
+// it serves MetalCluster, MetalMachine and MetalMachineTemplate, claiming
+// the host engine's BareMetalHosts.
+func Component() component.Component {
+	return component.Component{
+		Name:        "infrastructure-metal",
+		AddToScheme: infrav1.AddToScheme,
+		CRDs:        []string{"crd/bases/infrastructure.cluster.x-k8s.io_metal*.yaml"},
+		Setup: func(ctx context.Context, hub *component.Hub) error {
+			return Setup(ctx, hub.Manager, Options{WatchFilterValue: hub.WatchFilterValue})
+		},
+	}
+}
 
 // Options tune the bare-metal infrastructure provider.
 type Options struct {

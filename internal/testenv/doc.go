@@ -1,6 +1,6 @@
 // Package testenv runs reconciler tests against a real kube-apiserver and
 // etcd (envtest, with the binaries `make tools` builds into bin/), with every
-// CRD the hub serves, Cluster API's among them, and Cluster API's admission
+// CRD of package config (metalshift's and Cluster API's), and the admission
 // and conversion webhooks served in-process, exactly as on the embedded hub.
 //
 // # The reconciler-test pattern
@@ -8,13 +8,15 @@
 // Each reconciler package has a suite_test.go whose TestMain starts one
 // environment for the package, with the reconcilers under test (and, when
 // the test needs them, the Cluster API core controllers) registered in a
-// real manager:
+// real manager (component.NewManager, as the hub builds its own), with
+// the hub's shared services (component.Hub):
 //
 //	var env *testenv.Env
 //
 //	func TestMain(m *testing.M) {
 //		os.Exit(testenv.Run(m, &env, testenv.Options{
-//			Components: []component.Component{{Name: "metalcluster", Setup: func(ctx context.Context, mgr ctrl.Manager, _ component.Options) error {
+//			Components: []component.Component{{Name: "metalcluster", Setup: func(ctx context.Context, hub *component.Hub) error {
+//				mgr := hub.Manager
 //				return (&metalcluster.Reconciler{Client: mgr.GetClient()}).SetupWithManager(ctx, mgr, controller.Options{})
 //			}}},
 //		}))

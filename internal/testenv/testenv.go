@@ -16,15 +16,25 @@ import (
 	"github.com/onsi/gomega"
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	bootstrapv1 "github.com/metalshift/metalshift/api/bootstrap/v1alpha1"
+	configv1 "github.com/metalshift/metalshift/api/config/v1"
+	controlplanev1 "github.com/metalshift/metalshift/api/controlplane/v1alpha1"
+	infrav1 "github.com/metalshift/metalshift/api/infrastructure/v1alpha1"
+	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	"github.com/metalshift/metalshift/component"
+	"github.com/metalshift/metalshift/config"
 	"github.com/metalshift/metalshift/localcp"
 )
 
@@ -35,6 +45,22 @@ type Options struct {
 
 	// CAPICore also runs the upstream Cluster API core controllers.
 	CAPICore bool
+
+	// Clock is the hub's clock (component.Hub.Clock); nil means the real one.
+	Clock clock.Clock
+}
+
+// components are the environment's: metalshift's webhooks and Cluster
+// API's, which always run (objects are defaulted and validated as on the
+// embedded hub), the Cluster API core controllers when asked, and those
+// under test; everyType makes every installed type known to the manager and
+// the client.
+func (o Options) components() []component.Component {
+	core := component.CAPIWebhooks
+	if o.CAPICore {
+		core = component.CAPICore
+	}
+	return append([]component.Component{component.HostWebhooks, everyType, core}, o.Components...)
 }
 
 // Env is a running test environment.
@@ -104,28 +130,26 @@ func (e *Env) start(opts Options) error {
 	e.cancel = cancel
 	wio := &e.env.WebhookInstallOptions
 	webhookURL := fmt.Sprintf("https://%s:%d", wio.LocalServingHost, wio.LocalServingPort)
-	if err := localcp.InstallCRDs(ctx, e.Config, webhookURL, wio.LocalServingCAData); err != nil {
+	crds, err := config.CRDs(config.OwnCRDs, config.CAPICRDs)
+	if err != nil {
 		return err
 	}
-	scheme, err := component.NewScheme()
+	if err := localcp.InstallCRDs(ctx, e.Config, crds, webhookURL, wio.LocalServingCAData); err != nil {
+		return err
+	}
+	components := opts.components()
+	scheme, err := component.NewScheme(components...)
 	if err != nil {
+		return err
+	}
+	if err := knowsEvery(scheme, crds); err != nil {
 		return err
 	}
 	if e.Client, err = client.New(e.Config, client.Options{Scheme: scheme}); err != nil {
 		return err
 	}
-	components := opts.Components
-	if opts.CAPICore {
-		components = append([]component.Component{component.CAPICore}, components...)
-	} else {
-		// Cluster API's webhooks always run: objects must be defaulted
-		// and validated as on a real hub.
-		components = append([]component.Component{component.CAPIWebhooks}, components...)
-	}
-	// metalshift's own webhooks always run too, as on the embedded hub.
-	components = append([]component.Component{component.HostWebhooks}, components...)
 	mgrOpts := component.Options{WebhookHost: wio.LocalServingHost, WebhookPort: wio.LocalServingPort, WebhookCertDir: wio.LocalServingCertDir,
-		WorkloadConnectionRetryInterval: 2 * time.Second}
+		WorkloadConnectionRetryInterval: 2 * time.Second, Clock: opts.Clock}
 	if e.Manager, err = component.NewManager(ctx, e.Config, "testenv", mgrOpts, components); err != nil {
 		return err
 	}
@@ -144,6 +168,37 @@ func (e *Env) start(opts Options) error {
 	}
 	if !e.Manager.GetCache().WaitForCacheSync(ctx) {
 		return fmt.Errorf("manager caches did not sync")
+	}
+	return nil
+}
+
+// everyType brings every metalshift API group into the environment's
+// scheme: the environment installs every CRD of config, whichever
+// components run, and tests read and write any of them. (The hub's scheme
+// is its components'; this package cannot import their list, package
+// manager, which imports the reconcilers whose tests import this one.)
+var everyType = component.Component{Name: "every-type", AddToScheme: func(s *kruntime.Scheme) error {
+	for _, add := range []func(*kruntime.Scheme) error{
+		metal3v1.AddToScheme, infrav1.AddToScheme, bootstrapv1.AddToScheme, controlplanev1.AddToScheme, configv1.AddToScheme,
+	} {
+		if err := add(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}, Setup: func(context.Context, *component.Hub) error { return nil }}
+
+// knowsEvery checks that scheme has a Go type for every version of every
+// CRD, so that a new API group cannot be installed here but unknown to the
+// tests' client.
+func knowsEvery(scheme *kruntime.Scheme, crds []*apiextensionsv1.CustomResourceDefinition) error {
+	for _, crd := range crds {
+		for _, v := range crd.Spec.Versions {
+			gvk := schema.GroupVersionKind{Group: crd.Spec.Group, Version: v.Name, Kind: crd.Spec.Names.Kind}
+			if v.Served && !scheme.Recognizes(gvk) {
+				return fmt.Errorf("no Go type of %s in the test environment's scheme: add its AddToScheme to everyType", gvk)
+			}
+		}
 	}
 	return nil
 }

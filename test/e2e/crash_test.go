@@ -21,7 +21,7 @@ import (
 
 	controlplanev1 "github.com/metalshift/metalshift/api/controlplane/v1alpha1"
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
-	"github.com/metalshift/metalshift/component"
+	"github.com/metalshift/metalshift/manager"
 )
 
 // killPoint is a moment of an install at which the hub is SIGKILLed.
@@ -186,7 +186,7 @@ func hubClient(g Gomega, kubeconfig string) client.Client {
 		if err != nil {
 			return err
 		}
-		scheme, _ := component.NewScheme()
+		scheme, _ := manager.NewScheme()
 		hub, err = client.New(cfg, client.Options{Scheme: scheme})
 		return err
 	}, 3*time.Minute).Should(Succeed())

@@ -25,7 +25,7 @@ import (
 
 	bootstrapv1 "github.com/metalshift/metalshift/api/bootstrap/v1alpha1"
 	infrav1 "github.com/metalshift/metalshift/api/infrastructure/v1alpha1"
-	"github.com/metalshift/metalshift/component"
+	"github.com/metalshift/metalshift/manager"
 )
 
 var (
@@ -246,7 +246,7 @@ func TestInstallScaleDestroy(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		scheme, _ := component.NewScheme()
+		scheme, _ := manager.NewScheme()
 		hub, err = client.New(cfg, client.Options{Scheme: scheme})
 		return err
 	}, 3*time.Minute).Should(Succeed())

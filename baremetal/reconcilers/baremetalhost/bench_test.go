@@ -56,7 +56,7 @@ func BenchmarkProvision500(b *testing.B) {
 		cfg := rest.CopyConfig(env.Config)
 		cfg.QPS, cfg.Burst = 500, 1000
 		cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { counter.rt = rt; return counter }
-		scheme, _ := component.NewScheme()
+		scheme, _ := component.NewScheme(baremetal.Component())
 		mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Logger: logr.Discard(), Metrics: metricsserver.Options{BindAddress: "0"},
 			Controller: ctrlConfigSkipNameValidation()})
 		if err != nil {

@@ -86,7 +86,7 @@ func startEngine(t *testing.T, addr string, key []byte, logs *logBuffer, edits .
 		defer logs.mu.Unlock()
 		logs.buf.WriteString(prefix + " " + args + "\n")
 	}, funcr.Options{Verbosity: 5})
-	scheme, err := component.NewScheme()
+	scheme, err := component.NewScheme(baremetal.Component())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,6 @@ import (
 	"os"
 	"testing"
 
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	"github.com/metalshift/metalshift/bootstrap/ignitionserver"
@@ -29,7 +28,8 @@ func TestMain(m *testing.M) {
 	os.Exit(testenv.Run(m, &env, testenv.Options{
 		CAPICore: true,
 		Components: []component.Component{
-			{Name: "bootstrap", Setup: func(ctx context.Context, mgr ctrl.Manager, _ component.Options) error {
+			{Name: "bootstrap", Setup: func(ctx context.Context, hub *component.Hub) error {
+				mgr := hub.Manager
 				s, err := ignitionserver.New(ignitionserver.Options{Client: mgr.GetClient(), Key: []byte("0123456789abcdef0123456789abcdef"),
 					BaseURL: "http://" + ts.Listener.Addr().String()})
 				if err != nil {
@@ -40,9 +40,7 @@ func TestMain(m *testing.M) {
 				ts.Start()
 				return (&Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), IgnitionServer: s}).SetupWithManager(ctx, mgr, controller.Options{})
 			}},
-			{Name: "metal", Setup: func(ctx context.Context, mgr ctrl.Manager, _ component.Options) error {
-				return metal.Setup(ctx, mgr, metal.Options{})
-			}},
+			metal.Component(),
 		},
 	}))
 }

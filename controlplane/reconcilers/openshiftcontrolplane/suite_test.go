@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	"github.com/metalshift/metalshift/bootstrap/reconcilers/openshiftconfig"
@@ -27,7 +26,8 @@ var env *testenv.Env
 func TestMain(m *testing.M) {
 	os.Exit(testenv.Run(m, &env, testenv.Options{
 		CAPICore: true,
-		Components: []component.Component{{Name: "openshift", Setup: func(ctx context.Context, mgr ctrl.Manager, _ component.Options) error {
+		Components: []component.Component{{Name: "openshift", Setup: func(ctx context.Context, hub *component.Hub) error {
+			mgr := hub.Manager
 			if err := (&metalcluster.Reconciler{Client: mgr.GetClient()}).SetupWithManager(ctx, mgr, controller.Options{}); err != nil {
 				return err
 			}

@@ -5,7 +5,6 @@ import (
 	"os"
 	"testing"
 
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	"github.com/metalshift/metalshift/component"
@@ -17,7 +16,8 @@ var env *testenv.Env
 func TestMain(m *testing.M) {
 	os.Exit(testenv.Run(m, &env, testenv.Options{
 		CAPICore: true,
-		Components: []component.Component{{Name: "metalcluster", Setup: func(ctx context.Context, mgr ctrl.Manager, _ component.Options) error {
+		Components: []component.Component{{Name: "metalcluster", Setup: func(ctx context.Context, hub *component.Hub) error {
+			mgr := hub.Manager
 			return (&Reconciler{Client: mgr.GetClient()}).SetupWithManager(ctx, mgr, controller.Options{})
 		}}},
 	}))

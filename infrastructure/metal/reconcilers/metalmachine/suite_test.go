@@ -5,7 +5,6 @@ import (
 	"os"
 	"testing"
 
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	"github.com/metalshift/metalshift/component"
@@ -18,7 +17,8 @@ var env *testenv.Env
 func TestMain(m *testing.M) {
 	os.Exit(testenv.Run(m, &env, testenv.Options{
 		CAPICore: true,
-		Components: []component.Component{{Name: "metal", Setup: func(ctx context.Context, mgr ctrl.Manager, _ component.Options) error {
+		Components: []component.Component{{Name: "metal", Setup: func(ctx context.Context, hub *component.Hub) error {
+			mgr := hub.Manager
 			if err := (&metalcluster.Reconciler{Client: mgr.GetClient()}).SetupWithManager(ctx, mgr, controller.Options{}); err != nil {
 				return err
 			}

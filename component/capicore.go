@@ -1,26 +1,57 @@
-package capicore
+package component
 
 import (
 	"context"
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
+	addonsv1beta1 "sigs.k8s.io/cluster-api/api/addons/v1beta1" //nolint:staticcheck // still served: the conversion webhooks need it
+	addonsv1 "sigs.k8s.io/cluster-api/api/addons/v1beta2"
+	clusterv1beta1 "sigs.k8s.io/cluster-api/api/core/v1beta1" //nolint:staticcheck // still served: the conversion webhooks need it
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ipamv1alpha1 "sigs.k8s.io/cluster-api/api/ipam/v1alpha1" //nolint:staticcheck // still served: the conversion webhooks need it
+	ipamv1beta1 "sigs.k8s.io/cluster-api/api/ipam/v1beta1"   //nolint:staticcheck // still served: the conversion webhooks need it
+	ipamv1 "sigs.k8s.io/cluster-api/api/ipam/v1beta2"
+	runtimev1alpha1 "sigs.k8s.io/cluster-api/api/runtime/v1alpha1" //nolint:staticcheck // still served: the conversion webhooks need it
+	runtimev1 "sigs.k8s.io/cluster-api/api/runtime/v1beta2"
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
 	"sigs.k8s.io/cluster-api/core/reconcilers/cluster"
 	"sigs.k8s.io/cluster-api/core/reconcilers/machine"
 	"sigs.k8s.io/cluster-api/core/reconcilers/machinedeployment"
 	"sigs.k8s.io/cluster-api/core/reconcilers/machinehealthcheck"
 	"sigs.k8s.io/cluster-api/core/reconcilers/machineset"
-	coresetup "sigs.k8s.io/cluster-api/core/setup"
 	"sigs.k8s.io/cluster-api/core/webhooks/admission"
 	"sigs.k8s.io/cluster-api/core/webhooks/conversion"
 	"sigs.k8s.io/cluster-api/util/index"
+
+	"github.com/metalshift/metalshift/config"
+)
+
+// The upstream Cluster API core runs in-process, unmodified: its
+// controllers (Cluster, Machine, MachineSet, MachineDeployment,
+// MachineHealthCheck) and its admission and conversion webhooks, wired as
+// its own manager wires them, with the hub's ClusterCache. Nothing here
+// patches or reimplements upstream behaviour.
+var (
+	// CAPICore is the Cluster API core: its controllers, and its webhooks
+	// when the manager serves webhooks.
+	CAPICore = Component{
+		Name: "cluster-api-core", AddToScheme: addCAPIToScheme, CRDs: []string{config.CAPICRDs},
+		Setup: func(ctx context.Context, hub *Hub) error { return setupCAPICore(ctx, hub, true, hub.Webhooks) },
+	}
+
+	// CAPIWebhooks is only the webhooks of the Cluster API core, for
+	// environments that test a provider's reconcilers on their own.
+	CAPIWebhooks = Component{
+		Name: "cluster-api-core-webhooks", AddToScheme: addCAPIToScheme, CRDs: []string{config.CAPICRDs},
+		Setup: func(ctx context.Context, hub *Hub) error { return setupCAPICore(ctx, hub, false, true) },
+	}
 )
 
 // Grace periods of the connection to a workload cluster, as the upstream
@@ -33,85 +64,52 @@ const (
 	remoteConditionsGracePeriod = 5 * time.Minute
 )
 
-// ControllerName is the name the core controllers identify with towards
-// the API servers (user agent, field manager of the informers).
-const ControllerName = "metalshift-capi-core"
+// CAPIControllerName is the name the core controllers and the ClusterCache
+// identify with towards the API servers (user agent, field manager of the
+// informers).
+const CAPIControllerName = "metalshift-capi-core"
 
-// Options tune the core controllers.
-type Options struct {
-	// WatchFilterValue, when set, restricts the controllers to objects
-	// labelled cluster.x-k8s.io/watch-filter=<value> (sharding).
-	WatchFilterValue string
+// capiConcurrency is the number of workers of each core controller and of
+// the ClusterCache.
+const capiConcurrency = 10
 
-	// Concurrency is the number of workers per controller; 0 means 10.
-	Concurrency int
-
-	// Reconcilers runs the core controllers.
-	Reconcilers bool
-
-	// Webhooks serves the core admission and conversion webhooks on the
-	// manager's webhook server.
-	Webhooks bool
-
-	// ConnectionRetryInterval is how long the ClusterCache waits before it
-	// tries again to connect to a workload cluster; 0 keeps upstream's 30s.
-	// A local hub, where a cluster's API comes up while we watch, uses less.
-	ConnectionRetryInterval time.Duration
-}
-
-// Setup registers the core indexes and ClusterCache and, as asked, the
-// reconcilers and webhooks with mgr. The manager must use the cache and client
-// options of NewManagerOptions.
-func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
-	workers := opts.Concurrency
-	if workers == 0 {
-		workers = 10
-	}
-	concurrency := controller.Options{MaxConcurrentReconciles: workers}
-
-	if err := index.AddDefaultIndexes(ctx, mgr); err != nil {
-		return fmt.Errorf("adding Cluster API indexes: %w", err)
-	}
-	clusterCache, err := setupClusterCache(ctx, mgr, opts.WatchFilterValue, concurrency)
-	if err != nil {
-		return err
-	}
-	if opts.ConnectionRetryInterval > 0 {
-		// Not part of the ClusterCache interface, but exported by its implementation.
-		if cc, ok := clusterCache.(interface{ SetConnectionCreationRetryInterval(time.Duration) }); ok {
-			cc.SetConnectionCreationRetryInterval(opts.ConnectionRetryInterval)
-		}
-	}
-	if opts.Reconcilers {
-		if err := setupReconcilers(ctx, mgr, clusterCache, opts.WatchFilterValue, concurrency); err != nil {
+// addCAPIToScheme adds every Cluster API core type, in all served versions
+// (the conversion webhooks need the old ones), to s.
+func addCAPIToScheme(s *runtime.Scheme) error {
+	for _, add := range []func(*runtime.Scheme) error{
+		clusterv1beta1.AddToScheme, clusterv1.AddToScheme,
+		addonsv1beta1.AddToScheme, addonsv1.AddToScheme,
+		runtimev1alpha1.AddToScheme, runtimev1.AddToScheme,
+		ipamv1alpha1.AddToScheme, ipamv1beta1.AddToScheme, ipamv1.AddToScheme,
+	} {
+		if err := add(s); err != nil {
 			return err
 		}
-	}
-	if opts.Webhooks {
-		return setupWebhooks(mgr, clusterCache)
 	}
 	return nil
 }
 
-func setupClusterCache(ctx context.Context, mgr ctrl.Manager, filter string, concurrency controller.Options) (clustercache.ClusterCache, error) {
-	secretClient, err := coresetup.CreateSecretCachingClient(mgr)
-	if err != nil {
-		return nil, fmt.Errorf("creating the Secret caching client: %w", err)
+// setupCAPICore registers the core indexes and, as asked, the reconcilers
+// and webhooks with the hub's manager.
+func setupCAPICore(ctx context.Context, hub *Hub, reconcilers, webhooks bool) error {
+	if err := index.AddDefaultIndexes(ctx, hub.Manager); err != nil {
+		return fmt.Errorf("adding Cluster API indexes: %w", err)
 	}
-	cc, err := clustercache.SetupWithManager(ctx, mgr, clustercache.Options{
-		SecretClient:     secretClient,
-		Cache:            coresetup.ClusterCacheCacheOptions(),
-		Client:           coresetup.ClusterCacheClientOptions(ControllerName, 20, 30),
-		WatchFilterValue: filter,
-	}, concurrency)
-	if err != nil {
-		return nil, fmt.Errorf("creating the ClusterCache: %w", err)
+	if reconcilers {
+		if err := setupCAPIReconcilers(ctx, hub); err != nil {
+			return err
+		}
 	}
-	return cc, nil
+	if webhooks {
+		return setupCAPIWebhooks(hub.Manager, hub.ClusterCache)
+	}
+	return nil
 }
 
-func setupReconcilers(ctx context.Context, mgr ctrl.Manager, cc clustercache.ClusterCache, filter string, concurrency controller.Options) error {
+func setupCAPIReconcilers(ctx context.Context, hub *Hub) error {
+	mgr, cc, filter := hub.Manager, hub.ClusterCache, hub.WatchFilterValue
 	c, r := mgr.GetClient(), mgr.GetAPIReader()
+	concurrency := controller.Options{MaxConcurrentReconciles: capiConcurrency}
 	reconcilers := []struct {
 		name  string
 		setup func() error
@@ -153,7 +151,7 @@ func setupReconcilers(ctx context.Context, mgr ctrl.Manager, cc clustercache.Clu
 	return nil
 }
 
-func setupWebhooks(mgr ctrl.Manager, cc clustercache.ClusterCache) error {
+func setupCAPIWebhooks(mgr ctrl.Manager, cc clustercache.ClusterCache) error {
 	conversion.SetAPIVersionGetter(func(ctx context.Context, gk schema.GroupKind) (string, error) {
 		return apiVersionFor(ctx, mgr.GetClient(), gk)
 	})

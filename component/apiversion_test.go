@@ -1,4 +1,4 @@
-package capicore
+package component
 
 import (
 	"testing"
