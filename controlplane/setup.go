@@ -54,6 +54,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		Client:           mgr.GetClient(),
 		APIReader:        mgr.GetAPIReader(),
 		Recorder:         mgr.GetEventRecorder("openshiftcontrolplane-controller"),
+		ClusterCache:     opts.ClusterCache,
 		WatchFilterValue: opts.WatchFilterValue,
 	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: 10})
 }

@@ -174,6 +174,9 @@ func (c *OpenShiftConfig) GetConditions() []metav1.Condition { return c.Status.C
 // SetConditions sets the conditions.
 func (c *OpenShiftConfig) SetConditions(conds []metav1.Condition) { c.Status.Conditions = conds }
 
+// SetObservedGeneration sets status.observedGeneration.
+func (c *OpenShiftConfig) SetObservedGeneration(g int64) { c.Status.ObservedGeneration = g }
+
 // +kubebuilder:object:root=true
 
 // OpenShiftConfigList is a list of OpenShiftConfigs.

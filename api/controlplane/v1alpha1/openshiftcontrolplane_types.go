@@ -243,6 +243,9 @@ func (c *OpenShiftControlPlane) DesiredReplicas() int {
 // SetConditions sets the conditions.
 func (c *OpenShiftControlPlane) SetConditions(conds []metav1.Condition) { c.Status.Conditions = conds }
 
+// SetObservedGeneration sets status.observedGeneration.
+func (c *OpenShiftControlPlane) SetObservedGeneration(g int64) { c.Status.ObservedGeneration = g }
+
 // +kubebuilder:object:root=true
 
 // OpenShiftControlPlaneList is a list of OpenShiftControlPlanes.

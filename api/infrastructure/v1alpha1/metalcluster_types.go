@@ -112,6 +112,9 @@ func (c *MetalCluster) SetConditions(conditions []metav1.Condition) {
 	c.Status.Conditions = conditions
 }
 
+// SetObservedGeneration sets status.observedGeneration.
+func (c *MetalCluster) SetObservedGeneration(g int64) { c.Status.ObservedGeneration = g }
+
 // +kubebuilder:object:root=true
 
 // MetalClusterList is a list of MetalClusters.

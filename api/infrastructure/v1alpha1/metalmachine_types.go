@@ -97,6 +97,10 @@ type MetalMachineStatus struct {
 	// +listMapKey=type
 	// +kubebuilder:validation:MaxItems=32
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// observedGeneration is the generation last reconciled successfully.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 }
 
 // +kubebuilder:object:root=true
@@ -124,6 +128,9 @@ func (m *MetalMachine) GetConditions() []metav1.Condition { return m.Status.Cond
 
 // SetConditions sets the conditions.
 func (m *MetalMachine) SetConditions(c []metav1.Condition) { m.Status.Conditions = c }
+
+// SetObservedGeneration sets status.observedGeneration.
+func (m *MetalMachine) SetObservedGeneration(g int64) { m.Status.ObservedGeneration = g }
 
 // +kubebuilder:object:root=true
 

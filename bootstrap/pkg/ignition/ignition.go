@@ -35,7 +35,7 @@ type PointerOptions struct {
 // ErrInvalidOverride wraps a problem with a user's override.
 var ErrInvalidOverride = errors.New("invalid ignition override")
 
-// ErrInstallConfigHasSecrets: the install-config copy for a bootstrap node
+// ErrInstallConfigHasSecrets means the install-config copy for a bootstrap node
 // holds a pull secret or BMC credentials, or cannot be read to tell.
 var ErrInstallConfigHasSecrets = errors.New("the install-config copy for the bootstrap node must hold no pull secret and no BMC credentials (installconfig.Sanitize)")
 

@@ -10,10 +10,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -22,9 +22,7 @@ import (
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util"
-	"sigs.k8s.io/cluster-api/util/annotations"
 	"sigs.k8s.io/cluster-api/util/conditions"
-	"sigs.k8s.io/cluster-api/util/patch"
 	"sigs.k8s.io/cluster-api/util/predicates"
 	"sigs.k8s.io/cluster-api/util/secret"
 
@@ -32,6 +30,7 @@ import (
 	bootstrapnode "github.com/metalshift/metalshift/api/bootstrapnode/v1"
 	"github.com/metalshift/metalshift/bootstrap/ignitionserver"
 	"github.com/metalshift/metalshift/bootstrap/pkg/ignition"
+	"github.com/metalshift/metalshift/internal/reconciler"
 )
 
 // Reconciler reconciles OpenShiftConfigs.
@@ -59,12 +58,19 @@ const DefaultMaxUserDataBytes = 64 << 10
 // SetupWithManager registers the reconciler with mgr.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, options controller.Options) error {
 	log := ctrl.LoggerFrom(ctx)
+	clusterToAllConfigs, err := util.ClusterToTypedObjectsMapper(mgr.GetClient(), &bootstrapv1.OpenShiftConfigList{}, mgr.GetScheme())
+	if err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&bootstrapv1.OpenShiftConfig{}).
 		WithOptions(options).
-		WithEventFilter(predicates.ResourceNotPausedAndHasFilterLabel(mgr.GetScheme(), log, r.WatchFilterValue)).
+		WithEventFilter(predicates.ResourceHasFilterLabel(mgr.GetScheme(), log, r.WatchFilterValue)).
 		Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(util.MachineToInfrastructureMapFunc(bootstrapv1.GroupVersion.WithKind("OpenShiftConfig")))).
 		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.clusterToConfigs)).
+		// A Cluster paused or resumed: every config's Paused condition changes.
+		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(clusterToAllConfigs),
+			builder.WithPredicates(predicates.ClusterPausedTransitions(mgr.GetScheme(), log))).
 		Complete(r)
 }
 
@@ -105,19 +111,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if annotations.IsPaused(cluster, cfg) {
-		return ctrl.Result{}, nil
-	}
-	helper, err := patch.NewHelper(cfg, r.Client)
-	if err != nil {
+	run, stop, err := reconciler.Begin(ctx, r.Client, cluster, cfg, bootstrapv1.DataSecretAvailableCondition)
+	if stop || err != nil {
 		return ctrl.Result{}, err
 	}
-	defer func() {
-		cfg.Status.ObservedGeneration = cfg.Generation
-		if err := helper.Patch(ctx, cfg, patch.WithOwnedConditions{Conditions: []string{bootstrapv1.DataSecretAvailableCondition}}); err != nil {
-			reterr = kerrors.NewAggregate([]error{reterr, err})
-		}
-	}()
+	defer run.End(ctx, &reterr)
 	if !cfg.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil // the Secrets are owned by the config
 	}

@@ -46,11 +46,7 @@ func (r *Reconciler) reconcileBootstrap(ctx context.Context, s *scope) (ctrl.Res
 	}
 	cp.Status.BootstrapMachine = bm.Name
 	endpoint := endpointURL(s.cluster)
-	w, err := r.workload(s)
-	if err != nil {
-		setCondition(cp, controlplanev1.BootstrapReadyCondition, metav1.ConditionFalse, controlplanev1.InstallStateMissingReason, err.Error())
-		return ctrl.Result{}, errWait
-	}
+	w := r.Workload(client.ObjectKeyFromObject(s.cluster))
 	if err := w.Ready(ctx); err != nil {
 		cp.Status.BootstrapPhase = controlplanev1.BootstrapPhaseProvisioning
 		reason, msg := controlplanev1.BootstrapProvisioningReason, bootstrapProgress(bm)
@@ -130,10 +126,7 @@ func (r *Reconciler) reconcileInitialized(ctx context.Context, s *scope) (ctrl.R
 	if err := r.scaleDown(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}
-	w, err := r.workload(s)
-	if err == nil {
-		err = w.Ready(ctx)
-	}
+	err := r.Workload(client.ObjectKeyFromObject(s.cluster)).Ready(ctx)
 	ready := readyMasters(s.masters())
 	switch {
 	case err != nil:

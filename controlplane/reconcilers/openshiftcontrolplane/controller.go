@@ -2,17 +2,14 @@ package openshiftcontrolplane
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -25,15 +22,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/controllers/clustercache"
 	"sigs.k8s.io/cluster-api/util"
-	"sigs.k8s.io/cluster-api/util/annotations"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/cluster-api/util/finalizers"
-	"sigs.k8s.io/cluster-api/util/patch"
 	"sigs.k8s.io/cluster-api/util/predicates"
 
 	controlplanev1 "github.com/metalshift/metalshift/api/controlplane/v1alpha1"
 	installconfig "github.com/metalshift/metalshift/api/installconfig/v1"
+	"github.com/metalshift/metalshift/internal/reconciler"
 )
 
 // Reconciler reconciles OpenShiftControlPlanes.
@@ -41,39 +38,17 @@ type Reconciler struct {
 	Client    client.Client
 	APIReader client.Reader
 	Recorder  events.EventRecorder
-	// Workload reaches the installed cluster; nil means over the admin
-	// kubeconfig of the install state.
-	Workload         func(kubeconfig []byte) (Workload, error)
+	// ClusterCache holds the hub's connections to the installed clusters,
+	// shared with Cluster API's core controllers.
+	ClusterCache clustercache.ClusterCache
+	// Workload reaches a Cluster's installed cluster; nil means through
+	// the ClusterCache.
+	Workload         func(cluster client.ObjectKey) Workload
 	WatchFilterValue string
 	// BootstrapAPIGrace is how long a provisioned bootstrap node may take
 	// to serve the API before BootstrapReady says BootstrapNotServing; 0
 	// means DefaultBootstrapAPIGrace.
 	BootstrapAPIGrace time.Duration
-
-	// workloads holds a cachedWorkload per control plane ("ns/name"): a
-	// client for each reconcile would cost a transport and TLS handshake.
-	workloads sync.Map
-}
-
-type cachedWorkload struct {
-	kubeconfig [sha256.Size]byte
-	w          Workload
-}
-
-// workload returns the client of the installed cluster, made anew only
-// when the install state's kubeconfig changes.
-func (r *Reconciler) workload(s *scope) (Workload, error) {
-	kc := s.state.Data[controlplanev1.InstallStateKubeconfigKey]
-	sum, key := sha256.Sum256(kc), s.cp.Namespace+"/"+s.cp.Name
-	if c, ok := r.workloads.Load(key); ok && c.(cachedWorkload).kubeconfig == sum {
-		return c.(cachedWorkload).w, nil
-	}
-	w, err := r.Workload(kc)
-	if err != nil {
-		return nil, err
-	}
-	r.workloads.Store(key, cachedWorkload{kubeconfig: sum, w: w})
-	return w, nil
 }
 
 // DefaultBootstrapAPIGrace is the default BootstrapAPIGrace: a bootstrap
@@ -106,13 +81,18 @@ const (
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, options controller.Options) error {
 	log := ctrl.LoggerFrom(ctx)
 	if r.Workload == nil {
-		r.Workload = newWorkload
+		if r.ClusterCache == nil {
+			return errors.New("the OpenShiftControlPlane reconciler needs the hub's ClusterCache")
+		}
+		r.Workload = func(cluster client.ObjectKey) Workload {
+			return &clusterCacheWorkload{cc: r.ClusterCache, cluster: cluster}
+		}
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&controlplanev1.OpenShiftControlPlane{}).
 		Owns(&clusterv1.Machine{}).
 		WithOptions(options).
-		WithEventFilter(predicates.ResourceNotPausedAndHasFilterLabel(mgr.GetScheme(), log, r.WatchFilterValue)).
+		WithEventFilter(predicates.ResourceHasFilterLabel(mgr.GetScheme(), log, r.WatchFilterValue)).
 		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(clusterToControlPlane),
 			builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
 		Complete(r)
@@ -181,23 +161,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 			return ctrl.Result{}, nil // Cluster API sets the owner reference, which wakes us
 		}
 	}
-	if annotations.IsPaused(cluster, cp) {
-		return ctrl.Result{}, nil
-	}
-	helper, err := patch.NewHelper(cp, r.Client)
-	if err != nil {
+	run, stop, err := reconciler.Begin(ctx, r.Client, cluster, cp, controlplanev1.BootstrapReadyCondition,
+		controlplanev1.ControlPlaneInitializedCondition, controlplanev1.BootstrapRemovedCondition, controlplanev1.AvailableCondition)
+	if stop || err != nil {
 		return ctrl.Result{}, err
 	}
 	s := &scope{cp: cp, cluster: cluster}
 	defer func() {
 		r.updateStatus(s)
-		cp.Status.ObservedGeneration = cp.Generation
-		if err := helper.Patch(ctx, cp, patch.WithOwnedConditions{Conditions: []string{
-			controlplanev1.BootstrapReadyCondition, controlplanev1.ControlPlaneInitializedCondition,
-			controlplanev1.BootstrapRemovedCondition, controlplanev1.AvailableCondition,
-		}}); err != nil {
-			reterr = kerrors.NewAggregate([]error{reterr, err})
-		}
+		run.End(ctx, &reterr)
 	}()
 	if s.machines, err = r.ownedMachines(ctx, cp, cluster.Name); err != nil {
 		return ctrl.Result{}, err
@@ -226,26 +198,32 @@ func (r *Reconciler) ownedMachines(ctx context.Context, cp *controlplanev1.OpenS
 	return out, nil
 }
 
+// reconcile runs the phases of a control plane that is not being deleted.
 func (r *Reconciler) reconcile(ctx context.Context, s *scope) (ctrl.Result, error) {
-	cp, cluster := s.cp, s.cluster
-	if !ptr.Deref(cluster.Status.Initialization.InfrastructureProvisioned, false) || cluster.Spec.ControlPlaneEndpoint.Host == "" {
-		setCondition(cp, controlplanev1.BootstrapReadyCondition, metav1.ConditionFalse, controlplanev1.WaitingForInfrastructureReason,
-			"Waiting for Cluster "+cluster.Name+"'s infrastructure to be provisioned and to name the control-plane endpoint")
-		return ctrl.Result{}, nil // the Cluster watch wakes us
+	return reconciler.Phases(ctx, s, r.waitForInfrastructure, r.readInstallState, r.reconcileSecrets, r.reconcileMachines)
+}
+
+// waitForInfrastructure waits for the Cluster's infrastructure and its
+// control-plane endpoint (the API VIP).
+func (r *Reconciler) waitForInfrastructure(_ context.Context, s *scope) (ctrl.Result, error) {
+	if !ptr.Deref(s.cluster.Status.Initialization.InfrastructureProvisioned, false) || s.cluster.Spec.ControlPlaneEndpoint.Host == "" {
+		setCondition(s.cp, controlplanev1.BootstrapReadyCondition, metav1.ConditionFalse, controlplanev1.WaitingForInfrastructureReason,
+			"Waiting for Cluster "+s.cluster.Name+"'s infrastructure to be provisioned and to name the control-plane endpoint")
+		return ctrl.Result{}, errWait // the Cluster watch wakes us sooner
 	}
-	if err := r.readInstallState(ctx, s); err != nil {
-		return ctrl.Result{}, err
-	}
-	if err := r.reconcileSecrets(ctx, s); err != nil {
-		return ctrl.Result{}, err
-	}
-	if !ptr.Deref(cp.Status.Initialization.ControlPlaneInitialized, false) {
+	return ctrl.Result{}, nil
+}
+
+// reconcileMachines brings up the control plane through the bootstrap
+// node, then keeps the masters at spec.replicas.
+func (r *Reconciler) reconcileMachines(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if !ptr.Deref(s.cp.Status.Initialization.ControlPlaneInitialized, false) {
 		return r.reconcileBootstrap(ctx, s)
 	}
 	return r.reconcileInitialized(ctx, s)
 }
 
-func (r *Reconciler) readInstallState(ctx context.Context, s *scope) error {
+func (r *Reconciler) readInstallState(ctx context.Context, s *scope) (ctrl.Result, error) {
 	name := s.cp.Spec.InstallStateRef.Name
 	st := &corev1.Secret{}
 	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: s.cp.Namespace, Name: name}, st)
@@ -260,15 +238,15 @@ func (r *Reconciler) readInstallState(ctx context.Context, s *scope) error {
 	if err != nil {
 		setCondition(s.cp, controlplanev1.BootstrapReadyCondition, metav1.ConditionFalse, controlplanev1.InstallStateMissingReason,
 			fmt.Sprintf("Install-state Secret %s (spec.installStateRef): %v; `metalshift create manifests` writes it", name, err))
-		return errWait
+		return ctrl.Result{}, errWait
 	}
 	s.state = st
-	return nil
+	return ctrl.Result{}, nil
 }
 
 // reconcileSecrets writes <cluster>-ca and <cluster>-kubeconfig from the
 // install state; both are owned by the control plane.
-func (r *Reconciler) reconcileSecrets(ctx context.Context, s *scope) error {
+func (r *Reconciler) reconcileSecrets(ctx context.Context, s *scope) (ctrl.Result, error) {
 	for _, want := range []struct {
 		purpose string
 		data    map[string][]byte
@@ -286,10 +264,10 @@ func (r *Reconciler) reconcileSecrets(ctx context.Context, s *scope) error {
 			sec.Data = want.data
 			return controllerutil.SetControllerReference(s.cp, sec, r.Client.Scheme())
 		}); err != nil {
-			return fmt.Errorf("writing Secret %s: %w", sec.Name, err)
+			return ctrl.Result{}, fmt.Errorf("writing Secret %s: %w", sec.Name, err)
 		}
 	}
-	return nil
+	return ctrl.Result{}, nil
 }
 
 func setCondition(cp *controlplanev1.OpenShiftControlPlane, t string, status metav1.ConditionStatus, reason, msg string) {

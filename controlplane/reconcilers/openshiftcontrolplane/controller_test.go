@@ -43,10 +43,8 @@ func applyInstall(t *testing.T, w *fakeWorkload, edits ...func(client.Object)) (
 	name = fmt.Sprintf("cp-%d", rand.IntN(1_000_000))
 	vip = fmt.Sprintf("127.%d.%d.7", 200+rand.IntN(50), rand.IntN(250))
 	if w != nil {
-		// Before the control plane exists: the reconciler keeps the first
-		// client it makes for a kubeconfig.
-		fakeWorkloads.Store("https://"+vip+":6443", w)
-		t.Cleanup(func() { fakeWorkloads.Delete("https://" + vip + ":6443") })
+		fakeWorkloads.Store(name, w)
+		t.Cleanup(func() { fakeWorkloads.Delete(name) })
 	}
 	ic := &installconfig.InstallConfig{
 		APIVersion: "v1", BaseDomain: "example.com", Metadata: installconfig.Metadata{Name: name},
@@ -188,6 +186,7 @@ func TestBootstrapNeverServes(t *testing.T) {
 		g.Expect(c.Message).To(ContainSubstring(bootstrap))
 		g.Expect(c.Message).To(ContainSubstring("https://" + vip + ":6443"))
 		g.Expect(c.Message).To(ContainSubstring("has not answered for more than 1s"))
+		g.Expect(c.Message).To(ContainSubstring("the hub has not connected to the API yet"), "through the ClusterCache")
 	}).Should(Succeed())
 	// Said once as a Warning event, not at every poll.
 	g.Eventually(func(g Gomega) {
@@ -287,7 +286,42 @@ func TestControlPlanePushesConfigInputs(t *testing.T) {
 	g.Expect(sanitized.PullSecret).To(BeEmpty())
 	g.Expect(sanitized.Platform.BareMetal.Hosts).To(HaveLen(4))
 	for _, h := range sanitized.Platform.BareMetal.Hosts {
-		g.Expect(h.BMC.Username + h.BMC.Password).To(BeEmpty(), "no BMC credentials for host %s", h.Name)
+		g.Expect(h.BMC.Username+h.BMC.Password).To(BeEmpty(), "no BMC credentials for host %s", h.Name)
 		g.Expect(h.BMC.Address).NotTo(BeEmpty())
 	}
+}
+
+// TestPausedControlPlane: a paused control plane says so in its Paused
+// condition and creates nothing; resumed, it goes on, and its
+// observedGeneration follows the spec once a reconcile succeeded.
+func TestPausedControlPlane(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	name, _ := applyInstall(t, &fakeWorkload{}, func(o client.Object) {
+		if cp, ok := o.(*controlplanev1.OpenShiftControlPlane); ok {
+			cp.Annotations = map[string]string{clusterv1.PausedAnnotation: ""}
+		}
+	})
+	ns := name
+	g.Eventually(func(g Gomega) {
+		c := conditionOf(g, controlPlane(g, ns, name), clusterv1.PausedCondition)
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(c.Message).To(Equal("OpenShiftControlPlane has the cluster.x-k8s.io/paused annotation"))
+	}).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		g.Expect(ownedMachines(g, controlPlane(g, ns, name))).To(BeEmpty())
+	}, "3s").Should(Succeed(), "a paused control plane creates no Machine")
+	g.Expect(controlPlane(g, ns, name).Status.ObservedGeneration).To(BeZero())
+
+	g.Eventually(func() error {
+		cp := controlPlane(g, ns, name)
+		delete(cp.Annotations, clusterv1.PausedAnnotation)
+		return env.Client.Update(ctx, cp)
+	}).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		cp := controlPlane(g, ns, name)
+		g.Expect(conditionOf(g, cp, clusterv1.PausedCondition).Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(ownedMachines(g, cp)).To(HaveKey(name + "-bootstrap"))
+		g.Expect(cp.Status.ObservedGeneration).To(Equal(cp.Generation))
+	}).Should(Succeed())
 }

@@ -60,7 +60,6 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 		"Deleting the control plane")
 	if len(s.machines) == 0 {
 		controllerutil.RemoveFinalizer(s.cp, controlplanev1.OpenShiftControlPlaneFinalizer)
-		r.workloads.Delete(s.cp.Namespace + "/" + s.cp.Name)
 		return ctrl.Result{}, nil
 	}
 	// The bootstrap Machine first, then the masters.

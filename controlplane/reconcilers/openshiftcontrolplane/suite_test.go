@@ -9,8 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+
+	"sigs.k8s.io/cluster-api/controllers/clustercache"
 
 	"github.com/metalshift/metalshift/bootstrap/reconcilers/openshiftconfig"
 	"github.com/metalshift/metalshift/component"
@@ -35,7 +37,7 @@ func TestMain(m *testing.M) {
 				return err
 			}
 			return (&Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("openshiftcontrolplane"),
-				BootstrapAPIGrace: time.Second, Workload: testWorkload}).
+				BootstrapAPIGrace: time.Second, ClusterCache: hub.ClusterCache, Workload: testWorkload(hub.ClusterCache)}).
 				SetupWithManager(ctx, mgr, controller.Options{})
 		}}},
 	}))
@@ -61,17 +63,17 @@ func (f *fakeWorkload) BootstrapComplete(context.Context) (bool, error) {
 	return f.complete.Load(), nil
 }
 
-// fakeWorkloads holds the fakes by the API server URL of the install
-// state's kubeconfig (https://<vip>:6443).
+// fakeWorkloads holds the fakes by Cluster name.
 var fakeWorkloads sync.Map
 
 // testWorkload is the reconciler's Workload: the fake registered for the
-// kubeconfig's server, else the real client (which finds nothing listening).
-func testWorkload(kubeconfig []byte) (Workload, error) {
-	if cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig); err == nil {
-		if w, ok := fakeWorkloads.Load(cfg.Host); ok {
-			return w.(*fakeWorkload), nil
+// Cluster, else the hub's connection through the ClusterCache (which finds
+// nothing listening).
+func testWorkload(cc clustercache.ClusterCache) func(client.ObjectKey) Workload {
+	return func(cluster client.ObjectKey) Workload {
+		if w, ok := fakeWorkloads.Load(cluster.Name); ok {
+			return w.(*fakeWorkload)
 		}
+		return &clusterCacheWorkload{cc: cc, cluster: cluster}
 	}
-	return newWorkload(kubeconfig)
 }

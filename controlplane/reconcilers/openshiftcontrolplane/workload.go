@@ -2,14 +2,17 @@ package openshiftcontrolplane
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
-	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"sigs.k8s.io/cluster-api/controllers/clustercache"
 )
 
 // Workload is what the reconciler asks of the installed cluster.
@@ -22,24 +25,26 @@ type Workload interface {
 	BootstrapComplete(ctx context.Context) (bool, error)
 }
 
-type workload struct{ cs kubernetes.Interface }
-
-func newWorkload(kubeconfig []byte) (Workload, error) {
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
-	if err != nil {
-		return nil, fmt.Errorf("the admin kubeconfig of the install state: %w", err)
-	}
-	cfg.Timeout = 5 * time.Second
-	cfg.QPS, cfg.Burst = 5, 10
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return &workload{cs: cs}, nil
+// clusterCacheWorkload reaches the installed cluster through Cluster API's
+// ClusterCache: the one connection per cluster the hub's controllers share,
+// made from <cluster>-kubeconfig once the infrastructure is provisioned,
+// health-checked, and dropped when the Cluster goes.
+type clusterCacheWorkload struct {
+	cc      clustercache.ClusterCache
+	cluster client.ObjectKey
 }
 
-func (w *workload) Ready(ctx context.Context) error {
-	body, err := w.cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+func (w *clusterCacheWorkload) Ready(ctx context.Context) error {
+	cfg, err := w.cc.GetRESTConfig(ctx, w.cluster)
+	if err != nil {
+		return w.notConnected(ctx, err)
+	}
+	// client-go shares the transport of equal configs: no new connection per call.
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	body, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
 	if err == nil {
 		return nil
 	}
@@ -59,8 +64,13 @@ func (w *workload) Ready(ctx context.Context) error {
 	return err
 }
 
-func (w *workload) BootstrapComplete(ctx context.Context) (bool, error) {
-	cm, err := w.cs.CoreV1().ConfigMaps(metav1.NamespaceSystem).Get(ctx, "bootstrap", metav1.GetOptions{})
+func (w *clusterCacheWorkload) BootstrapComplete(ctx context.Context) (bool, error) {
+	c, err := w.cc.GetUncachedClient(ctx, w.cluster)
+	if err != nil {
+		return false, w.notConnected(ctx, err)
+	}
+	cm := &corev1.ConfigMap{}
+	err = c.Get(ctx, client.ObjectKey{Namespace: metav1.NamespaceSystem, Name: "bootstrap"}, cm)
 	if apierrors.IsNotFound(err) {
 		return false, nil
 	}
@@ -68,4 +78,17 @@ func (w *workload) BootstrapComplete(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	return cm.Data["status"] == "complete", nil
+}
+
+// notConnected says how long the hub has tried to reach the cluster.
+func (w *clusterCacheWorkload) notConnected(ctx context.Context, err error) error {
+	if !errors.Is(err, clustercache.ErrClusterNotConnected) {
+		return err
+	}
+	st := w.cc.GetHealthCheckingState(ctx, w.cluster)
+	if st.LastProbeSuccessTime.IsZero() {
+		return errors.New("the hub has not connected to the API yet")
+	}
+	return fmt.Errorf("the hub lost its connection to the API (last answer %s, %d failed probes since)",
+		st.LastProbeSuccessTime.UTC().Format("15:04:05Z"), st.ConsecutiveFailures)
 }

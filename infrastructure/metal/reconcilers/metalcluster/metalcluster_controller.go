@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -15,12 +14,11 @@ import (
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util"
-	"sigs.k8s.io/cluster-api/util/annotations"
 	"sigs.k8s.io/cluster-api/util/finalizers"
-	"sigs.k8s.io/cluster-api/util/patch"
 	"sigs.k8s.io/cluster-api/util/predicates"
 
 	infrav1 "github.com/metalshift/metalshift/api/infrastructure/v1alpha1"
+	"github.com/metalshift/metalshift/internal/reconciler"
 )
 
 // Reconciler reconciles MetalCluster objects.
@@ -41,10 +39,10 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&infrav1.MetalCluster{}).
 		WithOptions(options).
-		WithEventFilter(predicates.ResourceNotPausedAndHasFilterLabel(mgr.GetScheme(), log, r.WatchFilterValue)).
+		WithEventFilter(predicates.ResourceHasFilterLabel(mgr.GetScheme(), log, r.WatchFilterValue)).
 		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(
 			util.ClusterToInfrastructureMapFunc(ctx, infrav1.GroupVersion.WithKind("MetalCluster"), mgr.GetClient(), &infrav1.MetalCluster{}),
-		), builder.WithPredicates(predicates.ClusterUnpaused(mgr.GetScheme(), log))).
+		), builder.WithPredicates(predicates.ClusterPausedTransitions(mgr.GetScheme(), log))).
 		Complete(r)
 }
 
@@ -68,20 +66,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		log = log.WithValues("Cluster", klog.KObj(cluster))
 		ctx = ctrl.LoggerInto(ctx, log)
 	}
-	if cluster != nil && annotations.IsPaused(cluster, mc) {
-		log.V(4).Info("Reconciliation is paused")
-		return ctrl.Result{}, nil
-	}
-
-	helper, err := patch.NewHelper(mc, r.Client)
-	if err != nil {
+	run, stop, err := reconciler.Begin(ctx, r.Client, cluster, mc, infrav1.MetalClusterReadyCondition)
+	if stop || err != nil {
 		return ctrl.Result{}, err
 	}
 	defer func() {
 		setStatus(mc)
-		if err := helper.Patch(ctx, mc, patch.WithOwnedConditions{Conditions: []string{infrav1.MetalClusterReadyCondition}}); err != nil {
-			reterr = kerrors.NewAggregate([]error{reterr, err})
-		}
+		run.End(ctx, &reterr)
 	}()
 
 	if !mc.DeletionTimestamp.IsZero() {

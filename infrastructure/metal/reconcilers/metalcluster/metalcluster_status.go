@@ -13,7 +13,6 @@ import (
 // provisioned once the control-plane endpoint is set, and stays provisioned
 // (the contract forbids going back).
 func setStatus(mc *infrav1.MetalCluster) {
-	mc.Status.ObservedGeneration = mc.Generation
 	setReadyCondition(mc)
 	if !mc.Spec.ControlPlaneEndpoint.IsZero() {
 		mc.Status.Initialization.Provisioned = ptr.To(true)

@@ -10,10 +10,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -22,14 +22,13 @@ import (
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util"
-	"sigs.k8s.io/cluster-api/util/annotations"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/cluster-api/util/finalizers"
-	"sigs.k8s.io/cluster-api/util/patch"
 	"sigs.k8s.io/cluster-api/util/predicates"
 
 	infrav1 "github.com/metalshift/metalshift/api/infrastructure/v1alpha1"
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
+	"github.com/metalshift/metalshift/internal/reconciler"
 )
 
 // Reconciler reconciles MetalMachines.
@@ -49,13 +48,20 @@ type Reconciler struct {
 // SetupWithManager registers the reconciler with mgr.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, options controller.Options) error {
 	log := ctrl.LoggerFrom(ctx)
+	clusterToMetalMachines, err := util.ClusterToTypedObjectsMapper(mgr.GetClient(), &infrav1.MetalMachineList{}, mgr.GetScheme())
+	if err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&infrav1.MetalMachine{}).
 		WithOptions(options).
-		WithEventFilter(predicates.ResourceNotPausedAndHasFilterLabel(mgr.GetScheme(), log, r.WatchFilterValue)).
+		WithEventFilter(predicates.ResourceHasFilterLabel(mgr.GetScheme(), log, r.WatchFilterValue)).
 		Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(
 			util.MachineToInfrastructureMapFunc(infrav1.GroupVersion.WithKind("MetalMachine")))).
 		Watches(&metal3v1.BareMetalHost{}, handler.EnqueueRequestsFromMapFunc(r.hostToMetalMachines)).
+		// A Cluster paused or resumed: every MetalMachine's Paused condition changes.
+		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(clusterToMetalMachines),
+			builder.WithPredicates(predicates.ClusterPausedTransitions(mgr.GetScheme(), log))).
 		Complete(r)
 }
 
@@ -99,22 +105,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, err
 	}
 	log := ctrl.LoggerFrom(ctx)
+	var cluster *clusterv1.Cluster
 	if machine != nil {
 		log = log.WithValues("Machine", klog.KObj(machine))
 		ctx = ctrl.LoggerInto(ctx, log)
-		if cluster, err := util.GetClusterFromMetadata(ctx, r.Client, machine.ObjectMeta); err == nil && annotations.IsPaused(cluster, mm) {
-			return ctrl.Result{}, nil
+		if cluster, err = util.GetClusterFromMetadata(ctx, r.Client, machine.ObjectMeta); err != nil && !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, err
 		}
 	}
-	helper, err := patch.NewHelper(mm, r.Client)
-	if err != nil {
+	run, stop, err := reconciler.Begin(ctx, r.Client, cluster, mm, infrav1.MetalMachineReadyCondition, infrav1.HostClaimedCondition)
+	if stop || err != nil {
 		return ctrl.Result{}, err
 	}
-	defer func() {
-		if err := helper.Patch(ctx, mm, patch.WithOwnedConditions{Conditions: []string{infrav1.MetalMachineReadyCondition, infrav1.HostClaimedCondition}}); err != nil && !apierrors.IsNotFound(err) {
-			reterr = kerrors.NewAggregate([]error{reterr, err})
-		}
-	}()
+	defer run.End(ctx, &reterr)
 	if !mm.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.reconcileDelete(ctx, mm)
 	}

@@ -1,0 +1,115 @@
+package reconciler
+
+import (
+	"context"
+	"errors"
+	"os"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/conditions"
+
+	infrav1 "github.com/metalshift/metalshift/api/infrastructure/v1alpha1"
+	"github.com/metalshift/metalshift/internal/testenv"
+)
+
+var env *testenv.Env
+
+// No controller runs: the tests call the skeleton as a reconciler would.
+func TestMain(m *testing.M) { os.Exit(testenv.Run(m, &env, testenv.Options{})) }
+
+// TestBeginEnd: Begin writes the Paused condition and stops while the
+// object or its Cluster is paused; End patches the owned conditions in any
+// case, and moves observedGeneration only after a reconcile that succeeded.
+func TestBeginEnd(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	obj := &infrav1.MetalCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: ns}}
+	g.Expect(env.Client.Create(ctx, obj)).To(Succeed())
+	get := func() *infrav1.MetalCluster {
+		o := &infrav1.MetalCluster{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(obj), o)).To(Succeed())
+		return o
+	}
+	const owned = "Tested"
+	reconcile := func(o *infrav1.MetalCluster, cluster *clusterv1.Cluster, fail error) (stopped bool) {
+		run, stop, err := Begin(ctx, env.Client, cluster, o, owned)
+		g.Expect(err).NotTo(HaveOccurred())
+		if stop {
+			return true
+		}
+		conditions.Set(o, metav1.Condition{Type: owned, Status: metav1.ConditionFalse, Reason: "Tried"})
+		reterr := fail
+		run.End(ctx, &reterr)
+		g.Expect(errors.Is(reterr, fail) || (fail == nil && reterr == nil)).To(BeTrue(), "End keeps the reconcile's error: %v", reterr)
+		return false
+	}
+
+	// The first Begin writes Paused=False and stops: that write wakes the object again.
+	g.Expect(reconcile(get(), nil, nil)).To(BeTrue())
+	o := get()
+	g.Expect(conditions.Get(o, clusterv1.PausedCondition)).To(HaveField("Status", metav1.ConditionFalse))
+	g.Expect(o.Status.ObservedGeneration).To(BeZero())
+
+	// A failed reconcile: its conditions are written, observedGeneration is not.
+	g.Expect(reconcile(o, nil, errors.New("boom"))).To(BeFalse())
+	o = get()
+	g.Expect(conditions.Get(o, owned)).NotTo(BeNil())
+	g.Expect(o.Status.ObservedGeneration).To(BeZero(), "not after a failed reconcile")
+
+	g.Expect(reconcile(o, nil, nil)).To(BeFalse())
+	o = get()
+	g.Expect(o.Status.ObservedGeneration).To(Equal(o.Generation), "after a reconcile that succeeded")
+
+	// Paused by its Cluster: the condition says why, nothing else happens.
+	cluster := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: ns}, Spec: clusterv1.ClusterSpec{Paused: ptr.To(true)}}
+	o.Spec.ControlPlaneEndpoint = infrav1.APIEndpoint{Host: "192.0.2.1", Port: 6443}
+	g.Expect(env.Client.Update(ctx, o)).To(Succeed())
+	g.Expect(reconcile(o, cluster, nil)).To(BeTrue())
+	o = get()
+	c := conditions.Get(o, clusterv1.PausedCondition)
+	g.Expect(c).To(HaveField("Status", metav1.ConditionTrue))
+	g.Expect(c.Message).To(Equal("Cluster spec.paused is set to true"))
+	g.Expect(o.Status.ObservedGeneration).To(Equal(o.Generation-1), "a paused object's new generation is not reconciled")
+	g.Expect(reconcile(o, cluster, nil)).To(BeTrue(), "still paused")
+
+	// Resumed: the next reconcile catches up.
+	cluster.Spec.Paused = nil
+	g.Expect(reconcile(get(), cluster, nil)).To(BeTrue(), "the condition turns False first")
+	g.Expect(reconcile(get(), cluster, nil)).To(BeFalse())
+	o = get()
+	g.Expect(conditions.Get(o, clusterv1.PausedCondition)).To(HaveField("Status", metav1.ConditionFalse))
+	g.Expect(o.Status.ObservedGeneration).To(Equal(o.Generation))
+}
+
+// TestPhases: in order over one scope, stopping at the first error, with
+// the soonest requeue any phase asked for.
+func TestPhases(t *testing.T) {
+	g := NewWithT(t)
+	var ran []string
+	phase := func(name string, after time.Duration, err error) Phase[*[]string] {
+		return func(_ context.Context, s *[]string) (ctrl.Result, error) {
+			*s = append(*s, name)
+			return ctrl.Result{RequeueAfter: after}, err
+		}
+	}
+	res, err := Phases(context.Background(), &ran, phase("a", 0, nil), phase("b", time.Minute, nil), phase("c", 5*time.Second, nil), phase("d", 0, nil))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(ran).To(Equal([]string{"a", "b", "c", "d"}))
+	g.Expect(res.RequeueAfter).To(Equal(5 * time.Second))
+
+	ran = nil
+	boom := errors.New("boom")
+	res, err = Phases(context.Background(), &ran, phase("a", time.Minute, nil), phase("b", 0, boom), phase("c", time.Second, nil))
+	g.Expect(err).To(MatchError(boom))
+	g.Expect(ran).To(Equal([]string{"a", "b"}), "nothing after the error")
+	g.Expect(res.RequeueAfter).To(Equal(time.Minute))
+}
