@@ -7,11 +7,15 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
@@ -103,7 +107,29 @@ func newClusterCache(ctx context.Context, mgr ctrl.Manager, opts Options) (clust
 			r.SetConnectionCreationRetryInterval(opts.WorkloadConnectionRetryInterval)
 		}
 	}
-	return cc, nil
+	return drainingClusterCache{cc}, nil
+}
+
+// drainingClusterCache keeps the ClusterCache from blocking a stopping
+// manager. Cluster API's ClusterCache sends connect and disconnect events
+// to the controllers that asked for a cluster source on unbuffered
+// channels, without looking at its context, while it holds a lock; once
+// those controllers stop reading (the manager is stopping), a Cluster
+// connected or deleted in that moment blocks its Reconcile for good, and
+// the manager misses its graceful shutdown period (30s) — a leader hands
+// over that much later. Its sources keep reading until the process ends;
+// what they read then goes to stopped queues, which drop it.
+type drainingClusterCache struct{ clustercache.ClusterCache }
+
+func (c drainingClusterCache) GetClusterSource(controllerName string, mapFunc func(context.Context, client.Object) []ctrl.Request,
+	opts ...clustercache.GetClusterSourceOption) source.Source {
+	return drainingSource{c.ClusterCache.GetClusterSource(controllerName, mapFunc, opts...)}
+}
+
+type drainingSource struct{ source.Source }
+
+func (s drainingSource) Start(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+	return s.Source.Start(context.WithoutCancel(ctx), q)
 }
 
 // http1Only keeps the webhook server off HTTP/2, as Cluster API's managers
