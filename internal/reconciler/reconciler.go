@@ -37,12 +37,14 @@ type Run struct {
 // just written: the write wakes the object again). owned are the condition
 // types this reconciler writes; End patches them over any other writer.
 func Begin(ctx context.Context, c client.Client, cluster *clusterv1.Cluster, obj Object, owned ...string) (run *Run, stop bool, err error) {
-	isPaused, requeue, err := paused.EnsurePausedCondition(ctx, c, cluster, obj)
-	if err != nil || isPaused || requeue {
-		return nil, true, err
-	}
+	// The helper first: when only the generation changed, the paused
+	// condition is updated in memory, and End must see that as a change.
 	helper, err := patch.NewHelper(obj, c)
 	if err != nil {
+		return nil, true, err
+	}
+	isPaused, requeue, err := paused.EnsurePausedCondition(ctx, c, cluster, obj)
+	if err != nil || isPaused || requeue {
 		return nil, true, err
 	}
 	return &Run{obj: obj, helper: helper, owned: append(owned, clusterv1.PausedCondition)}, false, nil

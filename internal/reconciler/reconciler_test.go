@@ -69,6 +69,14 @@ func TestBeginEnd(t *testing.T) {
 	o = get()
 	g.Expect(o.Status.ObservedGeneration).To(Equal(o.Generation), "after a reconcile that succeeded")
 
+	// A new generation: the Paused condition follows it too.
+	o.Spec.ControlPlaneEndpoint = infrav1.APIEndpoint{Host: "192.0.2.2", Port: 6443}
+	g.Expect(env.Client.Update(ctx, o)).To(Succeed())
+	g.Expect(reconcile(o, nil, nil)).To(BeFalse())
+	o = get()
+	g.Expect(o.Status.ObservedGeneration).To(Equal(o.Generation))
+	g.Expect(conditions.Get(o, clusterv1.PausedCondition).ObservedGeneration).To(Equal(o.Generation))
+
 	// Paused by its Cluster: the condition says why, nothing else happens.
 	cluster := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: ns}, Spec: clusterv1.ClusterSpec{Paused: ptr.To(true)}}
 	o.Spec.ControlPlaneEndpoint = infrav1.APIEndpoint{Host: "192.0.2.1", Port: 6443}

@@ -6,11 +6,13 @@
 package installconfig
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"os"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -135,17 +137,32 @@ func Parse(data []byte) (*InstallConfig, error) {
 	if err != nil {
 		return nil, fmt.Errorf("install-config is not YAML: %w", err)
 	}
-	// Kubernetes' decoder names an unknown or repeated field with its path
-	// (platform.baremetal.hosts[0].bmc.pasword) and matches names exactly.
+	// Decoded as openshift-install decodes it (encoding/json: names match
+	// regardless of case), so that an install-config it accepts parses here.
 	ic := &InstallConfig{}
-	strict, err := kjson.UnmarshalStrict(js, ic, kjson.DisallowUnknownFields, kjson.DisallowDuplicateFields)
-	if err == nil && len(strict) > 0 {
-		err = errors.Join(strict...)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading install-config: %w", err)
+	dec := json.NewDecoder(bytes.NewReader(js))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(ic); err != nil {
+		return nil, fmt.Errorf("reading install-config: %w", withPath(js, err))
 	}
 	return ic, nil
+}
+
+// withPath names an unknown field with its path, which encoding/json does
+// not: Kubernetes' decoder says platform.baremetal.hosts[0].bmc.pasword.
+func withPath(js []byte, err error) error {
+	name, ok := strings.CutPrefix(err.Error(), "json: unknown field ")
+	if !ok {
+		return err
+	}
+	var where InstallConfig
+	strict, _ := kjson.UnmarshalStrict(js, &where, kjson.DisallowUnknownFields)
+	for _, s := range strict {
+		if msg := s.Error(); strings.HasSuffix(msg, "."+strings.Trim(name, `"`)+`"`) || msg == "unknown field "+name {
+			return errors.New(msg)
+		}
+	}
+	return err
 }
 
 // Default releases when the install-config does not say.

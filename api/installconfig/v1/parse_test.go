@@ -107,6 +107,11 @@ func TestParseDefaults(t *testing.T) {
 	g.Expect(ic.Version()).To(Equal(DefaultVersion))
 	g.Expect(ic.KubernetesVersion()).To(Equal(DefaultKubernetesVersion))
 
+	// Names match regardless of case, as openshift-install reads them.
+	ic, err = Parse([]byte("apiVersion: v1\nBaseDomain: example.com\n"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(ic.BaseDomain).To(Equal("example.com"))
+
 	// JSON is YAML too.
 	ic, err = Parse([]byte(`{"apiVersion":"v1","metadata":{"name":"demo"},"controlPlane":{"replicas":1}}`))
 	g.Expect(err).NotTo(HaveOccurred())
@@ -126,8 +131,6 @@ func TestParseErrors(t *testing.T) {
 			[]string{"reading install-config", `unknown field "baseDomian"`}},
 		{"misspelt nested field", "platform:\n  baremetal:\n    hosts:\n    - name: h0\n      bmc: {address: ipmi://h, pasword: x}\n",
 			[]string{"reading install-config", `unknown field "platform.baremetal.hosts[0].bmc.pasword"`}},
-		{"misspelt field with the case wrong", "apiVersion: v1\nBaseDomain: example.com\n",
-			[]string{`unknown field "BaseDomain"`}},
 		{"a field of another platform", "platform:\n  aws: {region: us-east-1}\n",
 			[]string{`unknown field "platform.aws"`}},
 		{"replicas not a number", "controlPlane:\n  replicas: three\n",
