@@ -93,6 +93,7 @@ type BootstrapInputs struct {
 }
 
 // OpenShiftConfigSpec asks for the Ignition config of one machine.
+// +kubebuilder:validation:XValidation:rule="!has(self.bootstrap) || (has(self.role) && self.role == 'bootstrap')",message="bootstrap is only for role bootstrap"
 type OpenShiftConfigSpec struct {
 	// role of the machine; derived from the Machine when empty: control-plane
 	// Machines are masters, the others workers.
@@ -106,12 +107,14 @@ type OpenShiftConfigSpec struct {
 	// +kubebuilder:validation:MaxLength=262144
 	IgnitionOverride string `json:"ignitionOverride,omitempty"`
 
-	// machineConfigServerHost is where masters and workers fetch their
+	// machineConfigServerHost is the host name or IP address (no scheme,
+	// no port) where masters and workers fetch their
 	// config from the machine-config-server (port 22623):
 	// api-int.<cluster>.<baseDomain>. Empty means the Cluster's
 	// control-plane endpoint host (the API VIP, which api-int resolves to).
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^([a-zA-Z0-9]([-a-zA-Z0-9]*[a-zA-Z0-9])?(\.[a-zA-Z0-9]([-a-zA-Z0-9]*[a-zA-Z0-9])?)*|[0-9a-fA-F:]*:[0-9a-fA-F:.]*)$`
 	MachineConfigServerHost string `json:"machineConfigServerHost,omitempty"`
 
 	// bootstrap holds the inputs of a bootstrap node's config (role

@@ -106,14 +106,7 @@ func TestBootstrapConfigRendersPushedInputs(t *testing.T) {
 	// As the control plane writes it: the pull secret beside, not inside.
 	ic.Data[bootstrapv1.InstallConfigKey] = []byte(installConfig)
 	g.Expect(env.Client.Update(ctx, ic)).To(Succeed())
-	// The Secret is not watched: a spec change wakes the config.
-	g.Eventually(func() error {
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cfg), cfg); err != nil {
-			return err
-		}
-		cfg.Spec.IgnitionOverride = `{"ignition":{"version":"3.4.0"}}`
-		return env.Client.Update(ctx, cfg)
-	}).Should(Succeed())
+	// The Secret is not watched: the config looks again by itself.
 	// (The patch helper writes conditions before the other status fields.)
 	g.Eventually(func(g Gomega) {
 		g.Expect(reasonOf(g, cfg).Reason).To(Equal(bootstrapv1.DataSecretCreatedReason))
@@ -145,4 +138,38 @@ func TestMachineConfigServerHost(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(parsed.Ignition.Config.Merge).To(HaveLen(1))
 	g.Expect(parsed.Ignition.Config.Merge[0].Source).To(HaveValue(Equal("https://api-int.ocp.example.com:22623/config/master")))
+}
+
+// TestConfigSpecAdmission: the API server refuses what cannot render — a
+// bootstrap input on a config of another role, a machine-config-server
+// host that is a URL or names a port — saying which field.
+func TestConfigSpecAdmission(t *testing.T) {
+	ns := env.Namespace(t)
+	inputs := &bootstrapv1.BootstrapInputs{InstallConfigRef: bootstrapv1.SecretReference{Name: "ic"},
+		InstallStateRef: bootstrapv1.SecretReference{Name: "st"}, ReleaseVersion: "4.20.0"}
+	for _, tt := range []struct {
+		name string
+		spec bootstrapv1.OpenShiftConfigSpec
+		want string // "" means accepted
+	}{
+		{"bootstrap inputs on a master", bootstrapv1.OpenShiftConfigSpec{Role: bootstrapv1.RoleMaster, Bootstrap: inputs}, "bootstrap is only for role bootstrap"},
+		{"bootstrap inputs without a role", bootstrapv1.OpenShiftConfigSpec{Bootstrap: inputs}, "bootstrap is only for role bootstrap"},
+		{"bootstrap inputs on the bootstrap node", bootstrapv1.OpenShiftConfigSpec{Role: bootstrapv1.RoleBootstrap, Bootstrap: inputs}, ""},
+		{"host as a URL", bootstrapv1.OpenShiftConfigSpec{MachineConfigServerHost: "https://api-int.ocp.example.com"}, "spec.machineConfigServerHost"},
+		{"host with a port", bootstrapv1.OpenShiftConfigSpec{MachineConfigServerHost: "api-int.ocp.example.com:22623"}, "spec.machineConfigServerHost"},
+		{"host name", bootstrapv1.OpenShiftConfigSpec{MachineConfigServerHost: "api-int.ocp.example.com"}, ""},
+		{"IPv4 address", bootstrapv1.OpenShiftConfigSpec{MachineConfigServerHost: "192.0.2.10"}, ""},
+		{"IPv6 address", bootstrapv1.OpenShiftConfigSpec{MachineConfigServerHost: "2001:db8::10"}, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			cfg := &bootstrapv1.OpenShiftConfig{ObjectMeta: metav1.ObjectMeta{GenerateName: "adm-", Namespace: ns}, Spec: tt.spec}
+			err := env.Client.Create(context.Background(), cfg)
+			if tt.want == "" {
+				g.Expect(err).NotTo(HaveOccurred())
+				return
+			}
+			g.Expect(err).To(MatchError(ContainSubstring(tt.want)))
+		})
+	}
 }

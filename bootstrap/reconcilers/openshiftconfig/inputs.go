@@ -38,10 +38,9 @@ func (r *Reconciler) bootstrapData(ctx context.Context, cfg *bootstrapv1.OpenShi
 			fmt.Sprintf("Cannot read the install-state Secret %s (spec.bootstrap.installStateRef): %v", in.InstallStateRef.Name, err))
 		return nil, errWait
 	}
-	manifests, err := r.manifests(ctx, cfg.Namespace, &in.ManifestsSelector)
+	manifests, err := r.manifests(ctx, cfg, &in.ManifestsSelector)
 	if err != nil {
-		setCondition(cfg, metav1.ConditionFalse, bootstrapv1.InvalidManifestsReason, err.Error())
-		return nil, errInvalidSpec
+		return nil, err
 	}
 	data, err := ignition.Bootstrap(ignition.BootstrapOptions{
 		InstallConfig:   ic.Data[bootstrapv1.InstallConfigKey],
@@ -64,7 +63,10 @@ func (r *Reconciler) bootstrapData(ctx context.Context, cfg *bootstrapv1.OpenShi
 			msg = fmt.Sprintf("install-config Secret %s (spec.bootstrap.installConfigRef): %v; nothing was rendered", in.InstallConfigRef.Name, err)
 		}
 		setCondition(cfg, metav1.ConditionFalse, reason, msg)
-		return nil, errInvalidSpec
+		if reason == bootstrapv1.InvalidIgnitionOverrideReason {
+			return nil, errInvalidSpec // a spec change wakes us
+		}
+		return nil, errWait // the Secrets are not watched: look again
 	}
 	return data, nil
 }
@@ -85,18 +87,20 @@ func (r *Reconciler) secret(ctx context.Context, namespace, name string, keys ..
 }
 
 // manifests reads the Secrets sel selects; each key of a Secret is a file
-// of the directory its annotation names.
-func (r *Reconciler) manifests(ctx context.Context, namespace string, sel *metav1.LabelSelector) ([]ignition.Manifest, error) {
+// of the directory its annotation names. A problem with a selected Secret
+// is a condition, looked at again later (Secrets are not watched).
+func (r *Reconciler) manifests(ctx context.Context, cfg *bootstrapv1.OpenShiftConfig, sel *metav1.LabelSelector) ([]ignition.Manifest, error) {
 	selector, err := metav1.LabelSelectorAsSelector(sel)
 	if err != nil {
-		return nil, fmt.Errorf("spec.bootstrap.manifestsSelector: %w", err)
+		setCondition(cfg, metav1.ConditionFalse, bootstrapv1.InvalidManifestsReason, "spec.bootstrap.manifestsSelector: "+err.Error())
+		return nil, errInvalidSpec
 	}
 	if selector.Empty() {
 		return nil, nil
 	}
 	list := &corev1.SecretList{}
-	if err := r.APIReader.List(ctx, list, client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: selector}); err != nil {
-		return nil, err
+	if err := r.APIReader.List(ctx, list, client.InNamespace(cfg.Namespace), client.MatchingLabelsSelector{Selector: selector}); err != nil {
+		return nil, fmt.Errorf("listing the manifest Secrets: %w", err)
 	}
 	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
 	var out []ignition.Manifest
@@ -108,8 +112,10 @@ func (r *Reconciler) manifests(ctx context.Context, namespace string, sel *metav
 		case bootstrapv1.ManifestTypeOpenShift:
 			dir = "openshift"
 		default:
-			return nil, fmt.Errorf("secret %s is selected as a manifest but its annotation %s is %q, not %s or %s",
-				s.Name, bootstrapv1.ManifestAnnotation, t, bootstrapv1.ManifestTypeManifest, bootstrapv1.ManifestTypeOpenShift)
+			setCondition(cfg, metav1.ConditionFalse, bootstrapv1.InvalidManifestsReason, fmt.Sprintf(
+				"Secret %s is selected as a manifest (spec.bootstrap.manifestsSelector) but its annotation %s is %q, not %s or %s",
+				s.Name, bootstrapv1.ManifestAnnotation, t, bootstrapv1.ManifestTypeManifest, bootstrapv1.ManifestTypeOpenShift))
+			return nil, errWait
 		}
 		for k, v := range s.Data {
 			out = append(out, ignition.Manifest{Dir: dir, Name: k, Data: v})

@@ -117,6 +117,13 @@ func (r *Reconciler) reconcileInitialized(ctx context.Context, s *scope) (ctrl.R
 			r.event(cp, corev1.EventTypeNormal, controlplanev1.BootstrapDeletingReason, "Deleting bootstrap Machine %s", bm.Name)
 		}
 	} else {
+		if cp.Status.BootstrapPhase != controlplanev1.BootstrapPhaseRemoved {
+			// Its install-config and pull secret copy is of no use any more.
+			ic := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: cp.Namespace, Name: s.cluster.Name + bootstrapInstallConfigSuffix}}
+			if err := r.Client.Delete(ctx, ic); err != nil && !apierrors.IsNotFound(err) {
+				return ctrl.Result{}, fmt.Errorf("deleting Secret %s: %w", ic.Name, err)
+			}
+		}
 		cp.Status.BootstrapPhase = controlplanev1.BootstrapPhaseRemoved
 		setCondition(cp, controlplanev1.BootstrapRemovedCondition, metav1.ConditionTrue, controlplanev1.BootstrapRemovedReason, "The bootstrap Machine is gone")
 	}

@@ -85,7 +85,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 			return errors.New("the OpenShiftControlPlane reconciler needs the hub's ClusterCache")
 		}
 		r.Workload = func(cluster client.ObjectKey) Workload {
-			return &clusterCacheWorkload{cc: r.ClusterCache, cluster: cluster}
+			return &clusterCacheWorkload{cc: r.ClusterCache, secrets: r.APIReader, cluster: cluster}
 		}
 	}
 	return ctrl.NewControllerManagedBy(mgr).

@@ -186,7 +186,7 @@ func TestBootstrapNeverServes(t *testing.T) {
 		g.Expect(c.Message).To(ContainSubstring(bootstrap))
 		g.Expect(c.Message).To(ContainSubstring("https://" + vip + ":6443"))
 		g.Expect(c.Message).To(ContainSubstring("has not answered for more than 1s"))
-		g.Expect(c.Message).To(ContainSubstring("the hub has not connected to the API yet"), "through the ClusterCache")
+		g.Expect(c.Message).To(ContainSubstring("dial tcp "+vip+":6443"), "what failed, asked directly while the ClusterCache is not connected")
 	}).Should(Succeed())
 	// Said once as a Warning event, not at every poll.
 	g.Eventually(func(g Gomega) {

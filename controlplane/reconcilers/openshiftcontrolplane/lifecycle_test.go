@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -196,6 +197,10 @@ func TestControlPlaneLifecycle(t *testing.T) {
 		g.Expect(cp.Status.BootstrapPhase).To(Equal(controlplanev1.BootstrapPhaseRemoved))
 	}).Should(Succeed())
 	g.Expect(names(ownedMachines(g, cp))).To(Equal(masters), "the bootstrap Machine is gone and not made again")
+	g.Eventually(func() bool {
+		err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-bootstrap-install-config"}, &corev1.Secret{})
+		return apierrors.IsNotFound(err)
+	}).Should(BeTrue(), "the bootstrap node's install-config and pull secret copy goes with it")
 	g.Expect(cp.Status.Version).To(Equal(cp.Spec.Version))
 	g.Expect(cp.Status.Replicas).To(HaveValue(BeEquivalentTo(3)))
 

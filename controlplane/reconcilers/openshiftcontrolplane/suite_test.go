@@ -37,7 +37,7 @@ func TestMain(m *testing.M) {
 				return err
 			}
 			return (&Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("openshiftcontrolplane"),
-				BootstrapAPIGrace: time.Second, ClusterCache: hub.ClusterCache, Workload: testWorkload(hub.ClusterCache)}).
+				BootstrapAPIGrace: time.Second, ClusterCache: hub.ClusterCache, Workload: testWorkload(hub.ClusterCache, mgr.GetAPIReader())}).
 				SetupWithManager(ctx, mgr, controller.Options{})
 		}}},
 	}))
@@ -69,11 +69,11 @@ var fakeWorkloads sync.Map
 // testWorkload is the reconciler's Workload: the fake registered for the
 // Cluster, else the hub's connection through the ClusterCache (which finds
 // nothing listening).
-func testWorkload(cc clustercache.ClusterCache) func(client.ObjectKey) Workload {
+func testWorkload(cc clustercache.ClusterCache, secrets client.Reader) func(client.ObjectKey) Workload {
 	return func(cluster client.ObjectKey) Workload {
 		if w, ok := fakeWorkloads.Load(cluster.Name); ok {
 			return w.(*fakeWorkload)
 		}
-		return &clusterCacheWorkload{cc: cc, cluster: cluster}
+		return &clusterCacheWorkload{cc: cc, secrets: secrets, cluster: cluster}
 	}
 }

@@ -5,14 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
+	"sigs.k8s.io/cluster-api/util/kubeconfig"
 )
 
 // Workload is what the reconciler asks of the installed cluster.
@@ -28,19 +30,42 @@ type Workload interface {
 // clusterCacheWorkload reaches the installed cluster through Cluster API's
 // ClusterCache: the one connection per cluster the hub's controllers share,
 // made from <cluster>-kubeconfig once the infrastructure is provisioned,
-// health-checked, and dropped when the Cluster goes.
+// health-checked, and dropped when the Cluster goes. While the ClusterCache
+// is not connected — it retries on its own schedule (30s by default) and
+// drops a connection only after several failed probes, as when the API VIP
+// moves from the bootstrap node to the masters — the API is asked directly,
+// from the same Secret, so that a bootstrap node is seen serving as soon as
+// it does and an error says what failed.
 type clusterCacheWorkload struct {
 	cc      clustercache.ClusterCache
+	secrets client.Reader
 	cluster client.ObjectKey
 }
 
-func (w *clusterCacheWorkload) Ready(ctx context.Context) error {
+// clientset is for the cluster's API: the ClusterCache's connection, else
+// one from the kubeconfig Secret. client-go shares the transport of equal
+// configs, so neither opens a new connection per call.
+func (w *clusterCacheWorkload) clientset(ctx context.Context) (kubernetes.Interface, error) {
 	cfg, err := w.cc.GetRESTConfig(ctx, w.cluster)
-	if err != nil {
-		return w.notConnected(ctx, err)
+	if errors.Is(err, clustercache.ErrClusterNotConnected) {
+		var kc []byte
+		if kc, err = kubeconfig.FromSecret(ctx, w.secrets, w.cluster); err != nil {
+			return nil, fmt.Errorf("the kubeconfig Secret of Cluster %s: %w", w.cluster.Name, err)
+		}
+		if cfg, err = clientcmd.RESTConfigFromKubeConfig(kc); err != nil {
+			return nil, fmt.Errorf("the kubeconfig Secret of Cluster %s: %w", w.cluster.Name, err)
+		}
+		cfg.Timeout = 5 * time.Second
+		cfg.QPS, cfg.Burst = 5, 10
 	}
-	// client-go shares the transport of equal configs: no new connection per call.
-	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return kubernetes.NewForConfig(cfg)
+}
+
+func (w *clusterCacheWorkload) Ready(ctx context.Context) error {
+	cs, err := w.clientset(ctx)
 	if err != nil {
 		return err
 	}
@@ -52,7 +77,9 @@ func (w *clusterCacheWorkload) Ready(ctx context.Context) error {
 	var failing []string
 	for _, line := range strings.Split(string(body), "\n") {
 		if name, ok := strings.CutPrefix(line, "[-]"); ok {
-			failing = append(failing, strings.Fields(name)[0])
+			if f := strings.Fields(name); len(f) > 0 {
+				failing = append(failing, f[0])
+			}
 		}
 	}
 	if len(failing) > 0 {
@@ -65,12 +92,11 @@ func (w *clusterCacheWorkload) Ready(ctx context.Context) error {
 }
 
 func (w *clusterCacheWorkload) BootstrapComplete(ctx context.Context) (bool, error) {
-	c, err := w.cc.GetUncachedClient(ctx, w.cluster)
+	cs, err := w.clientset(ctx)
 	if err != nil {
-		return false, w.notConnected(ctx, err)
+		return false, err
 	}
-	cm := &corev1.ConfigMap{}
-	err = c.Get(ctx, client.ObjectKey{Namespace: metav1.NamespaceSystem, Name: "bootstrap"}, cm)
+	cm, err := cs.CoreV1().ConfigMaps(metav1.NamespaceSystem).Get(ctx, "bootstrap", metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return false, nil
 	}
@@ -78,17 +104,4 @@ func (w *clusterCacheWorkload) BootstrapComplete(ctx context.Context) (bool, err
 		return false, err
 	}
 	return cm.Data["status"] == "complete", nil
-}
-
-// notConnected says how long the hub has tried to reach the cluster.
-func (w *clusterCacheWorkload) notConnected(ctx context.Context, err error) error {
-	if !errors.Is(err, clustercache.ErrClusterNotConnected) {
-		return err
-	}
-	st := w.cc.GetHealthCheckingState(ctx, w.cluster)
-	if st.LastProbeSuccessTime.IsZero() {
-		return errors.New("the hub has not connected to the API yet")
-	}
-	return fmt.Errorf("the hub lost its connection to the API (last answer %s, %d failed probes since)",
-		st.LastProbeSuccessTime.UTC().Format("15:04:05Z"), st.ConsecutiveFailures)
 }
