@@ -152,6 +152,8 @@ func BindFlags(fs *pflag.FlagSet, opts *Options, components []Component) {
 	fs.StringVar(&opts.HealthAddr, "health-addr", ":9440", "Address of the health endpoints")
 	fs.BoolVar(&opts.LeaderElection, "leader-elect", false, "Elect a leader, so that only one replica per --watch-filter is active")
 	fs.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader-election Lease")
+	fs.DurationVar(&opts.WorkloadConnectionRetryInterval, "workload-connection-retry-interval", 0,
+		"How soon the hub connects again to a workload cluster whose API did not answer (default: Cluster API's 30s)")
 	fs.StringVar(&opts.SigningKeyFile, "signing-key-file", "", "File with at least 32 random bytes that sign deploy URLs, agent and ignition tokens; needed by both servers, keep it across restarts")
 	for _, c := range components {
 		if c.Flags != nil {

@@ -188,8 +188,6 @@ func startManager(ctx context.Context, hub *localcp.Hub) (<-chan error, error) {
 	if err := component.Complete(&opts, components); err != nil {
 		return nil, err
 	}
-	// Installed clusters come up while the hub watches: connect soon after.
-	opts.WorkloadConnectionRetryInterval = 2 * time.Second
 	mgr, err := component.NewManager(ctx, hub.RESTConfig(), manager.Name, opts, components)
 	if err != nil {
 		return nil, err
@@ -253,6 +251,8 @@ func managerArgs(hub *localcp.Hub) []string {
 		"--deploy-listen-address=" + hub.DeployAddr(),
 		"--ignition-listen-address=" + is.Addr, "--ignition-cert-file=" + is.CertFile, "--ignition-key-file=" + is.KeyFile,
 		"--ignition-ca-file=" + hub.CAFile(), "--signing-key-file=" + hub.SigningKeyFile(),
+		// Installed clusters come up while the hub watches: connect soon after.
+		"--workload-connection-retry-interval=2s",
 	}
 }
 
