@@ -105,11 +105,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, err
 	}
 	log := ctrl.LoggerFrom(ctx)
-	var cluster *clusterv1.Cluster
+	// Its Cluster: the Machine's, or, before the Machine controller adopts
+	// it (which a paused Cluster holds back), its own cluster-name label's.
+	meta := mm.ObjectMeta
 	if machine != nil {
 		log = log.WithValues("Machine", klog.KObj(machine))
 		ctx = ctrl.LoggerInto(ctx, log)
-		if cluster, err = util.GetClusterFromMetadata(ctx, r.Client, machine.ObjectMeta); err != nil && !apierrors.IsNotFound(err) {
+		meta = machine.ObjectMeta
+	}
+	var cluster *clusterv1.Cluster
+	if meta.Labels[clusterv1.ClusterNameLabel] != "" {
+		if cluster, err = util.GetClusterFromMetadata(ctx, r.Client, meta); err != nil && !apierrors.IsNotFound(err) {
 			return ctrl.Result{}, err
 		}
 	}

@@ -186,3 +186,43 @@ func TestNeverTwoMachinesOnOneHost(t *testing.T) {
 		g.Expect(waiting).To(Equal(2))
 	}).Should(Succeed())
 }
+
+// TestPausedByCluster: while its Cluster is paused a MetalMachine says so
+// in its Paused condition and claims no host; resumed, it claims one.
+func TestPausedByCluster(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	host := availableHost(t, ns, "h0", map[string]string{"role": "paused"})
+	cluster := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "c1", Namespace: ns}, Spec: clusterv1.ClusterSpec{
+		Paused:            ptr.To(true),
+		InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: infrav1.GroupVersion.Group, Kind: "MetalCluster", Name: "c1"},
+	}}
+	g.Expect(env.Client.Create(ctx, cluster)).To(Succeed())
+	_, mm := newMachine(t, ns, "paused-a", map[string]string{"role": "paused"})
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(mm), mm)).To(Succeed())
+		c := conditions.Get(mm, clusterv1.PausedCondition)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(c.Message).To(Equal("Cluster spec.paused is set to true"))
+	}).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(host), host)).To(Succeed())
+		g.Expect(host.Spec.ConsumerRef).To(BeNil())
+	}, "2s").Should(Succeed(), "a paused MetalMachine claims no host")
+
+	g.Eventually(func() error {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cluster), cluster); err != nil {
+			return err
+		}
+		cluster.Spec.Paused = nil
+		return env.Client.Update(ctx, cluster)
+	}).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(mm), mm)).To(Succeed())
+		g.Expect(conditions.Get(mm, clusterv1.PausedCondition)).To(HaveField("Status", metav1.ConditionFalse))
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(host), host)).To(Succeed())
+		g.Expect(host.Spec.ConsumerRef).To(HaveField("Name", mm.Name))
+	}).Should(Succeed(), "resumed, the Cluster's pause transition wakes it")
+}
