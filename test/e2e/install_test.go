@@ -16,7 +16,6 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -25,7 +24,6 @@ import (
 
 	bootstrapv1 "github.com/metalshift/metalshift/api/bootstrap/v1alpha1"
 	infrav1 "github.com/metalshift/metalshift/api/infrastructure/v1alpha1"
-	"github.com/metalshift/metalshift/manager"
 )
 
 var (
@@ -239,17 +237,7 @@ func TestInstallScaleDestroy(t *testing.T) {
 	go func() { createDone <- create.Wait() }()
 
 	// Record the Machines' phases from the moment the hub serves.
-	g.Eventually(func() error { _, err := os.Stat(hubKubeconfig); return err }, 3*time.Minute).Should(Succeed())
-	var hub client.Client
-	g.Eventually(func() error {
-		cfg, err := clientcmd.BuildConfigFromFlags("", hubKubeconfig)
-		if err != nil {
-			return err
-		}
-		scheme, _ := manager.NewScheme()
-		hub, err = client.New(cfg, client.Options{Scheme: scheme})
-		return err
-	}, 3*time.Minute).Should(Succeed())
+	hub := hubClient(g, hubKubeconfig)
 	rec := &phaseRecorder{phases: map[string][]string{}}
 	ctx, stopRec := context.WithCancel(context.Background())
 	defer stopRec()
@@ -466,32 +454,11 @@ func TestCreateClusterOnExistingHub(t *testing.T) {
 	g := NewWithT(t)
 	hostsYAML, imageURL, imageSum := startSim(t, 3)
 	hubDir, dir := t.TempDir(), t.TempDir()
-	hubOut := &syncBuffer{}
-	hub := exec.Command(metalshiftBin, "hub", "up", "--dir", hubDir)
-	hub.Stdout, hub.Stderr = hubOut, hubOut
-	g.Expect(hub.Start()).To(Succeed())
-	hubDone := make(chan error, 1)
-	go func() { hubDone <- hub.Wait() }()
-	t.Cleanup(func() {
-		_, _ = run(t, "hub", "down", "--dir", hubDir)
-		select {
-		case <-hubDone:
-		case <-time.After(time.Minute):
-			_ = hub.Process.Kill()
-		}
-		if t.Failed() {
-			t.Logf("hub up:\n%s", hubOut)
-			if data, err := os.ReadFile(filepath.Join(hubDir, "logs", "manager.log")); err == nil && len(data) > 20000 {
-				t.Logf("manager.log (tail):\n%s", data[len(data)-20000:])
-			}
-		}
-	})
-	out, err := run(t, "hub", "status", "--dir", hubDir, "--wait", "3m")
-	g.Expect(err).NotTo(HaveOccurred(), "%s", out)
+	startHub(t, hubDir)
 	hubKubeconfig := filepath.Join(hubDir, "kubeconfig")
 
 	vip := fmt.Sprintf("127.%d.%d.10", 100+rand.IntN(100), rand.IntN(250))
-	out, err = run(t, "create", "install-config", "--dir", dir, "--name", "small", "--api-vip", vip, "--masters", "1", "--workers", "1",
+	out, err := run(t, "create", "install-config", "--dir", dir, "--name", "small", "--api-vip", vip, "--masters", "1", "--workers", "1",
 		"--hosts-from", hostsYAML, "--os-image-url", imageURL, "--os-image-checksum", imageSum)
 	g.Expect(err).NotTo(HaveOccurred(), "%s", out)
 	out, err = run(t, "create", "cluster", "--dir", dir, "--kubeconfig", hubKubeconfig, "--timeout", "8m")
@@ -515,4 +482,38 @@ func TestCreateClusterOnExistingHub(t *testing.T) {
 	out, err = run(t, "hub", "status", "--dir", hubDir)
 	g.Expect(err).NotTo(HaveOccurred(), "the hub given by --kubeconfig keeps running: %s", out)
 	g.Expect(out).To(ContainSubstring("Ready"))
+}
+
+// startHub runs `metalshift hub up [args] --dir hubDir` until the test ends
+// (then `hub down`; its output and the manager's log tail on failure) and
+// waits until the hub serves. It returns what hub up prints.
+func startHub(t *testing.T, hubDir string, args ...string) *syncBuffer {
+	t.Helper()
+	hubOut := &syncBuffer{}
+	hub := exec.Command(metalshiftBin, append(append([]string{"hub", "up"}, args...), "--dir", hubDir)...)
+	hub.Stdout, hub.Stderr = hubOut, hubOut
+	if err := hub.Start(); err != nil {
+		t.Fatal(err)
+	}
+	hubDone := make(chan error, 1)
+	go func() { hubDone <- hub.Wait() }()
+	t.Cleanup(func() {
+		_, _ = run(t, "hub", "down", "--dir", hubDir)
+		select {
+		case <-hubDone:
+		case <-time.After(time.Minute):
+			_ = hub.Process.Kill()
+			<-hubDone
+		}
+		if t.Failed() {
+			t.Logf("hub up:\n%s", hubOut)
+			if data, err := os.ReadFile(filepath.Join(hubDir, "logs", "manager.log")); err == nil && len(data) > 20000 {
+				t.Logf("manager.log (tail):\n%s", data[len(data)-20000:])
+			}
+		}
+	})
+	if out, err := run(t, "hub", "status", "--dir", hubDir, "--wait", "3m"); err != nil {
+		t.Fatalf("hub status: %v\n%s\n%s", err, out, hubOut)
+	}
+	return hubOut
 }

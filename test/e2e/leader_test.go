@@ -47,23 +47,7 @@ func TestLeaderKilledMidProvisioning(t *testing.T) {
 
 	// A hub without controllers; it says how to run the manager against it.
 	hubDir, dir := filepath.Join(work, "hub"), filepath.Join(work, "install")
-	hubOut := &syncBuffer{}
-	hub := exec.Command(metalshiftBin, "hub", "up", "--controllers=false", "--dir", hubDir)
-	hub.Stdout, hub.Stderr = hubOut, hubOut
-	g.Expect(hub.Start()).To(Succeed())
-	hubDone := make(chan error, 1)
-	go func() { hubDone <- hub.Wait() }()
-	t.Cleanup(func() {
-		_, _ = run(t, "hub", "down", "--dir", hubDir)
-		select {
-		case <-hubDone:
-		case <-time.After(time.Minute):
-			_ = hub.Process.Kill()
-			<-hubDone
-		}
-	})
-	out2, err := run(t, "hub", "status", "--dir", hubDir, "--wait", "3m")
-	g.Expect(err).NotTo(HaveOccurred(), "%s\n%s", out2, hubOut)
+	hubOut := startHub(t, hubDir, "--controllers=false")
 	var printed []string
 	g.Eventually(func() []string {
 		for _, line := range strings.Split(hubOut.String(), "\n") {
@@ -82,7 +66,7 @@ func TestLeaderKilledMidProvisioning(t *testing.T) {
 	g.Expect(hubKubeconfig).To(Equal(filepath.Join(hubDir, "kubeconfig")))
 	webhookAddr := "127.0.0.1:" + flags["webhook-port"]
 	deployAddr, ignitionAddr := flags["deploy-listen-address"], flags["ignition-listen-address"]
-	out2, err = run(t, "hub", "status", "--dir", hubDir)
+	out2, err := run(t, "hub", "status", "--dir", hubDir)
 	g.Expect(err).NotTo(HaveOccurred(), "%s", out2)
 	g.Expect(out2).To(ContainSubstring("Deploy:     http://"+deployAddr), "hub up prints the ports hub status shows")
 	g.Expect(out2).To(ContainSubstring("Ignition:   https://" + ignitionAddr))
