@@ -55,6 +55,7 @@ lint: ## Run golangci-lint.
 build: ## Build the metalshift binaries into bin/.
 	$(GO) build -o $(BIN)/metalshift ./cmd/metalshift
 	$(GO) build -o $(BIN)/manager ./cmd/manager
+	CGO_ENABLED=0 $(GO) build -o $(BIN)/metalshift-agent ./cmd/metalshift-agent
 
 ##@ Checks
 

@@ -119,6 +119,13 @@ func (a *agent) deploy(ctx context.Context, ins *deployapi.Instructions) (string
 	if err := writeConfigDrive(dev, ins); err != nil {
 		return info.Name, n, err
 	}
+	// A real disk: what was written is on it before the agent says done
+	// (and the host is rebooted).
+	if s, ok := dev.(interface{ Sync() error }); ok {
+		if err := s.Sync(); err != nil {
+			return info.Name, n, fmt.Errorf("flushing %s: %w", info.Name, err)
+		}
+	}
 	return info.Name, n, nil
 }
 

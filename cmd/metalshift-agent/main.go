@@ -1,0 +1,157 @@
+// Command metalshift-agent is the agent that runs on a machine the hub
+// provisions, booted from the deploy image: it asks the host engine's
+// deploy server for work (write an image and a config drive, clean the
+// disks) on the machine's real block devices, and reports. `inventory`
+// prints what it sees of the machine. It is one static binary (CGO off);
+// the discovery role of the agent-based install joins it later.
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"log"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/metalshift/metalshift/agent/deploy"
+	"github.com/metalshift/metalshift/agent/host"
+	deployapi "github.com/metalshift/metalshift/api/deploy/v1"
+	"github.com/metalshift/metalshift/imageservice"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "metalshift-agent:", err)
+		var usage usageError
+		if errors.As(err, &usage) {
+			os.Exit(2)
+		}
+		os.Exit(1)
+	}
+}
+
+type usageError struct{ error }
+
+func run(args []string) error {
+	fs := flag.NewFlagSet("metalshift-agent", flag.ContinueOnError)
+	paths := host.Linux
+	fs.StringVar(&paths.Sys, "sysfs", paths.Sys, "Where sysfs is mounted")
+	fs.StringVar(&paths.Proc, "procfs", paths.Proc, "Where procfs is mounted")
+	fs.StringVar(&paths.Dev, "dev", paths.Dev, "Where the device nodes are")
+	config := fs.String("config", "", "Boot configuration (JSON, as "+deployapi.BootConfigFile+" on the deploy ISO); default: the kernel command line's "+
+		imageservice.ArgEngine+", "+imageservice.ArgHost+" and "+imageservice.ArgToken)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: metalshift-agent [flags] [deploy|inventory]\n\n"+
+			"  deploy     ask the deploy server for work and do it (default)\n"+
+			"  inventory  print what the agent sees of this machine (JSON)\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return usageError{err}
+	}
+	role := "deploy"
+	if fs.NArg() > 0 {
+		role = fs.Arg(0)
+	}
+	switch role {
+	case "inventory":
+		inv, err := host.ReadInventory(paths)
+		if err != nil {
+			return err
+		}
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(inv)
+	case "deploy":
+		cfg, err := bootConfig(*config, paths)
+		if err != nil {
+			return err
+		}
+		return deployRole(cfg, paths)
+	default:
+		return usageError{fmt.Errorf("unknown role %q: deploy or inventory", role)}
+	}
+}
+
+// bootConfig reads the boot configuration from file, else from the
+// kernel command line (the iPXE path).
+func bootConfig(file string, paths host.Paths) (deployapi.BootConfig, error) {
+	var cfg deployapi.BootConfig
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return cfg, err
+		}
+		if err := json.Unmarshal(b, &cfg); err != nil {
+			return cfg, fmt.Errorf("%s: %w", file, err)
+		}
+		if cfg.EngineURL == "" || cfg.HostID == "" || cfg.Token == "" {
+			return cfg, fmt.Errorf("%s: engineURL, hostID and token are required", file)
+		}
+		return cfg, nil
+	}
+	b, err := os.ReadFile(paths.Proc + "/cmdline")
+	if err != nil {
+		return cfg, fmt.Errorf("reading the kernel command line: %w", err)
+	}
+	args := map[string]string{}
+	for _, a := range strings.Fields(string(b)) {
+		if k, v, ok := strings.Cut(a, "="); ok {
+			args[k] = v
+		}
+	}
+	return imageservice.BootConfigFromArgs(args)
+}
+
+func deployRole(cfg deployapi.BootConfig, paths host.Paths) error {
+	disks, err := host.Disks(paths)
+	if err != nil {
+		return err
+	}
+	devs := make([]deploy.BlockDevice, 0, len(disks))
+	for _, d := range disks {
+		i := d.Info()
+		log.Printf("Disk %s: %d bytes, model %q, serial %q, WWN %q, HCTL %q, rotational %t", i.Name, i.SizeBytes, i.Model, i.SerialNumber, i.WWN, i.HCTL, i.Rotational)
+		devs = append(devs, d)
+	}
+	httpClient, err := client(cfg)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	log.Printf("Deploy agent for host %s, deploy server %s", cfg.HostID, cfg.EngineURL)
+	return deploy.Run(ctx, deploy.Options{Config: cfg, Devices: devs, HTTP: httpClient, Logf: log.Printf})
+}
+
+// client trusts cfg.CACert besides the system's roots when the deploy
+// server serves https.
+func client(cfg deployapi.BootConfig) (*http.Client, error) {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	if cfg.CACert != "" {
+		pool, err := x509.SystemCertPool()
+		if err != nil {
+			pool = x509.NewCertPool()
+		}
+		if !pool.AppendCertsFromPEM([]byte(cfg.CACert)) {
+			return nil, errors.New("the boot configuration's caCert holds no PEM certificate")
+		}
+		t.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	}
+	// No overall timeout: an image download takes what it takes. A deploy
+	// server that accepts and never answers is given up on.
+	t.ResponseHeaderTimeout = time.Minute
+	return &http.Client{Transport: t}, nil
+}

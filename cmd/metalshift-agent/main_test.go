@@ -1,0 +1,80 @@
+package main
+
+import (
+	"debug/elf"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	. "github.com/onsi/gomega"
+
+	"github.com/metalshift/metalshift/agent/host"
+)
+
+// agentBin builds the agent as `make images` will: CGO off.
+func agentBin(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "metalshift-agent")
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building the agent: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// TestAgentBinary: one static binary — no program interpreter, no shared
+// library — that runs in an initramfs with nothing else; its inventory of
+// this machine agrees with the kernel's; usage and configuration errors
+// say what is wrong, with exit codes 2 and 1.
+func TestAgentBinary(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("Linux only")
+	}
+	g := NewWithT(t)
+	bin := agentBin(t)
+
+	f, err := elf.Open(bin)
+	g.Expect(err).NotTo(HaveOccurred())
+	defer f.Close()
+	for _, p := range f.Progs {
+		g.Expect(p.Type).NotTo(Equal(elf.PT_INTERP), "a static binary has no program interpreter")
+	}
+	libs, err := f.ImportedLibraries()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(libs).To(BeEmpty())
+
+	out, err := exec.Command(bin, "inventory").Output()
+	g.Expect(err).NotTo(HaveOccurred())
+	var inv host.Inventory
+	g.Expect(json.Unmarshal(out, &inv)).To(Succeed(), "%s", out)
+	g.Expect(inv.CPU.Count).To(BeNumerically(">=", runtime.NumCPU()))
+	g.Expect(inv.MemoryBytes).To(BeNumerically(">", 0))
+	g.Expect(inv.BootMode).To(BeElementOf(host.BootModeUEFI, host.BootModeLegacy))
+
+	exitCode := func(err error) int {
+		var exit *exec.ExitError
+		g.Expect(errors.As(err, &exit)).To(BeTrue(), "%v", err)
+		return exit.ExitCode()
+	}
+	out, err = exec.Command(bin, "dance").CombinedOutput()
+	g.Expect(exitCode(err)).To(Equal(2))
+	g.Expect(string(out)).To(ContainSubstring(`unknown role "dance": deploy or inventory`))
+
+	// No boot configuration: neither a file nor the kernel's arguments.
+	proc := t.TempDir()
+	g.Expect(os.WriteFile(filepath.Join(proc, "cmdline"), []byte("BOOT_IMAGE=/vmlinuz root=/dev/sda1 quiet\n"), 0o644)).To(Succeed())
+	out, err = exec.Command(bin, "--procfs", proc, "deploy").CombinedOutput()
+	g.Expect(exitCode(err)).To(Equal(1))
+	g.Expect(string(out)).To(ContainSubstring("kernel arguments metalshift.engine"))
+
+	cfg := filepath.Join(t.TempDir(), "deploy.cfg")
+	g.Expect(os.WriteFile(cfg, []byte(`{"engineURL":"http://127.0.0.1:1"}`), 0o644)).To(Succeed())
+	out, err = exec.Command(bin, "--config", cfg).CombinedOutput()
+	g.Expect(exitCode(err)).To(Equal(1))
+	g.Expect(string(out)).To(ContainSubstring("engineURL, hostID and token are required"))
+}
