@@ -3,6 +3,7 @@ package manager
 import (
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/metalshift/metalshift/assisted"
 	"github.com/metalshift/metalshift/baremetal"
 	"github.com/metalshift/metalshift/bootstrap"
 	"github.com/metalshift/metalshift/component"
@@ -23,6 +24,7 @@ func Components() []component.Component {
 		bootstrap.Component(),
 		controlplane.Component(),
 		metal.Component(),
+		assisted.Component(),
 	}
 }
 

@@ -28,9 +28,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	agentinstallv1 "github.com/metalshift/metalshift/api/agentinstall/v1beta1"
 	bootstrapv1 "github.com/metalshift/metalshift/api/bootstrap/v1alpha1"
 	configv1 "github.com/metalshift/metalshift/api/config/v1"
 	controlplanev1 "github.com/metalshift/metalshift/api/controlplane/v1alpha1"
+	hivev1 "github.com/metalshift/metalshift/api/hive/v1"
+	hiveextv1 "github.com/metalshift/metalshift/api/hiveext/v1beta1"
 	infrav1 "github.com/metalshift/metalshift/api/infrastructure/v1alpha1"
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	"github.com/metalshift/metalshift/component"
@@ -180,6 +183,7 @@ func (e *Env) start(opts Options) error {
 var everyType = component.Component{Name: "every-type", AddToScheme: func(s *kruntime.Scheme) error {
 	for _, add := range []func(*kruntime.Scheme) error{
 		metal3v1.AddToScheme, infrav1.AddToScheme, bootstrapv1.AddToScheme, controlplanev1.AddToScheme, configv1.AddToScheme,
+		agentinstallv1.AddToScheme, hiveextv1.AddToScheme, hivev1.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			return err
