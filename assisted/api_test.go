@@ -222,3 +222,49 @@ func TestDiscovery(t *testing.T) {
 		})
 	}
 }
+
+// TestAdmission: the API server refuses what upstream's webhooks refuse and
+// a CRD rule can tell: an InfraEnv's clusterRef and cpuArchitecture do not
+// change, osImageVersion does not go with clusterRef; an Agent names its
+// installation disk one way; an AgentClusterInstall's imageSetRef does not
+// change.
+func TestAdmission(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	meta := func(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: name, Namespace: ns} }
+	update := func(obj client.Object, change func()) error {
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
+		change()
+		return env.Client.Update(ctx, obj)
+	}
+
+	g.Expect(env.Client.Create(ctx, &agentinstallv1.InfraEnv{ObjectMeta: meta("adm-both"), Spec: agentinstallv1.InfraEnvSpec{
+		PullSecretRef: &corev1.LocalObjectReference{Name: "pull-secret"}, ClusterRef: &agentinstallv1.ClusterReference{Name: "c", Namespace: ns},
+		OSImageVersion: "4.20",
+	}})).To(MatchError(ContainSubstring("osImageVersion cannot be set with clusterRef")))
+
+	late := &agentinstallv1.InfraEnv{ObjectMeta: meta("adm-late"), Spec: agentinstallv1.InfraEnvSpec{PullSecretRef: &corev1.LocalObjectReference{Name: "pull-secret"}}}
+	g.Expect(env.Client.Create(ctx, late)).To(Succeed())
+	g.Expect(update(late, func() { late.Spec.ClusterRef = &agentinstallv1.ClusterReference{Name: "c", Namespace: ns} })).
+		To(MatchError(ContainSubstring("clusterRef is immutable")))
+	g.Expect(update(late, func() { late.Spec.CpuArchitecture = "aarch64" })).To(MatchError(ContainSubstring("cpuArchitecture is immutable")))
+	g.Expect(update(late, func() { late.Spec.SSHAuthorizedKey = "ssh-ed25519 AAAA test" })).To(Succeed(), "other fields change")
+
+	bound := &agentinstallv1.InfraEnv{ObjectMeta: meta("adm-bound"), Spec: agentinstallv1.InfraEnvSpec{
+		PullSecretRef: &corev1.LocalObjectReference{Name: "pull-secret"}, ClusterRef: &agentinstallv1.ClusterReference{Name: "c", Namespace: ns}}}
+	g.Expect(env.Client.Create(ctx, bound)).To(Succeed())
+	g.Expect(update(bound, func() { bound.Spec.ClusterRef.Name = "other" })).To(MatchError(ContainSubstring("clusterRef is immutable")))
+	g.Expect(update(bound, func() { bound.Spec.ClusterRef = nil })).To(MatchError(ContainSubstring("clusterRef is immutable")))
+
+	g.Expect(env.Client.Create(ctx, &agentinstallv1.Agent{ObjectMeta: meta("adm-agent"), Spec: agentinstallv1.AgentSpec{
+		InstallationDiskID: "/dev/disk/by-id/wwn-0x5000", InstallationDiskPath: "/dev/sda",
+	}})).To(MatchError(ContainSubstring("installation_disk_id and installation_disk_path cannot both be set")))
+
+	aci := &hiveextv1.AgentClusterInstall{ObjectMeta: meta("adm-aci"), Spec: hiveextv1.AgentClusterInstallSpec{
+		ImageSetRef: &hivev1.ClusterImageSetReference{Name: "openshift-v4.20.0"}, ClusterDeploymentRef: corev1.LocalObjectReference{Name: "c"},
+		ProvisionRequirements: hiveextv1.ProvisionRequirements{ControlPlaneAgents: 3},
+	}}
+	g.Expect(env.Client.Create(ctx, aci)).To(Succeed())
+	g.Expect(update(aci, func() { aci.Spec.ImageSetRef.Name = "openshift-v4.21.0" })).To(MatchError(ContainSubstring("imageSetRef is immutable")))
+	g.Expect(update(aci, func() { aci.Spec.ProvisionRequirements.WorkerAgents = 2 })).To(Succeed(), "other fields change")
+}

@@ -8,6 +8,7 @@ import (
 )
 
 // AgentClusterInstallSpec is the cluster to install with agents.
+// +kubebuilder:validation:XValidation:rule="has(self.imageSetRef) == has(oldSelf.imageSetRef) && (!has(self.imageSetRef) || self.imageSetRef == oldSelf.imageSetRef)",message="imageSetRef is immutable"
 type AgentClusterInstallSpec struct {
 	// imageSetRef is the ClusterImageSet of the release to install;
 	// immutable.
