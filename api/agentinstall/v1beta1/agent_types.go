@@ -27,7 +27,7 @@ const (
 )
 
 // AgentSpec is what a person or a controller decides about a host.
-// +kubebuilder:validation:XValidation:rule="!has(self.installation_disk_id) || self.installation_disk_id == ” || !has(self.installation_disk_path) || self.installation_disk_path == ”",message="installation_disk_id and installation_disk_path cannot both be set"
+// +kubebuilder:validation:XValidation:rule="!has(self.installation_disk_id) || size(self.installation_disk_id) == 0 || !has(self.installation_disk_path) || size(self.installation_disk_path) == 0",message="installation_disk_id and installation_disk_path cannot both be set"
 type AgentSpec struct {
 	// clusterDeploymentName binds the host to a cluster; immutable while it
 	// installs (except day-2 hosts).

@@ -36,7 +36,7 @@ const (
 // InfraEnvSpec is a discovery image and how hosts booted from it join.
 // +kubebuilder:validation:XValidation:rule="has(self.clusterRef) == has(oldSelf.clusterRef) && (!has(self.clusterRef) || self.clusterRef == oldSelf.clusterRef)",message="clusterRef is immutable: it can be neither set, changed nor removed once the InfraEnv exists"
 // +kubebuilder:validation:XValidation:rule="(has(self.cpuArchitecture) ? self.cpuArchitecture : 'x86_64') == (has(oldSelf.cpuArchitecture) ? oldSelf.cpuArchitecture : 'x86_64')",message="cpuArchitecture is immutable"
-// +kubebuilder:validation:XValidation:rule="!has(self.clusterRef) || !has(self.osImageVersion) || self.osImageVersion == ”",message="osImageVersion cannot be set with clusterRef: the cluster's release picks the discovery OS"
+// +kubebuilder:validation:XValidation:rule="!has(self.clusterRef) || !has(self.osImageVersion) || size(self.osImageVersion) == 0",message="osImageVersion cannot be set with clusterRef: the cluster's release picks the discovery OS"
 type InfraEnvSpec struct {
 	// proxy the discovered hosts use.
 	// +optional
