@@ -45,6 +45,10 @@ const (
 	BootstrapRemovedCondition = "BootstrapRemoved"
 	// AvailableCondition is True while the API answers and every wanted control-plane Machine has a Node.
 	AvailableCondition = "Available"
+	// MachinesCreatedCondition is True while every Machine the control plane
+	// wants exists, False with the reason one cannot be created (an
+	// install-config that does not validate).
+	MachinesCreatedCondition = "MachinesCreated"
 	// MachinesReadyCondition summarises the control-plane Machines.
 	MachinesReadyCondition = "MachinesReady"
 
@@ -66,6 +70,7 @@ const (
 	BootstrapRemovedReason       = "BootstrapRemoved"
 	APINotAnsweringReason        = "APINotAnswering"
 	ScalingReason                = "Scaling"
+	MachinesCreatedReason        = "MachinesCreated"
 	ReadyReason                  = "Ready"
 	DeletingReason               = "Deleting"
 )

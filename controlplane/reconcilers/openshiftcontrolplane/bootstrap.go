@@ -39,6 +39,8 @@ func (r *Reconciler) reconcileBootstrap(ctx context.Context, s *scope) (ctrl.Res
 		}
 		cp.Status.BootstrapPhase = controlplanev1.BootstrapPhaseProvisioning
 		cp.Status.BootstrapMachine = m.Name
+		setCondition(cp, controlplanev1.MachinesCreatedCondition, metav1.ConditionTrue, controlplanev1.MachinesCreatedReason,
+			"Created bootstrap Machine "+m.Name+"; the masters follow once it serves the API")
 		setCondition(cp, controlplanev1.BootstrapReadyCondition, metav1.ConditionFalse, controlplanev1.BootstrapMachineCreatedReason,
 			"Created bootstrap Machine "+m.Name)
 		r.event(cp, corev1.EventTypeNormal, controlplanev1.BootstrapMachineCreatedReason, "Created bootstrap Machine %s", m.Name)
@@ -173,6 +175,8 @@ func (r *Reconciler) scaleUp(ctx context.Context, s *scope) error {
 		r.event(s.cp, corev1.EventTypeNormal, controlplanev1.ScalingReason, "Created master Machine %s", name)
 		have++
 	}
+	setCondition(s.cp, controlplanev1.MachinesCreatedCondition, metav1.ConditionTrue, controlplanev1.MachinesCreatedReason,
+		fmt.Sprintf("%d of %d masters exist", have, want))
 	return nil
 }
 

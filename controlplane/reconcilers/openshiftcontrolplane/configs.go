@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/conditions"
 
 	bootstrapv1 "github.com/metalshift/metalshift/api/bootstrap/v1alpha1"
 	controlplanev1 "github.com/metalshift/metalshift/api/controlplane/v1alpha1"
@@ -45,7 +46,10 @@ func (r *Reconciler) installConfig(ctx context.Context, s *scope) (*installconfi
 		if !ptr.Deref(s.cp.Status.Initialization.ControlPlaneInitialized, false) {
 			setCondition(s.cp, controlplanev1.BootstrapReadyCondition, metav1.ConditionFalse, controlplanev1.InvalidInstallConfigReason, msg)
 		}
-		r.event(s.cp, corev1.EventTypeWarning, controlplanev1.InvalidInstallConfigReason, "%s", msg)
+		if c := conditions.Get(s.cp, controlplanev1.MachinesCreatedCondition); c == nil || c.Reason != controlplanev1.InvalidInstallConfigReason || c.Message != msg {
+			r.event(s.cp, corev1.EventTypeWarning, controlplanev1.InvalidInstallConfigReason, "%s", msg)
+		}
+		setCondition(s.cp, controlplanev1.MachinesCreatedCondition, metav1.ConditionFalse, controlplanev1.InvalidInstallConfigReason, msg)
 		return nil, nil, errWait
 	}
 	s.ic, s.icRaw = ic, sec.Data[controlplanev1.InstallConfigKey]

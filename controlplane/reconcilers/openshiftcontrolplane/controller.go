@@ -162,7 +162,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		}
 	}
 	run, stop, err := reconciler.Begin(ctx, r.Client, cluster, cp, controlplanev1.BootstrapReadyCondition,
-		controlplanev1.ControlPlaneInitializedCondition, controlplanev1.BootstrapRemovedCondition, controlplanev1.AvailableCondition)
+		controlplanev1.ControlPlaneInitializedCondition, controlplanev1.BootstrapRemovedCondition, controlplanev1.AvailableCondition,
+		controlplanev1.MachinesCreatedCondition)
 	if stop || err != nil {
 		return ctrl.Result{}, err
 	}

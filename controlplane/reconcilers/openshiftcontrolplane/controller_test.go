@@ -257,6 +257,8 @@ func TestControlPlanePushesConfigInputs(t *testing.T) {
 		g.Expect(c.Message).To(ContainSubstring("baseDomain"))
 	}).Should(Succeed())
 	g.Expect(ownedMachines(g, controlPlane(g, ns, name))).To(BeEmpty(), "no Machine from an install-config that does not validate")
+	g.Expect(conditionOf(g, controlPlane(g, ns, name), controlplanev1.MachinesCreatedCondition)).To(And(
+		HaveField("Status", metav1.ConditionFalse), HaveField("Reason", controlplanev1.InvalidInstallConfigReason)))
 
 	ic := &corev1.Secret{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: icName}, ic)).To(Succeed())

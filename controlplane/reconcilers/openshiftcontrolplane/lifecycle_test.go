@@ -204,6 +204,30 @@ func TestControlPlaneLifecycle(t *testing.T) {
 	g.Expect(cp.Status.Version).To(Equal(cp.Spec.Version))
 	g.Expect(cp.Status.Replicas).To(HaveValue(BeEquivalentTo(3)))
 
+	// After initialization, an install-config that no longer validates
+	// blocks a scale-up, and the MachinesCreated condition says why.
+	ic := &corev1.Secret{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: cp.Spec.InstallConfigRef.Name}, ic)).To(Succeed())
+	good := ic.Data[controlplanev1.InstallConfigKey]
+	ic.Data[controlplanev1.InstallConfigKey] = []byte("apiVersion: v1\n")
+	g.Expect(env.Client.Update(ctx, ic)).To(Succeed())
+	g.Expect(env.Client.Patch(ctx, cp, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":4}}`)))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		c := conditionOf(g, controlPlane(g, ns, name), controlplanev1.MachinesCreatedCondition)
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Reason).To(Equal(controlplanev1.InvalidInstallConfigReason))
+		g.Expect(c.Message).To(ContainSubstring("spec.installConfigRef"))
+	}).Should(Succeed())
+	g.Expect(names(ownedMachines(g, controlPlane(g, ns, name)))).To(Equal(masters), "no Machine from an install-config that does not validate")
+	g.Expect(env.Client.Patch(ctx, cp, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":3}}`)))).To(Succeed())
+	ic.Data[controlplanev1.InstallConfigKey] = good
+	g.Expect(env.Client.Update(ctx, ic)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		c := conditionOf(g, controlPlane(g, ns, name), controlplanev1.MachinesCreatedCondition)
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(c.Message).To(Equal("3 of 3 masters exist"))
+	}).Should(Succeed())
+
 	// Scale down to 1. master-1 lost its Node: it goes first, alone.
 	for _, m := range masters {
 		hold(t, ns, m)
