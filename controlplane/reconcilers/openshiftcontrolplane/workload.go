@@ -40,12 +40,19 @@ type clusterCacheWorkload struct {
 	cc      clustercache.ClusterCache
 	secrets client.Reader
 	cluster client.ObjectKey
+
+	// cs is made once per workload (one reconcile): Ready and
+	// BootstrapComplete share it, and the kubeconfig Secret is read once.
+	cs kubernetes.Interface
 }
 
 // clientset is for the cluster's API: the ClusterCache's connection, else
 // one from the kubeconfig Secret. client-go shares the transport of equal
 // configs, so neither opens a new connection per call.
 func (w *clusterCacheWorkload) clientset(ctx context.Context) (kubernetes.Interface, error) {
+	if w.cs != nil {
+		return w.cs, nil
+	}
 	cfg, err := w.cc.GetRESTConfig(ctx, w.cluster)
 	if errors.Is(err, clustercache.ErrClusterNotConnected) {
 		var kc []byte
@@ -61,7 +68,12 @@ func (w *clusterCacheWorkload) clientset(ctx context.Context) (kubernetes.Interf
 	if err != nil {
 		return nil, err
 	}
-	return kubernetes.NewForConfig(cfg)
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	w.cs = cs
+	return cs, nil
 }
 
 func (w *clusterCacheWorkload) Ready(ctx context.Context) error {
