@@ -1,6 +1,9 @@
-// Package imageservice builds the boot artifacts metalshift serves to
-// hosts: the deploy ISO (an ISO 9660 image carrying the deploy agent's boot
-// configuration) and the iPXE script that boots the same agent over the
-// network. It builds bytes only; serving, signing and access control are the
+// Package imageservice holds the boot artifacts metalshift serves to hosts
+// and how a host's own data gets into them without a copy per host: the
+// live ISO (kernel, initramfs with the agent, GRUB for BIOS and UEFI) has a
+// fixed-size region, /boot/host.img, that the server replaces on the fly by
+// a small initramfs carrying the host's boot configuration; over iPXE the
+// same small initramfs is a second initrd. The bytes are built by
+// `make images` (hack/images); serving, signing and access control are the
 // caller's (baremetal/deployserver today, the InfraEnv image service later).
 package imageservice

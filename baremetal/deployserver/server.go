@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -30,6 +31,8 @@ const (
 	IPXEPath   = "/images/deploy.ipxe"
 	KernelPath = "/images/deploy-kernel"
 	InitrdPath = "/images/deploy-initrd"
+	// HostInitrdPath is the host's own initrd: its boot configuration.
+	HostInitrdPath = "/images/deploy-host.img"
 	// PXEPath is where network-booting hosts find their iPXE script by the
 	// MAC address they boot from (the provisioning network's DHCP points
 	// iPXE at PXEPath${net0/mac}).
@@ -46,6 +49,7 @@ type Server struct {
 	baseURL string
 	clock   clock.PassiveClock
 	ttl     time.Duration
+	images  *imageservice.Images
 }
 
 // Options configure a Server.
@@ -61,6 +65,9 @@ type Options struct {
 	Clock clock.PassiveClock
 	// TTL is how long URLs and agent tokens stay valid; 0 means 24 hours.
 	TTL time.Duration
+	// Images are the deploy images served; nil means the light images,
+	// which only simulated machines boot (see imageservice.LightImages).
+	Images *imageservice.Images
 }
 
 // New returns a Server.
@@ -77,7 +84,15 @@ func New(opts Options) (*Server, error) {
 	if opts.TTL == 0 {
 		opts.TTL = 24 * time.Hour
 	}
-	return &Server{client: opts.Client, key: opts.Key, baseURL: strings.TrimSuffix(opts.BaseURL, "/"), clock: opts.Clock, ttl: opts.TTL}, nil
+	if opts.Images == nil {
+		im, err := imageservice.LightImages()
+		if err != nil {
+			return nil, fmt.Errorf("building the light deploy images: %w", err)
+		}
+		opts.Images = im
+	}
+	return &Server{client: opts.Client, key: opts.Key, baseURL: strings.TrimSuffix(opts.BaseURL, "/"), clock: opts.Clock, ttl: opts.TTL,
+		images: opts.Images}, nil
 }
 
 // HostID is the deploy ID of host.
@@ -119,68 +134,91 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET "+IPXEPath, s.serveIPXE)
 	mux.HandleFunc("GET "+KernelPath, s.serveKernel)
 	mux.HandleFunc("GET "+InitrdPath, s.serveKernel)
+	mux.HandleFunc("GET "+HostInitrdPath, s.serveHostInitrd)
 	mux.HandleFunc("GET "+PXEPath+"{mac}", s.serveByMAC)
 	mux.HandleFunc("GET /deploy/v1/hosts/{id}/instructions", s.instructions)
 	mux.HandleFunc("POST /deploy/v1/hosts/{id}/status", s.status)
 	return mux
 }
 
-// signedHost verifies a signed image URL and returns its host ID.
-func (s *Server) signedHost(w http.ResponseWriter, r *http.Request) (string, bool) {
+// signedHost verifies a signed image URL and returns its host ID and
+// expiry.
+func (s *Server) signedHost(w http.ResponseWriter, r *http.Request) (string, time.Time, bool) {
 	q := r.URL.Query()
 	id := q.Get("host")
 	if err := deployapi.VerifyURL(s.key, r.URL.Path, id, q.Get("expires"), q.Get("signature"), s.clock.Now()); err != nil {
 		http.Error(w, "invalid or expired image URL", http.StatusForbidden)
-		return "", false
+		return "", time.Time{}, false
 	}
-	return id, true
+	unix, _ := strconv.ParseInt(q.Get("expires"), 10, 64) // VerifyURL parsed it
+	return id, time.Unix(unix, 0), true
 }
 
-func (s *Server) bootConfig(id string) deployapi.BootConfig {
-	return deployapi.BootConfig{EngineURL: s.baseURL, HostID: id, Token: deployapi.SignToken(s.key, id, s.clock.Now().Add(s.ttl))}
+// bootConfig is what the agent of host id is told. Its token expires with
+// the URL it was served from: every request of one URL gets the same bytes,
+// so a BMC may read an ISO in ranges.
+func (s *Server) bootConfig(id string, expiry time.Time) deployapi.BootConfig {
+	return deployapi.BootConfig{EngineURL: s.baseURL, HostID: id, Token: deployapi.SignToken(s.key, id, expiry)}
 }
 
 func (s *Server) serveISO(w http.ResponseWriter, r *http.Request) {
-	id, ok := s.signedHost(w, r)
+	id, exp, ok := s.signedHost(w, r)
 	if !ok {
 		return
 	}
-	iso, err := imageservice.BuildDeployISO(s.bootConfig(id))
+	iso, err := s.images.ISO(s.bootConfig(id, exp))
 	if err != nil {
-		http.Error(w, "building the deploy ISO failed", http.StatusInternalServerError)
+		http.Error(w, "building the deploy ISO failed: "+err.Error(), http.StatusInternalServerError)
 		return
 	}
 	w.Header().Set("Content-Type", "application/x-iso9660-image")
-	http.ServeContent(w, r, "deploy.iso", time.Time{}, bytes.NewReader(iso))
+	http.ServeContent(w, r, "deploy.iso", s.images.ModTime, iso)
 }
 
 func (s *Server) serveIPXE(w http.ResponseWriter, r *http.Request) {
-	id, ok := s.signedHost(w, r)
+	id, exp, ok := s.signedHost(w, r)
 	if !ok {
 		return
 	}
-	exp := s.clock.Now().Add(s.ttl)
-	kernel := s.baseURL + KernelPath + "?" + deployapi.SignURLQuery(s.key, KernelPath, id, exp)
-	initrd := s.baseURL + InitrdPath + "?" + deployapi.SignURLQuery(s.key, InitrdPath, id, exp)
-	w.Header().Set("Content-Type", "text/plain")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	_, _ = w.Write([]byte(imageservice.DeployIPXEScript(kernel, initrd, s.bootConfig(id)))) //nolint:gosec // a text/plain iPXE script of signed URLs, not HTML
+	s.writeIPXE(w, id, exp)
 }
 
-// serveKernel serves the deploy kernel and initrd. metalshift does not
-// build a Linux kernel: on real hardware these come from the release's
-// deploy image (Provisioning's provisioningOSDownloadURL); the simulator
-// needs only the kernel arguments of the iPXE script.
+// writeIPXE writes the iPXE script that boots host id's deploy agent.
+func (s *Server) writeIPXE(w http.ResponseWriter, id string, exp time.Time) {
+	signed := func(path string) string { return s.baseURL + path + "?" + deployapi.SignURLQuery(s.key, path, id, exp) }
+	w.Header().Set("Content-Type", "text/plain")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	_, _ = w.Write([]byte(imageservice.DeployIPXEScript(signed(KernelPath), signed(InitrdPath), signed(HostInitrdPath)))) //nolint:gosec // a text/plain iPXE script of signed URLs, not HTML
+}
+
+// serveKernel serves the deploy kernel and initramfs, the same bytes for
+// every host (HTTP ranges work).
 func (s *Server) serveKernel(w http.ResponseWriter, r *http.Request) {
-	if _, ok := s.signedHost(w, r); !ok {
+	if _, _, ok := s.signedHost(w, r); !ok {
 		return
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")
-	kind := "kernel"
 	if r.URL.Path == InitrdPath {
-		kind = "initrd"
+		http.ServeContent(w, r, "initrd.img", s.images.ModTime, s.images.Initrd())
+		return
 	}
-	_, _ = w.Write([]byte("metalshift deploy " + kind + " placeholder\n"))
+	http.ServeContent(w, r, "vmlinuz", s.images.ModTime, s.images.Kernel())
+}
+
+// serveHostInitrd serves the host's own initrd: its boot configuration.
+func (s *Server) serveHostInitrd(w http.ResponseWriter, r *http.Request) {
+	id, exp, ok := s.signedHost(w, r)
+	if !ok {
+		return
+	}
+	b, err := imageservice.HostInitrd(s.bootConfig(id, exp))
+	if err != nil {
+		http.Error(w, "building the host's initrd failed: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	http.ServeContent(w, r, "host.img", time.Time{}, bytes.NewReader(b))
 }
 
 // agentHost authenticates an agent and loads its host.
@@ -359,13 +397,7 @@ func (s *Server) serveByMAC(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("%d hosts waiting for their deploy agent have boot MAC %s; fix spec.bootMACAddress", len(matches), mac), http.StatusConflict)
 		return
 	case len(matches) == 1:
-		h := matches[0]
-		id := HostID(h)
-		exp := s.clock.Now().Add(s.ttl)
-		kernel := s.baseURL + KernelPath + "?" + deployapi.SignURLQuery(s.key, KernelPath, id, exp)
-		initrd := s.baseURL + InitrdPath + "?" + deployapi.SignURLQuery(s.key, InitrdPath, id, exp)
-		w.Header().Set("Content-Type", "text/plain")
-		_, _ = w.Write([]byte(imageservice.DeployIPXEScript(kernel, initrd, s.bootConfig(id))))
+		s.writeIPXE(w, HostID(matches[0]), s.clock.Now().Add(s.ttl))
 		return
 	}
 	http.Error(w, "no network boot for "+mac, http.StatusNotFound)

@@ -18,17 +18,20 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
+	"github.com/metalshift/metalshift/agent/boot"
 	"github.com/metalshift/metalshift/agent/deploy"
 	"github.com/metalshift/metalshift/agent/host"
 	deployapi "github.com/metalshift/metalshift/api/deploy/v1"
-	"github.com/metalshift/metalshift/imageservice"
 )
 
 func main() {
+	if os.Getpid() == 1 {
+		initMain()
+		return
+	}
 	if err := run(os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "metalshift-agent:", err)
 		var usage usageError
@@ -47,8 +50,7 @@ func run(args []string) error {
 	fs.StringVar(&paths.Sys, "sysfs", paths.Sys, "Where sysfs is mounted")
 	fs.StringVar(&paths.Proc, "procfs", paths.Proc, "Where procfs is mounted")
 	fs.StringVar(&paths.Dev, "dev", paths.Dev, "Where the device nodes are")
-	config := fs.String("config", "", "Boot configuration (JSON, as "+deployapi.BootConfigFile+" on the deploy ISO); default: the kernel command line's "+
-		imageservice.ArgEngine+", "+imageservice.ArgHost+" and "+imageservice.ArgToken)
+	config := fs.String("config", deployapi.BootConfigFile, "Boot configuration (JSON), as the live image's host initrd puts it")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: metalshift-agent [flags] [deploy|inventory]\n\n"+
 			"  deploy     ask the deploy server for work and do it (default)\n"+
@@ -75,7 +77,7 @@ func run(args []string) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(inv)
 	case "deploy":
-		cfg, err := bootConfig(*config, paths)
+		cfg, err := bootConfig(*config)
 		if err != nil {
 			return err
 		}
@@ -85,34 +87,51 @@ func run(args []string) error {
 	}
 }
 
-// bootConfig reads the boot configuration from file, else from the
-// kernel command line (the iPXE path).
-func bootConfig(file string, paths host.Paths) (deployapi.BootConfig, error) {
+// bootConfig reads the boot configuration from file.
+func bootConfig(file string) (deployapi.BootConfig, error) {
 	var cfg deployapi.BootConfig
-	if file != "" {
-		b, err := os.ReadFile(file)
-		if err != nil {
-			return cfg, err
-		}
-		if err := json.Unmarshal(b, &cfg); err != nil {
-			return cfg, fmt.Errorf("%s: %w", file, err)
-		}
-		if cfg.EngineURL == "" || cfg.HostID == "" || cfg.Token == "" {
-			return cfg, fmt.Errorf("%s: engineURL, hostID and token are required", file)
-		}
-		return cfg, nil
+	b, err := os.ReadFile(file)
+	if errors.Is(err, os.ErrNotExist) && file == deployapi.BootConfigFile {
+		return cfg, fmt.Errorf("no boot configuration at %s: this image was booted without a host's configuration; "+
+			"boot the URL the host engine gives the host (its ISO or iPXE script), not the base image", file)
 	}
-	b, err := os.ReadFile(paths.Proc + "/cmdline")
 	if err != nil {
-		return cfg, fmt.Errorf("reading the kernel command line: %w", err)
+		return cfg, err
 	}
-	args := map[string]string{}
-	for _, a := range strings.Fields(string(b)) {
-		if k, v, ok := strings.Cut(a, "="); ok {
-			args[k] = v
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		return cfg, fmt.Errorf("%s: %w", file, err)
+	}
+	if cfg.EngineURL == "" || cfg.HostID == "" || cfg.Token == "" {
+		return cfg, fmt.Errorf("%s: engineURL, hostID and token are required", file)
+	}
+	return cfg, nil
+}
+
+// initMain runs the agent as the live image's init: it prepares the
+// machine, then runs the deploy role until the machine is powered off.
+// It never returns: PID 1 exiting panics the kernel.
+func initMain() {
+	log.SetFlags(log.Ltime)
+	log.SetPrefix("metalshift-agent: ")
+	go boot.Reap()
+	if err := boot.Setup(context.Background(), log.Printf); err != nil {
+		log.Printf("Network: %v", err)
+	}
+	if inv, err := host.ReadInventory(host.Linux); err == nil {
+		log.Printf("Machine: %s %s, %d CPUs, %d MiB, boot mode %s, %d NICs, %d disks", inv.SystemVendor.Manufacturer,
+			inv.SystemVendor.ProductName, inv.CPU.Count, inv.MemoryBytes>>20, inv.BootMode, len(inv.NICs), len(inv.Disks))
+		if b, err := json.Marshal(inv); err == nil {
+			log.Printf("Inventory: %s", b)
 		}
 	}
-	return imageservice.BootConfigFromArgs(args)
+	for {
+		cfg, err := bootConfig(deployapi.BootConfigFile)
+		if err == nil {
+			err = deployRole(cfg, host.Linux)
+		}
+		log.Printf("%v; trying again in 30s", err)
+		time.Sleep(30 * time.Second)
+	}
 }
 
 func deployRole(cfg deployapi.BootConfig, paths host.Paths) error {

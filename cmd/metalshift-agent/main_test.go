@@ -13,6 +13,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/metalshift/metalshift/agent/host"
+	deployapi "github.com/metalshift/metalshift/api/deploy/v1"
 )
 
 // agentBin builds the agent as `make images` will: CGO off.
@@ -65,12 +66,10 @@ func TestAgentBinary(t *testing.T) {
 	g.Expect(exitCode(err)).To(Equal(2))
 	g.Expect(string(out)).To(ContainSubstring(`unknown role "dance": deploy or inventory`))
 
-	// No boot configuration: neither a file nor the kernel's arguments.
-	proc := t.TempDir()
-	g.Expect(os.WriteFile(filepath.Join(proc, "cmdline"), []byte("BOOT_IMAGE=/vmlinuz root=/dev/sda1 quiet\n"), 0o644)).To(Succeed())
-	out, err = exec.Command(bin, "--procfs", proc, "deploy").CombinedOutput()
+	// No boot configuration: the base image booted as is.
+	out, err = exec.Command(bin, "--config", deployapi.BootConfigFile, "deploy").CombinedOutput()
 	g.Expect(exitCode(err)).To(Equal(1))
-	g.Expect(string(out)).To(ContainSubstring("kernel arguments metalshift.engine"))
+	g.Expect(string(out)).To(ContainSubstring("this image was booted without a host's configuration"))
 
 	cfg := filepath.Join(t.TempDir(), "deploy.cfg")
 	g.Expect(os.WriteFile(cfg, []byte(`{"engineURL":"http://127.0.0.1:1"}`), 0o644)).To(Succeed())

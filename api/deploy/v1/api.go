@@ -38,8 +38,9 @@ const (
 	PhaseFailed  = "failed"
 )
 
-// BootConfig is what the deploy image tells the agent, on the ISO as
-// BootConfigFile or as kernel arguments (metalshift.engine=..., ...).
+// BootConfig is what the deploy image tells the agent: a small initramfs
+// unpacked over the live one puts it at BootConfigFile (the live ISO's host
+// region, or iPXE's second initrd).
 type BootConfig struct {
 	EngineURL string `json:"engineURL"`
 	HostID    string `json:"hostID"`
@@ -49,8 +50,9 @@ type BootConfig struct {
 	CACert string `json:"caCert,omitempty"`
 }
 
-// BootConfigFile is the path of the boot configuration on the deploy ISO.
-const BootConfigFile = "/metalshift/deploy.cfg"
+// BootConfigFile is the path of the boot configuration in the running
+// live image.
+const BootConfigFile = "/etc/metalshift/boot.json"
 
 // RootDeviceHints select the disk to deploy to; see BareMetalHost.
 type RootDeviceHints struct {
@@ -105,16 +107,10 @@ type StatusReport struct {
 	Session string `json:"session"`
 }
 
-// ConfigDrive is what the agent writes after the image: a small labelled
-// region at the end of the root disk that first-boot software reads.
-type ConfigDrive struct {
-	Label       string `json:"label"`
-	UserData    []byte `json:"userData,omitempty"`
-	NetworkData []byte `json:"networkData,omitempty"`
-	MetaData    []byte `json:"metaData,omitempty"`
-}
-
-// ConfigDriveLabel marks a config drive; ConfigDriveSize is its size.
+// ConfigDriveLabel is the volume label of the config drive the agent
+// writes after the image (an ISO 9660 filesystem in a partition at the end
+// of the disk, as Ironic writes it; see agent/configdrive);
+// ConfigDriveSize is the size of that partition.
 const (
 	ConfigDriveLabel = "config-2"
 	ConfigDriveSize  = 64 << 20

@@ -1,0 +1,220 @@
+//go:build linux
+
+package boot
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/insomniacslk/dhcp/dhcpv4/nclient4"
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// ModulesOrder lists the modules to load, one path per line relative to
+// /lib/modules/<release>, dependencies first.
+const ModulesOrder = "/lib/modules/load.order"
+
+// Logf is where the init reports; the console by default.
+type Logf func(format string, args ...any)
+
+// Setup mounts /proc, /sys, /dev, /run and /tmp, loads the modules and
+// configures the network. Errors of single modules or NICs are logged, not
+// returned: a NIC without DHCP must not stop the one that has it.
+func Setup(ctx context.Context, logf Logf) error {
+	if err := mounts(); err != nil {
+		return err
+	}
+	loadModules(logf)
+	// Drivers probe devices asynchronously: give NICs and disks a moment.
+	waitFor(3*time.Second, func() bool { return len(nics()) > 0 })
+	return network(ctx, logf)
+}
+
+func mounts() error {
+	for _, m := range []struct{ src, dst, fstype string }{
+		{"proc", "/proc", "proc"}, {"sysfs", "/sys", "sysfs"}, {"devtmpfs", "/dev", "devtmpfs"},
+		{"tmpfs", "/run", "tmpfs"}, {"tmpfs", "/tmp", "tmpfs"},
+	} {
+		if err := os.MkdirAll(m.dst, 0o755); err != nil {
+			return err
+		}
+		if err := unix.Mount(m.src, m.dst, m.fstype, unix.MS_NOSUID, ""); err != nil && !errors.Is(err, unix.EBUSY) {
+			return fmt.Errorf("mounting %s: %w", m.dst, err)
+		}
+	}
+	return nil
+}
+
+func loadModules(logf Logf) {
+	var uts unix.Utsname
+	_ = unix.Uname(&uts)
+	dir := filepath.Join("/lib/modules", unix.ByteSliceToString(uts.Release[:]))
+	f, err := os.Open(ModulesOrder)
+	if err != nil {
+		logf("No modules to load: %v", err)
+		return
+	}
+	defer f.Close()
+	loaded, failed := 0, 0
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		rel := strings.TrimSpace(sc.Text())
+		if rel == "" {
+			continue
+		}
+		if err := loadModule(filepath.Join(dir, rel)); err != nil {
+			failed++
+			logf("Loading module %s: %v", filepath.Base(rel), err)
+			continue
+		}
+		loaded++
+	}
+	logf("Loaded %d kernel modules (%d failed)", loaded, failed)
+}
+
+func loadModule(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	err = unix.FinitModule(int(f.Fd()), "", 0)
+	if errors.Is(err, unix.EEXIST) {
+		return nil
+	}
+	return err
+}
+
+func waitFor(d time.Duration, ok func() bool) bool {
+	deadline := time.Now().Add(d)
+	for !ok() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return true
+}
+
+// nics returns the names of the network interfaces but loopback.
+func nics() []string {
+	entries, _ := os.ReadDir("/sys/class/net")
+	var out []string
+	for _, e := range entries {
+		if e.Name() != "lo" {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// network brings loopback and every NIC up and runs DHCP on each that
+// has a link, in parallel. It succeeds when at least one NIC got a lease.
+func network(ctx context.Context, logf Logf) error {
+	if lo, err := netlink.LinkByName("lo"); err == nil {
+		_ = netlink.LinkSetUp(lo)
+	}
+	var (
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		leases int
+	)
+	for _, name := range nics() {
+		link, err := netlink.LinkByName(name)
+		if err != nil {
+			continue
+		}
+		if err := netlink.LinkSetUp(link); err != nil {
+			logf("%s: setting the link up: %v", name, err)
+			continue
+		}
+		logf("%s (%s): link up, waiting for carrier", name, link.Attrs().HardwareAddr)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if !waitFor(10*time.Second, func() bool { return carrier(name) }) {
+				logf("%s (%s): no link", name, link.Attrs().HardwareAddr)
+				return
+			}
+			if err := dhcp(ctx, link, logf); err != nil {
+				logf("%s (%s): DHCP: %v", name, link.Attrs().HardwareAddr, err)
+				return
+			}
+			mu.Lock()
+			leases++
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if leases == 0 {
+		return errors.New("no NIC got an address from DHCP")
+	}
+	return nil
+}
+
+func carrier(name string) bool {
+	b, err := os.ReadFile(filepath.Join("/sys/class/net", name, "carrier"))
+	return err == nil && strings.TrimSpace(string(b)) == "1"
+}
+
+// dhcp asks for a lease on link and configures its address, the default
+// route and the resolver.
+func dhcp(ctx context.Context, link netlink.Link, logf Logf) error {
+	name := link.Attrs().Name
+	logf("%s: DHCP", name)
+	c, err := nclient4.New(name, nclient4.WithTimeout(4*time.Second), nclient4.WithRetry(4))
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	lease, err := c.Request(ctx)
+	if err != nil {
+		return err
+	}
+	ack := lease.ACK
+	mask := ack.SubnetMask()
+	if mask == nil {
+		mask = net.CIDRMask(24, 32)
+	}
+	addr := &netlink.Addr{IPNet: &net.IPNet{IP: ack.YourIPAddr, Mask: mask}}
+	if err := netlink.AddrReplace(link, addr); err != nil {
+		return fmt.Errorf("adding %s: %w", addr.IPNet, err)
+	}
+	msg := fmt.Sprintf("%s (%s): %s", name, link.Attrs().HardwareAddr, addr.IPNet)
+	if routers := ack.Router(); len(routers) > 0 {
+		if err := netlink.RouteReplace(&netlink.Route{LinkIndex: link.Attrs().Index, Gw: routers[0]}); err != nil {
+			logf("%s: default route via %s: %v", name, routers[0], err)
+		} else {
+			msg += " via " + routers[0].String()
+		}
+	}
+	if dns := ack.DNS(); len(dns) > 0 {
+		var b strings.Builder
+		for _, d := range dns {
+			fmt.Fprintf(&b, "nameserver %s\n", d)
+		}
+		_ = os.MkdirAll("/etc", 0o755)
+		_ = os.WriteFile("/etc/resolv.conf", []byte(b.String()), 0o644) //nolint:gosec // resolv.conf is world-readable
+	}
+	logf("%s", msg)
+	return nil
+}
+
+// Reap collects orphaned children forever, as PID 1 must.
+func Reap() {
+	for {
+		var ws unix.WaitStatus
+		if _, err := unix.Wait4(-1, &ws, 0, nil); errors.Is(err, unix.ECHILD) {
+			time.Sleep(time.Second)
+		}
+	}
+}
