@@ -12,6 +12,9 @@ GOLANGCI_LINT := $(BIN)/golangci-lint
 # envtest and the embedded control plane find etcd and kube-apiserver here.
 export KUBEBUILDER_ASSETS := $(BIN)
 export METALSHIFT_BIN_DIR := $(BIN)
+# The live image, the iPXE artifacts and the QEMU lab's OS image.
+IMAGES := $(BIN)/images
+export METALSHIFT_IMAGES_DIR := $(IMAGES)
 export PATH := $(BIN):$(PATH)
 
 TEST_FLAGS ?=
@@ -57,13 +60,18 @@ build: ## Build the metalshift binaries into bin/.
 	$(GO) build -o $(BIN)/manager ./cmd/manager
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/metalshift-agent ./cmd/metalshift-agent
 
+.PHONY: images
+images: ## Build the live image (hybrid BIOS/UEFI ISO with the agent), its iPXE kernel and initramfs and the QEMU lab's OS image into bin/images, skipping what is up to date.
+	@CGO_ENABLED=0 $(GO) build -o $(BIN)/metalshift-agent ./cmd/metalshift-agent
+	@$(GO) run ./hack/images -out $(IMAGES) -agent $(BIN)/metalshift-agent
+
 ##@ Checks
 
 # The tools the tests and the hub run; linters and generators are not needed to test.
 RUNTIME_TOOLS := etcd kube-apiserver kube-controller-manager kubectl
 
 .PHONY: test
-test: ## Run every test (unit, envtest, embedded hub, CLI), building the tools first when missing.
+test: images ## Run every test (unit, envtest, embedded hub, CLI, QEMU machines), building the tools and images first when missing.
 	@hack/tools/build.sh $(RUNTIME_TOOLS)
 	$(GO) test -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) $$($(GO) list ./... | grep -v /test/e2e)
 	@# The e2e tests build and run the metalshift binary, which Go's test cache
@@ -71,7 +79,7 @@ test: ## Run every test (unit, envtest, embedded hub, CLI), building the tools f
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) ./test/e2e/...
 
 .PHONY: bench
-bench: ## Run the benchmarks and print their figures.
+bench: images ## Run the benchmarks and print their figures.
 	@hack/tools/build.sh $(RUNTIME_TOOLS)
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem ./...
 
@@ -80,4 +88,6 @@ bench: ## Run the benchmarks and print their figures.
 .PHONY: demo
 demo: build ## Embedded hub + simulator: reconcile a Cluster, register, inspect and provision simulated hosts, shut down.
 	@hack/tools/build.sh $(RUNTIME_TOOLS)
+	@# The demo's simulated machines do not need the live image; build it when the Debian tools are there.
+	@$(MAKE) --no-print-directory images || echo "make demo: the live image was not built (see above); the demo does not need it"
 	@hack/demo.sh

@@ -3,6 +3,7 @@ package baremetal
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/metalshift/metalshift/baremetal/reconcilers/baremetalhost"
 	"github.com/metalshift/metalshift/baremetal/webhooks"
 	"github.com/metalshift/metalshift/component"
+	"github.com/metalshift/metalshift/imageservice"
 )
 
 // Component is the host engine as a part of the hub: it serves the metal3.io
@@ -38,6 +40,8 @@ func Component() component.Component {
 		Flags: func(fs *pflag.FlagSet) {
 			fs.StringVar(&o.DeployListenAddr, "deploy-listen-address", "", "Where the host engine's deploy server listens (hosts fetch deploy images and their agents report there); empty disables the host engine")
 			fs.StringVar(&o.DeployURL, "deploy-url", "", "How hosts reach the deploy server (default http://<deploy-listen-address>)")
+			fs.StringVar(&o.LiveImageDir, "live-image-dir", "", "Directory of the live images `make images` builds (metalshift-live.iso, .vmlinuz, .initrd), which real machines boot; "+
+				"empty serves the light images, which only simulated machines boot")
 		},
 		Complete: func(hub *component.Options) error {
 			if o.DeployListenAddr != "" && len(hub.SigningKey) == 0 {
@@ -70,6 +74,9 @@ type Options struct {
 	DeployURL string
 	// SigningKey signs deploy URLs and agent tokens; keep it across restarts.
 	SigningKey []byte
+	// LiveImageDir holds the live images the deploy server streams; empty
+	// means the light images, which only simulated machines boot.
+	LiveImageDir string
 	// Provisioners overrides the BMC drivers (tests).
 	Provisioners provisioner.Factory
 	// BackoffBase is the first retry delay after an error; 0 means 2s.
@@ -115,7 +122,15 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	// The manager's client serves hosts from the cache, which agents polling
 	// every few seconds would otherwise turn into API reads, and reads Secrets
 	// directly (Cluster API's client options keep them out of the cache).
-	ds, err := deployserver.New(deployserver.Options{Client: mgr.GetClient(), Key: opts.SigningKey, BaseURL: opts.DeployURL, Clock: opts.Clock})
+	var images *imageservice.Images
+	if opts.LiveImageDir != "" {
+		var err error
+		if images, err = imageservice.LoadImages(opts.LiveImageDir); err != nil {
+			return fmt.Errorf("loading the live images (build them with `make images`): %w", err)
+		}
+		ctrl.LoggerFrom(ctx).Info("Serving the live images", "dir", opts.LiveImageDir)
+	}
+	ds, err := deployserver.New(deployserver.Options{Client: mgr.GetClient(), Key: opts.SigningKey, BaseURL: opts.DeployURL, Clock: opts.Clock, Images: images})
 	if err != nil {
 		return err
 	}

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/metalshift/metalshift/component"
+	"github.com/metalshift/metalshift/imageservice"
 	"github.com/metalshift/metalshift/localcp"
 	"github.com/metalshift/metalshift/manager"
 )
@@ -245,7 +246,7 @@ func printReady(out io.Writer, hub *localcp.Hub, took time.Duration, controllers
 // runs its manager in-process with the same flags.
 func managerArgs(hub *localcp.Hub) []string {
 	ws, is := hub.WebhookServing(), hub.IgnitionServing()
-	return []string{
+	args := []string{
 		"--webhook-host=" + ws.Host, "--webhook-port=" + strconv.Itoa(ws.Port), "--webhook-cert-dir=" + ws.CertDir,
 		"--webhook-cert-name=" + ws.CertName, "--webhook-key-name=" + ws.KeyName,
 		"--deploy-listen-address=" + hub.DeployAddr(),
@@ -254,6 +255,14 @@ func managerArgs(hub *localcp.Hub) []string {
 		// Installed clusters come up while the hub watches: connect soon after.
 		"--workload-connection-retry-interval=2s",
 	}
+	// Real machines boot the live images when `make images` built them
+	// (make exports their directory); simulated ones boot either.
+	if dir := os.Getenv("METALSHIFT_IMAGES_DIR"); dir != "" {
+		if _, err := os.Stat(filepath.Join(dir, imageservice.LiveISOFile)); err == nil {
+			args = append(args, "--live-image-dir="+dir)
+		}
+	}
+	return args
 }
 
 func (o *hubOptions) status(ctx context.Context, out io.Writer, wait time.Duration) error {
