@@ -18,14 +18,14 @@ import (
 
 // DeviceInfo describes a block device, as inspection would.
 type DeviceInfo struct {
-	Name         string
-	Model        string
-	Vendor       string
-	SerialNumber string
-	WWN          string
-	HCTL         string
-	SizeBytes    int64
-	Rotational   bool
+	Name         string `json:"name"`
+	Model        string `json:"model,omitempty"`
+	Vendor       string `json:"vendor,omitempty"`
+	SerialNumber string `json:"serialNumber,omitempty"`
+	WWN          string `json:"wwn,omitempty"`
+	HCTL         string `json:"hctl,omitempty"`
+	SizeBytes    int64  `json:"sizeBytes"`
+	Rotational   bool   `json:"rotational"`
 }
 
 // BlockDevice is a disk the agent can write.
