@@ -17,16 +17,7 @@ import (
 )
 
 // DeviceInfo describes a block device, as inspection would.
-type DeviceInfo struct {
-	Name         string `json:"name"`
-	Model        string `json:"model,omitempty"`
-	Vendor       string `json:"vendor,omitempty"`
-	SerialNumber string `json:"serialNumber,omitempty"`
-	WWN          string `json:"wwn,omitempty"`
-	HCTL         string `json:"hctl,omitempty"`
-	SizeBytes    int64  `json:"sizeBytes"`
-	Rotational   bool   `json:"rotational"`
-}
+type DeviceInfo = deployapi.Disk
 
 // BlockDevice is a disk the agent can write.
 type BlockDevice interface {
@@ -45,6 +36,9 @@ type Options struct {
 	PollInterval time.Duration
 	// Logf receives progress lines; nil discards them.
 	Logf func(format string, args ...any)
+	// Inventory reads the machine's inventory, for inspect requests; nil
+	// fails them.
+	Inventory func() (*deployapi.Inventory, error)
 }
 
 // Run asks the engine for work and does it until ctx ends (the host is
@@ -115,6 +109,12 @@ func (a *agent) run(ctx context.Context, ins *deployapi.Instructions) deployapi.
 		rep.RootDevice, rep.BytesWritten, err = a.deploy(ctx, ins)
 	case deployapi.ActionClean:
 		err = a.clean()
+	case deployapi.ActionInspect:
+		if a.opts.Inventory == nil {
+			err = errors.New("this agent cannot read the machine's inventory")
+			break
+		}
+		rep.Inventory, err = a.opts.Inventory()
 	default:
 		err = fmt.Errorf("unknown action %q: this agent speaks deploy API %s", ins.Action, deployapi.Version)
 	}

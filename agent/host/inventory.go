@@ -10,47 +10,22 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/metalshift/metalshift/agent/deploy"
+	deployapi "github.com/metalshift/metalshift/api/deploy/v1"
 )
 
-// Inventory is what the agent tells of the machine it runs on.
-type Inventory struct {
-	SystemVendor SystemVendor        `json:"systemVendor"`
-	BootMode     string              `json:"bootMode"`
-	CPU          CPU                 `json:"cpu"`
-	MemoryBytes  int64               `json:"memoryBytes"`
-	NICs         []NIC               `json:"nics"`
-	Disks        []deploy.DeviceInfo `json:"disks"`
-}
+// The inventory's types are the deploy API's: the agent reports them.
+type (
+	Inventory    = deployapi.Inventory
+	SystemVendor = deployapi.SystemVendor
+	CPU          = deployapi.CPU
+	NIC          = deployapi.NIC
+)
 
 // Boot modes, as BareMetalHost's spec.bootMode spells them.
 const (
-	BootModeUEFI   = "UEFI"
-	BootModeLegacy = "legacy"
+	BootModeUEFI   = deployapi.BootModeUEFI
+	BootModeLegacy = deployapi.BootModeLegacy
 )
-
-// SystemVendor is the machine's DMI identity.
-type SystemVendor struct {
-	Manufacturer string `json:"manufacturer,omitempty"`
-	ProductName  string `json:"productName,omitempty"`
-	SerialNumber string `json:"serialNumber,omitempty"`
-}
-
-// CPU describes the processors.
-type CPU struct {
-	Architecture string `json:"architecture"`
-	Model        string `json:"model,omitempty"`
-	Count        int    `json:"count"`
-}
-
-// NIC is a physical network interface.
-type NIC struct {
-	Name string `json:"name"`
-	MAC  string `json:"mac"`
-	// SpeedMbps is 0 when unknown (no link).
-	SpeedMbps int  `json:"speedMbps,omitempty"`
-	HasLink   bool `json:"hasLink"`
-}
 
 // ReadInventory reads the inventory of the machine under p.
 func ReadInventory(p Paths) (*Inventory, error) {

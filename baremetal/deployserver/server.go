@@ -261,8 +261,8 @@ func (s *Server) instructionsFor(ctx context.Context, host *metal3v1.BareMetalHo
 	switch {
 	case req == nil:
 		return &deployapi.Instructions{Action: deployapi.ActionWait}, nil
-	case req.Action == deployapi.ActionClean:
-		return &deployapi.Instructions{Action: deployapi.ActionClean, Generation: req.Generation}, nil
+	case req.Action == deployapi.ActionClean, req.Action == deployapi.ActionInspect:
+		return &deployapi.Instructions{Action: req.Action, Generation: req.Generation}, nil
 	case req.Action != deployapi.ActionDeploy || req.Image == nil:
 		return nil, fmt.Errorf("request %s of host %s has no image", req.Generation, host.Name)
 	}
@@ -351,6 +351,10 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("request %s was claimed by another boot of the agent", rep.Generation), http.StatusConflict)
 		return
 	}
+	if rep.Phase == deployapi.PhaseDone && req.Action == deployapi.ActionInspect && rep.Inventory == nil {
+		http.Error(w, "invalid report: an inspect report carries the inventory", http.StatusBadRequest)
+		return
+	}
 	if prev != nil && prev.Phase == rep.Phase && prev.Message == rep.Message && prev.RootDevice == rep.RootDevice {
 		w.WriteHeader(http.StatusAccepted) // a repeated report: nothing new
 		return
@@ -363,6 +367,7 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 	host.Status.DeployAgent.Report = &metal3v1.DeployAgentReport{
 		Generation: rep.Generation, Phase: rep.Phase, Message: rep.Message, RootDevice: rep.RootDevice,
 		BytesWritten: rep.BytesWritten, Session: rep.Session, Time: metav1.NewTime(s.clock.Now().Truncate(time.Second)),
+		HardwareDetails: HardwareDetails(rep.Inventory),
 	}
 	if err := s.client.Status().Patch(r.Context(), host, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 		if apierrors.IsConflict(err) {
@@ -401,4 +406,35 @@ func (s *Server) serveByMAC(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.Error(w, "no network boot for "+mac, http.StatusNotFound)
+}
+
+// HardwareDetails converts an agent's inventory to a BareMetalHost's
+// hardware details; nil stays nil.
+func HardwareDetails(inv *deployapi.Inventory) *metal3v1.HardwareDetails {
+	if inv == nil {
+		return nil
+	}
+	hw := &metal3v1.HardwareDetails{
+		SystemVendor: metal3v1.HardwareSystemVendor{
+			Manufacturer: inv.SystemVendor.Manufacturer, ProductName: inv.SystemVendor.ProductName, SerialNumber: inv.SystemVendor.SerialNumber,
+		},
+		RAMMebibytes: int(inv.MemoryBytes >> 20),
+		CPU: metal3v1.CPU{Arch: inv.CPU.Architecture, Model: inv.CPU.Model, Count: inv.CPU.Count,
+			ClockMegahertz: metal3v1.ClockSpeed(inv.CPU.MHz)},
+	}
+	for _, n := range inv.NICs {
+		hw.NIC = append(hw.NIC, metal3v1.NIC{Name: n.Name, MAC: n.MAC, SpeedGbps: n.SpeedMbps / 1000})
+	}
+	for _, d := range inv.Disks {
+		typ := metal3v1.DiskType("SSD")
+		switch {
+		case strings.HasPrefix(d.Name, "/dev/nvme"):
+			typ = "NVME"
+		case d.Rotational:
+			typ = "HDD"
+		}
+		hw.Storage = append(hw.Storage, metal3v1.Storage{Name: d.Name, Rotational: d.Rotational, Type: typ, SizeBytes: metal3v1.Capacity(d.SizeBytes),
+			Vendor: d.Vendor, Model: d.Model, SerialNumber: d.SerialNumber, WWN: d.WWN, HCTL: d.HCTL})
+	}
+	return hw
 }

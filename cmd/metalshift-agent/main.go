@@ -152,7 +152,8 @@ func deployRole(cfg deployapi.BootConfig, paths host.Paths) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	log.Printf("Deploy agent for host %s, deploy server %s", cfg.HostID, cfg.EngineURL)
-	return deploy.Run(ctx, deploy.Options{Config: cfg, Devices: devs, HTTP: httpClient, Logf: log.Printf})
+	return deploy.Run(ctx, deploy.Options{Config: cfg, Devices: devs, HTTP: httpClient, Logf: log.Printf,
+		Inventory: func() (*host.Inventory, error) { return host.ReadInventory(paths) }})
 }
 
 // client trusts cfg.CACert besides the system's roots when the deploy

@@ -99,6 +99,8 @@ type StatusReport struct {
 	RootDevice string `json:"rootDevice,omitempty"`
 	// BytesWritten by a deploy.
 	BytesWritten int64 `json:"bytesWritten,omitempty"`
+	// Inventory is the machine's, in the done report of an inspect.
+	Inventory *Inventory `json:"inventory,omitempty"`
 	// Session is random per boot of the agent. The first running report
 	// claims the request for that session; the engine refuses reports of
 	// any other session for it (409), and the agent writes nothing until

@@ -394,8 +394,8 @@ type DeployAgentStatus struct {
 
 // DeployAgentRequest is one request to the deploy agent.
 type DeployAgentRequest struct {
-	// action is deploy or clean.
-	// +kubebuilder:validation:Enum=deploy;clean
+	// action is deploy, clean or inspect.
+	// +kubebuilder:validation:Enum=deploy;clean;inspect
 	Action string `json:"action"`
 	// generation identifies the request; the agent's reports carry it back.
 	// +kubebuilder:validation:MinLength=1
@@ -426,6 +426,10 @@ type DeployAgentReport struct {
 	// bytesWritten by a deploy.
 	// +optional
 	BytesWritten int64 `json:"bytesWritten,omitempty"`
+	// hardwareDetails is what the agent found, in the done report of an
+	// inspect request (in-band inspection).
+	// +optional
+	HardwareDetails *HardwareDetails `json:"hardwareDetails,omitempty"`
 	// session identifies the boot of the agent that claimed the request:
 	// once an agent has reported running, no other boot of an agent may
 	// take the same request, so a disk is written at most once per request.

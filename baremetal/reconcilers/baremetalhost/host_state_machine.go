@@ -140,10 +140,13 @@ func (r *Reconciler) handleInspecting(ctx context.Context, s *hostScope) actionR
 	}
 	hw, err := s.prov.Inspect(ctx)
 	if errors.Is(err, provisioner.ErrNotSupported) {
-		if res := hardwareFromAnnotation(s); res != nil {
-			return res
+		if _, ok := s.host.Annotations[metal3v1.HardwareDetailsAnnotation]; ok {
+			if res := hardwareFromAnnotation(s); res != nil {
+				return res
+			}
+			return r.afterInspection(s)
 		}
-		return r.afterInspection(s)
+		return r.inspectInBand(ctx, s)
 	}
 	if err != nil {
 		return fail(metal3v1.InspectionError, fmt.Sprintf("Inspecting over the BMC failed: %v", err))
@@ -152,6 +155,31 @@ func (r *Reconciler) handleInspecting(ctx context.Context, s *hostScope) actionR
 	if s.host.Spec.Architecture == "" && hw.CPU.Arch != "" {
 		s.archToSet = hw.CPU.Arch
 	}
+	return r.afterInspection(s)
+}
+
+// inspectInBand boots the agent and takes the hardware details it
+// reports, as Ironic inspects hosts whose BMC tells nothing (IPMI).
+func (r *Reconciler) inspectInBand(ctx context.Context, s *hostScope) actionResult {
+	if res := r.request(s, deployapi.ActionInspect); res != nil {
+		return res
+	}
+	rep := deployserver.Report(s.host)
+	switch {
+	case rep != nil && rep.Phase == deployapi.PhaseFailed:
+		s.setAgentBooted(false, "InspectFailed", rep.Message)
+		s.host.Status.DeployAgent = nil
+		return fail(metal3v1.InspectionError, "In-band inspection failed: "+rep.Message)
+	case rep == nil || rep.Phase != deployapi.PhaseDone || rep.HardwareDetails == nil:
+		return r.bootAgent(ctx, s, metal3v1.InspectionError)
+	}
+	hw := rep.HardwareDetails.DeepCopy()
+	s.host.Status.HardwareDetails = hw
+	if s.host.Spec.Architecture == "" && hw.CPU.Arch != "" {
+		s.archToSet = hw.CPU.Arch
+	}
+	s.setAgentBooted(false, "Inspected", "The deploy agent reported the hardware")
+	s.host.Status.DeployAgent = nil
 	return r.afterInspection(s)
 }
 

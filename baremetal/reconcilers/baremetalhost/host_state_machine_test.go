@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	deployapi "github.com/metalshift/metalshift/api/deploy/v1"
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	"github.com/metalshift/metalshift/baremetal/deployserver"
 	"github.com/metalshift/metalshift/baremetal/pkg/provisioner"
@@ -98,9 +99,21 @@ func TestHandleInspecting(t *testing.T) {
 	g.Expect(res).To(BeAssignableToTypeOf(actionError{}))
 	g.Expect(res.(actionError).msg).To(ContainSubstring("is not valid hardware details JSON"))
 
+	// A driver without inventory: the agent inspects in-band. The engine
+	// first records the request, then boots the agent, then takes what it
+	// reported.
 	host = newTestHost(metal3v1.StateInspecting)
-	res = r.handleInspecting(context.Background(), scopeFor(host, &fixture.Fixture{InspectErr: provisioner.ErrNotSupported}))
-	g.Expect(res).To(Equal(actionComplete{next: metal3v1.StatePreparing}), "drivers without inventory skip inspection")
+	f = &fixture.Fixture{InspectErr: provisioner.ErrNotSupported}
+	g.Expect(r.handleInspecting(context.Background(), scopeFor(host, f))).To(BeAssignableToTypeOf(actionWait{}))
+	req := host.Status.DeployAgent.Request
+	g.Expect(req.Action).To(Equal(deployapi.ActionInspect))
+	g.Expect(r.handleInspecting(context.Background(), scopeFor(host, f))).To(BeAssignableToTypeOf(actionWait{}))
+	g.Expect(req.BootedAt).NotTo(BeNil(), "the agent was booted")
+	host.Status.DeployAgent.Report = &metal3v1.DeployAgentReport{Generation: req.Generation, Phase: deployapi.PhaseDone, Session: "s",
+		HardwareDetails: &metal3v1.HardwareDetails{RAMMebibytes: 2048, CPU: metal3v1.CPU{Arch: "x86_64", Count: 2}}}
+	g.Expect(r.handleInspecting(context.Background(), scopeFor(host, f))).To(Equal(actionComplete{next: metal3v1.StatePreparing}))
+	g.Expect(host.Status.HardwareDetails.RAMMebibytes).To(Equal(2048))
+	g.Expect(host.Status.DeployAgent).To(BeNil())
 }
 
 func TestHandleProvisioningBootsTheAgentOnce(t *testing.T) {

@@ -2,6 +2,7 @@ package baremetalhost_test
 
 import (
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 
@@ -41,5 +42,36 @@ func TestIPMIHost(t *testing.T) {
 	written := make([]byte, len(img.data))
 	_, _ = m.DiskByName("/dev/sda").ReadAt(written, 0)
 	g.Expect(written).To(Equal(img.data))
+	expectNoCanary(t, e, ns, host)
+}
+
+// TestIPMIInBandInspection: an ipmi:// host without the hardwaredetails
+// annotation is inspected in-band, as Ironic does: the engine boots the
+// agent, which reports the machine's inventory; the host is then powered
+// off (online: false) and its details are the machine's.
+func TestIPMIInBandInspection(t *testing.T) {
+	g := NewWithT(t)
+	ns := env.Namespace(t)
+	e := startEngine(t, "", nil, nil)
+	lab := startLab(t, e, 1)
+	m := lab.Machines[0]
+	bmc, err := simipmi.Start(m, t.TempDir(), "admin", canary)
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(bmc.Close)
+
+	host := createHost(t, lab, 0, ns, false, func(h *metal3v1.BareMetalHost) { h.Spec.BMC.Address = "ipmi://" + bmc.Addr })
+	waitState(t, host, metal3v1.StateAvailable)
+	hw := host.Status.HardwareDetails
+	g.Expect(hw).NotTo(BeNil())
+	g.Expect(hw.CPU.Count).To(Equal(m.Hardware.CPUCount))
+	g.Expect(hw.CPU.Arch).To(Equal("x86_64"))
+	g.Expect(hw.RAMMebibytes).To(Equal(m.Hardware.RAMMiB))
+	g.Expect(hw.NIC).To(ContainElement(HaveField("MAC", m.Hardware.NICs[0].MAC)))
+	g.Expect(hw.Storage).To(ContainElement(And(HaveField("Name", "/dev/sda"), HaveField("SizeBytes", metal3v1.Capacity(64<<30)), HaveField("Type", metal3v1.DiskType("SSD")))))
+	g.Expect(hw.Storage).To(ContainElement(And(HaveField("Name", "/dev/sdb"), HaveField("Rotational", true), HaveField("Type", metal3v1.DiskType("HDD")))))
+	g.Expect(hw.SystemVendor.Manufacturer).To(Equal("Metalshift Sim"))
+	g.Expect(host.Spec.Architecture).To(Equal("x86_64"))
+	g.Expect(host.Status.DeployAgent).To(BeNil())
+	g.Eventually(m.PoweredOn, 30*time.Second).Should(BeFalse(), "online: false powers the host off after inspection")
 	expectNoCanary(t, e, ns, host)
 }
