@@ -93,6 +93,26 @@ func readCPU(p Paths) (CPU, error) {
 }
 
 func readMemory(p Paths) (int64, error) {
+	// The installed memory, as the memory blocks the kernel manages (what
+	// a person sized the machine with), not MemTotal, which lacks what the
+	// firmware and the kernel reserved.
+	if b, err := os.ReadFile(filepath.Join(p.Sys, "devices", "system", "memory", "block_size_bytes")); err == nil {
+		size, err := strconv.ParseInt(strings.TrimSpace(string(b)), 16, 64)
+		blocks, _ := filepath.Glob(filepath.Join(p.Sys, "devices", "system", "memory", "memory[0-9]*"))
+		var online int64
+		for _, blk := range blocks {
+			if st, _ := os.ReadFile(filepath.Join(blk, "state")); strings.TrimSpace(string(st)) == "online" {
+				online++
+			}
+		}
+		if err == nil && size > 0 && online > 0 {
+			return online * size, nil
+		}
+	}
+	return memTotal(p)
+}
+
+func memTotal(p Paths) (int64, error) {
 	f, err := os.Open(filepath.Join(p.Proc, "meminfo"))
 	if err != nil {
 		return 0, fmt.Errorf("reading the memory: %w", err)
