@@ -6,6 +6,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -16,8 +18,26 @@ import (
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	"github.com/metalshift/metalshift/internal/manifest"
 	"github.com/metalshift/metalshift/sim/cluster"
+	"github.com/metalshift/metalshift/sim/ipmi"
 	"github.com/metalshift/metalshift/sim/machine"
+	"github.com/metalshift/metalshift/sim/qemu"
 	"github.com/metalshift/metalshift/sim/redfish"
+)
+
+// Backends: what a lab's machines are.
+const (
+	// BackendLight machines run simulated firmware: the deploy agent runs
+	// in-process against simulated disks; thousands fit in one process.
+	BackendLight = "light"
+	// BackendQEMU machines are QEMU VMs (sim/qemu) that boot what their
+	// BMC says: virtual media, iPXE from the boot server, their disks.
+	BackendQEMU = "qemu"
+)
+
+// BMC protocols of legacy-BIOS machines (LabOptions.LegacyBMC).
+const (
+	LegacyBMCRedfish = "redfish"
+	LegacyBMCIPMI    = "ipmi"
 )
 
 // LabOptions describe a simulated lab.
@@ -45,19 +65,47 @@ type LabOptions struct {
 	// disk only records that it booted.
 	World *cluster.World
 	// Console, when set, gets the machines' console lines (boot, deploy
-	// agent), each as "<machine>: <line>".
+	// agent; with QEMU the BMC's events and the VMs' serial consoles), each
+	// as "<machine>: <line>".
 	Console io.Writer
+	// Backend is BackendLight (the default) or BackendQEMU. QEMU machines
+	// have small hardware (qemu.SmallHardware, DiskSizeBytes default 8
+	// GiB) and run no World.
+	Backend string
+	// StateDir holds what machines keep on the host: the QEMU backend's VMs
+	// and the ipmi_sim of legacy machines; default a new temporary
+	// directory that Close removes.
+	StateDir string
+	// GuestHostAlias is where QEMU VMs reach the host's loopback (the boot
+	// server, images); default 10.0.2.2.
+	GuestHostAlias string
+	// BootModes are the machines' firmware (machine i has
+	// BootModes[i%len(BootModes)]): metal3v1.UEFI (the default) or
+	// metal3v1.Legacy (SeaBIOS with QEMU). BareMetalHosts say the same.
+	BootModes []metal3v1.BootMode
+	// LegacyBMC is how the BareMetalHosts of legacy machines reach their
+	// BMC: "" (as UEFI machines), LegacyBMCRedfish (Redfish, network boot)
+	// or LegacyBMCIPMI (an ipmi_sim per legacy machine, network boot).
+	LegacyBMC string
 }
 
 // Lab is a running set of simulated machines behind one Redfish endpoint.
 type Lab struct {
-	Opts     LabOptions
-	BMC      *redfish.Server
+	Opts LabOptions
+	BMC  *redfish.Server
+	// Firmware boots the machines of the light backend, QEMU those of the
+	// QEMU backend; the other is nil.
 	Firmware *Firmware
+	QEMU     *qemu.Firmware
 	Machines []*machine.Machine
+	// IPMI are the ipmi_sim BMCs of legacy machines by machine ID, with
+	// LegacyBMCIPMI, once started.
+	IPMI map[string]*ipmi.BMC
 
-	listener net.Listener
-	server   *http.Server
+	modes     map[string]metal3v1.BootMode
+	tempState bool
+	listener  net.Listener
+	server    *http.Server
 }
 
 // NewLab creates the machines; Start serves their BMC.
@@ -71,8 +119,14 @@ func NewLab(opts LabOptions) *Lab {
 	if opts.Password == "" {
 		opts.Password = randomPassword()
 	}
+	if opts.Backend == "" {
+		opts.Backend = BackendLight
+	}
 	if opts.DiskSizeBytes == 0 {
 		opts.DiskSizeBytes = 480_000_000_000
+		if opts.Backend == BackendQEMU {
+			opts.DiskSizeBytes = qemu.DefaultDiskSize
+		}
 	}
 	if opts.AgentPollInterval == 0 {
 		opts.AgentPollInterval = 250 * time.Millisecond
@@ -83,7 +137,20 @@ func NewLab(opts LabOptions) *Lab {
 	if opts.MACOctet == 0 {
 		opts.MACOctet = 0x6d
 	}
-	l := &Lab{Opts: opts, BMC: redfish.New(opts.Username, opts.Password)}
+	tempState := false
+	if opts.StateDir == "" && (opts.Backend == BackendQEMU || opts.LegacyBMC == LegacyBMCIPMI) {
+		opts.StateDir, tempState = filepath.Join(os.TempDir(), "metalshift-lab-"+randomPassword()[:8]), true
+	}
+	l := &Lab{Opts: opts, BMC: redfish.New(opts.Username, opts.Password), IPMI: map[string]*ipmi.BMC{},
+		modes: map[string]metal3v1.BootMode{}, tempState: tempState}
+	if opts.Backend == BackendQEMU {
+		l.QEMU = qemu.New(qemu.Options{StateDir: opts.StateDir, BootURL: opts.BootURL, GuestHostAlias: opts.GuestHostAlias,
+			MediaRetries: 30, Console: opts.Console})
+		for i := range opts.Hosts {
+			l.add(machine.New(fmt.Sprintf("%s-%d", opts.NamePrefix, i), machineUUID(i), qemu.SmallHardware(i, opts.MACOctet, opts.DiskSizeBytes)), i)
+		}
+		return l
+	}
 	l.Firmware = &Firmware{HTTP: &http.Client{Timeout: 30 * time.Second}, BootURL: opts.BootURL, AgentPollInterval: opts.AgentPollInterval,
 		Console: opts.Console, MediaRetries: 30}
 	if w := opts.World; w != nil {
@@ -92,19 +159,36 @@ func NewLab(opts LabOptions) *Lab {
 		}
 	}
 	for i := range opts.Hosts {
-		m := NewMachine(opts.NamePrefix, i, opts.Subnet, opts.MACOctet, opts.DiskSizeBytes)
-		m.SetFirmware(l.Firmware)
-		l.BMC.Add(m)
-		l.Machines = append(l.Machines, m)
+		l.add(NewMachine(opts.NamePrefix, i, opts.Subnet, opts.MACOctet, opts.DiskSizeBytes), i)
 	}
 	return l
 }
+
+// add puts machine number i in the lab, with its boot mode and firmware.
+func (l *Lab) add(m *machine.Machine, i int) {
+	mode := metal3v1.UEFI
+	if n := len(l.Opts.BootModes); n > 0 && l.Opts.BootModes[i%n] != "" {
+		mode = l.Opts.BootModes[i%n]
+	}
+	l.modes[m.ID] = mode
+	m.SetOverride(machine.BootOverride{Target: machine.BootNone, UEFI: mode != metal3v1.Legacy})
+	if l.QEMU != nil {
+		m.SetFirmware(l.QEMU)
+	} else {
+		m.SetFirmware(l.Firmware)
+	}
+	l.BMC.Add(m)
+	l.Machines = append(l.Machines, m)
+}
+
+// machineUUID is the UUID of machine number i.
+func machineUUID(i int) string { return fmt.Sprintf("6d657461-6c73-4869-8674-%012x", i) }
 
 // NewMachine returns machine number i with plausible, unique hardware.
 func NewMachine(prefix string, i int, subnet string, macOctet byte, diskSize int64) *machine.Machine {
 	id := fmt.Sprintf("%s-%d", prefix, i)
 	hi, lo := byte(i>>8&0xff), byte(i&0xff)
-	return machine.New(id, fmt.Sprintf("6d657461-6c73-4869-8674-%012x", i), machine.Hardware{
+	return machine.New(id, machineUUID(i), machine.Hardware{
 		Manufacturer: "Metalshift Sim", Model: "SimServer 2U", SerialNumber: fmt.Sprintf("MS%06d", i),
 		BIOSVersion: "2.4.1", BIOSVendor: "SimBIOS", BIOSDate: "2026-03-01",
 		CPUArch: "x86_64", CPUModel: "Simulated Xeon 6000", CPUCount: 32, CPUMHz: 2600, RAMMiB: 131072,
@@ -121,10 +205,30 @@ func NewMachine(prefix string, i int, subnet string, macOctet byte, diskSize int
 	})
 }
 
-// Start serves the BMC emulator on addr (e.g. 127.0.0.1:0).
+// Start serves the BMC emulator on addr (e.g. 127.0.0.1:0), and an
+// ipmi_sim per legacy machine with LegacyBMCIPMI.
 func (l *Lab) Start(addr string) error {
+	switch l.Opts.Backend {
+	case BackendLight:
+	case BackendQEMU:
+		if err := l.QEMU.Check(); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("unknown backend %q: %s or %s", l.Opts.Backend, BackendLight, BackendQEMU)
+	}
+	switch l.Opts.LegacyBMC {
+	case "", LegacyBMCRedfish, LegacyBMCIPMI:
+	default:
+		return fmt.Errorf("unknown BMC %q for legacy machines: %s or %s", l.Opts.LegacyBMC, LegacyBMCRedfish, LegacyBMCIPMI)
+	}
+	if err := l.startIPMI(); err != nil {
+		l.Close()
+		return err
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
+		l.Close()
 		return err
 	}
 	l.listener = ln
@@ -133,15 +237,43 @@ func (l *Lab) Start(addr string) error {
 	return nil
 }
 
-// Close stops the BMC emulator and powers every machine off.
+func (l *Lab) startIPMI() error {
+	if l.Opts.LegacyBMC != LegacyBMCIPMI {
+		return nil
+	}
+	for _, m := range l.Machines {
+		if l.modes[m.ID] != metal3v1.Legacy {
+			continue
+		}
+		b, err := ipmi.Start(m, filepath.Join(l.Opts.StateDir, m.ID, "ipmi"), l.Opts.Username, l.Opts.Password)
+		if err != nil {
+			return fmt.Errorf("the IPMI BMC of %s: %w", m.ID, err)
+		}
+		l.IPMI[m.ID] = b
+	}
+	return nil
+}
+
+// Close stops the BMC emulators and powers every machine off; with QEMU it
+// waits until every VM has exited.
 func (l *Lab) Close() {
 	if l.server != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = l.server.Shutdown(ctx)
 	}
+	for id, b := range l.IPMI {
+		b.Close()
+		delete(l.IPMI, id)
+	}
 	for _, m := range l.Machines {
 		m.PowerOff()
+	}
+	if l.QEMU != nil {
+		l.QEMU.Close()
+	}
+	if l.tempState {
+		_ = os.RemoveAll(l.Opts.StateDir)
 	}
 }
 
@@ -156,8 +288,20 @@ func (l *Lab) Endpoint() string {
 // Machine returns the machine with id.
 func (l *Lab) Machine(id string) *machine.Machine { return l.BMC.Machine(id) }
 
-// BMCAddress is the BareMetalHost BMC address of m: virtual media or PXE.
+// BMCAddress is the BareMetalHost BMC address of m: virtual media or PXE;
+// for a legacy machine, as LegacyBMC says.
 func (l *Lab) BMCAddress(m *machine.Machine, virtualMedia bool) string {
+	if l.modes[m.ID] == metal3v1.Legacy {
+		switch l.Opts.LegacyBMC {
+		case LegacyBMCIPMI:
+			if b := l.IPMI[m.ID]; b != nil {
+				return "ipmi://" + b.Addr
+			}
+			return "ipmi://"
+		case LegacyBMCRedfish:
+			virtualMedia = false
+		}
+	}
 	scheme := "redfish+http"
 	if virtualMedia {
 		scheme = "redfish-virtualmedia+http"
@@ -179,11 +323,19 @@ func (l *Lab) Host(m *machine.Machine, namespace string, virtualMedia bool) (*me
 		Spec: metal3v1.BareMetalHostSpec{
 			BMC:            metal3v1.BMCDetails{Address: l.BMCAddress(m, virtualMedia), CredentialsName: secret.Name},
 			BootMACAddress: m.Hardware.NICs[0].MAC,
-			BootMode:       metal3v1.UEFI,
+			BootMode:       l.bootMode(m),
 			Online:         false,
 		},
 	}
 	return host, secret
+}
+
+// bootMode is m's firmware mode; UEFI for a machine that is not the lab's.
+func (l *Lab) bootMode(m *machine.Machine) metal3v1.BootMode {
+	if mode, ok := l.modes[m.ID]; ok {
+		return mode
+	}
+	return metal3v1.UEFI
 }
 
 // Manifests returns YAML with a Secret and a BareMetalHost per machine.

@@ -7,10 +7,12 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
+	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	"github.com/metalshift/metalshift/localcp"
 	"github.com/metalshift/metalshift/sim"
 	"github.com/metalshift/metalshift/sim/cluster"
@@ -28,6 +30,10 @@ type simBMCOptions struct {
 	password     string
 	binDir       string
 	console      bool
+	backend      string
+	stateDir     string
+	bootModes    []string
+	legacyBMC    string
 }
 
 func newSimCommand() *cobra.Command {
@@ -46,7 +52,12 @@ hub's deploy server (the provisioning network's boot server), or its disk.
 The manifests (a Secret and a BareMetalHost per machine) go to stdout, or to --manifests:
   metalshift sim bmc --hosts 3 --manifests hosts.yaml &
   kubectl --kubeconfig $(metalshift hub kubeconfig) apply -f hosts.yaml
-  kubectl --kubeconfig $(metalshift hub kubeconfig) get bmh -w`,
+  kubectl --kubeconfig $(metalshift hub kubeconfig) get bmh -w
+
+With --backend qemu each machine is a QEMU VM (qemu-system-x86_64, TCG) built from its
+inventory, booting OVMF (UEFI) or SeaBIOS (legacy) as --boot-mode says; VMs reach the
+host's loopback at 10.0.2.2. Legacy machines are addressed as --legacy-bmc says:
+  metalshift sim bmc --backend qemu --hosts 2 --boot-mode UEFI,legacy --legacy-bmc ipmi`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return o.run(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr())
@@ -63,6 +74,10 @@ The manifests (a Secret and a BareMetalHost per machine) go to stdout, or to --m
 	f.StringVar(&o.username, "username", "admin", "BMC username")
 	f.StringVar(&o.password, "password", "", "BMC password (default: random)")
 	f.BoolVar(&o.console, "console", false, "Print the machines' console lines (boots, the deploy agent's steps) to stderr, each after the machine's name")
+	f.StringVar(&o.backend, "backend", sim.BackendLight, "What machines are: light (simulated firmware and disks) or qemu (a QEMU VM each)")
+	f.StringVar(&o.stateDir, "state-dir", "", "Directory for the VMs' disks, UEFI variables, media and consoles, and for ipmi_sim (default: a temporary directory removed on exit)")
+	f.StringSliceVar(&o.bootModes, "boot-mode", []string{"UEFI"}, "Firmware of the machines, UEFI or legacy; a list is used in turn (UEFI,legacy: every other machine legacy)")
+	f.StringVar(&o.legacyBMC, "legacy-bmc", sim.LegacyBMCRedfish, "How BareMetalHosts of legacy machines reach their BMC: redfish (network boot) or ipmi (an ipmi_sim each, network boot)")
 	f.StringVar(&o.binDir, "bin-dir", "", "Directory holding etcd and kube-apiserver, which installed clusters run (default: as `hub up`)")
 	cmd.AddCommand(bmc, newSimImageCommand())
 	return cmd
@@ -78,14 +93,22 @@ func (o *simBMCOptions) run(ctx context.Context, stdout, stderr io.Writer) error
 			bootURL = "http://127.0.0.1:" + strconv.Itoa(st.Ports.Deploy)
 		}
 	}
-	world, err := cluster.New(cluster.Options{BinDir: o.binDir, Logf: func(format string, args ...any) {
-		fmt.Fprintf(stderr, format+"\n", args...)
-	}})
+	modes, err := parseBootModes(o.bootModes)
 	if err != nil {
 		return err
 	}
-	defer world.Close()
-	opts := sim.LabOptions{Hosts: o.hosts, Username: o.username, Password: o.password, BootURL: bootURL, World: world}
+	opts := sim.LabOptions{Hosts: o.hosts, Username: o.username, Password: o.password, BootURL: bootURL,
+		Backend: o.backend, StateDir: o.stateDir, BootModes: modes, LegacyBMC: o.legacyBMC}
+	if o.backend != sim.BackendQEMU { // VMs run their installed OS themselves
+		world, err := cluster.New(cluster.Options{BinDir: o.binDir, Logf: func(format string, args ...any) {
+			fmt.Fprintf(stderr, format+"\n", args...)
+		}})
+		if err != nil {
+			return err
+		}
+		defer world.Close()
+		opts.World = world
+	}
 	if o.console {
 		opts.Console = stderr
 	}
@@ -108,11 +131,30 @@ func (o *simBMCOptions) run(ctx context.Context, stdout, stderr io.Writer) error
 	}
 	fmt.Fprintf(stderr, "Serving %d simulated machines at redfish endpoint http://%s (boot server: %s); Ctrl-C stops them\n",
 		o.hosts, lab.Endpoint(), orNone(bootURL))
+	if lab.QEMU != nil {
+		fmt.Fprintf(stderr, "QEMU VMs keep their disks, consoles (console.log) and logs in %s/<machine>\n", lab.Opts.StateDir)
+	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	<-ctx.Done()
 	fmt.Fprintln(stderr, "Stopping the simulated machines")
 	return nil
+}
+
+// parseBootModes reads --boot-mode.
+func parseBootModes(values []string) ([]metal3v1.BootMode, error) {
+	var modes []metal3v1.BootMode
+	for _, v := range values {
+		switch {
+		case strings.EqualFold(v, string(metal3v1.UEFI)):
+			modes = append(modes, metal3v1.UEFI)
+		case strings.EqualFold(v, string(metal3v1.Legacy)), strings.EqualFold(v, "bios"):
+			modes = append(modes, metal3v1.Legacy)
+		default:
+			return nil, fmt.Errorf("--boot-mode %q: UEFI or legacy", v)
+		}
+	}
+	return modes, nil
 }
 
 func orNone(s string) string {

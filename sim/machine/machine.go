@@ -54,6 +54,15 @@ type Firmware interface {
 	Boot(ctx context.Context, m *Machine, from BootTarget)
 }
 
+// MediaWatcher is implemented by firmware that must know when the virtual
+// CD drive's media changes while the machine runs, not only when it boots
+// (a VM's BMC attaches the image to the running VM). MediaChanged is called
+// after each InsertMedia and EjectMedia, outside the machine's lock, and
+// possibly concurrently: it reads m.Media() for what the drive holds now.
+type MediaWatcher interface {
+	MediaChanged(m *Machine)
+}
+
 // FirmwareFunc adapts a function to Firmware.
 type FirmwareFunc func(ctx context.Context, m *Machine, from BootTarget)
 
@@ -153,19 +162,31 @@ var ErrMediaFault = fmt.Errorf("virtual media device error")
 // InsertMedia puts an image URL in the virtual CD drive.
 func (m *Machine) InsertMedia(url string) error {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	if m.mediaFail {
+		m.mu.Unlock()
 		return ErrMediaFault
 	}
 	m.media = url
+	m.mu.Unlock()
+	m.mediaChanged()
 	return nil
 }
 
 // EjectMedia empties the virtual CD drive.
 func (m *Machine) EjectMedia() {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	m.media = ""
+	m.mu.Unlock()
+	m.mediaChanged()
+}
+
+func (m *Machine) mediaChanged() {
+	m.mu.Lock()
+	w, ok := m.firmware.(MediaWatcher)
+	m.mu.Unlock()
+	if ok {
+		w.MediaChanged(m)
+	}
 }
 
 // SetBootedOS records what the machine runs now, for inspection by tests
@@ -212,6 +233,33 @@ func (m *Machine) Reset() {
 	m.powerOffLocked()
 	m.powered = true
 	m.bootLocked()
+}
+
+// GuestPowerOff records that what the boot with ctx runs turned the
+// machine off by itself (an ACPI power-off, or a VM that exited): the power
+// is off, as after PowerOff. No-op when that boot is over (the machine was
+// powered off or reset since).
+func (m *Machine) GuestPowerOff(ctx context.Context) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	// Boots end by cancelling their context under m.mu.
+	if ctx.Err() == nil {
+		m.powerOffLocked()
+	}
+}
+
+// GuestReset records that what the boot with ctx runs restarted the
+// machine (a warm reboot from the OS): it boots again as after Reset, a
+// one-time boot override being used up already. No-op when that boot is
+// over.
+func (m *Machine) GuestReset(ctx context.Context) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if ctx.Err() == nil {
+		m.powerOffLocked()
+		m.powered = true
+		m.bootLocked()
+	}
 }
 
 func (m *Machine) lag() {
