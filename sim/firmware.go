@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/metalshift/metalshift/agent/configdrive"
 	"github.com/metalshift/metalshift/agent/deploy"
 	deployapi "github.com/metalshift/metalshift/api/deploy/v1"
 	"github.com/metalshift/metalshift/imageservice"
@@ -34,7 +35,7 @@ type Firmware struct {
 	AgentPollInterval time.Duration
 	// OnDiskBoot, when set, runs when a machine boots a disk written by the
 	// deploy agent, with the config drive it found (the installed OS).
-	OnDiskBoot func(ctx context.Context, m *machine.Machine, cd deployapi.ConfigDrive)
+	OnDiskBoot func(ctx context.Context, m *machine.Machine, cd configdrive.Contents)
 	// Console, when set, also gets every console line, as "<machine>: <line>".
 	Console io.Writer
 	// MediaRetries is how many more times virtual media is read after a
@@ -176,10 +177,14 @@ func (f *Firmware) runAgent(ctx context.Context, m *machine.Machine, cfg deploya
 	})
 }
 
-// bootDisk boots the first disk that holds a config drive.
+// bootDisk boots the first disk that holds a config drive, and reads it as
+// the installed OS's first boot would.
 func (f *Firmware) bootDisk(ctx context.Context, m *machine.Machine) error {
 	for _, d := range m.Hardware.Disks {
-		cd, ok, err := deploy.ReadConfigDrive(d, d.SizeBytes)
+		cd, ok, err := configdrive.Read(d, d.SizeBytes)
+		if ok && err != nil {
+			f.logf(m, "Reading the config drive of %s: %v", d.Name, err)
+		}
 		if err != nil || !ok {
 			continue
 		}
@@ -198,8 +203,16 @@ func (f *Firmware) bootDisk(ctx context.Context, m *machine.Machine) error {
 // blockDevice adapts a simulated disk to the agent's block devices.
 type blockDevice struct{ d *machine.Disk }
 
+var _ deploy.UnpartitionedConfigDrive = blockDevice{}
+
 func (b blockDevice) ReadAt(p []byte, off int64) (int, error)  { return b.d.ReadAt(p, off) }
 func (b blockDevice) WriteAt(p []byte, off int64) (int, error) { return b.d.WriteAt(p, off) }
+
+// UnpartitionedConfigDrive implements deploy.UnpartitionedConfigDrive: the
+// simulator's test images are random bytes without a partition table, and
+// the simulated OS finds the config drive with configdrive.Read.
+func (b blockDevice) UnpartitionedConfigDrive() bool { return true }
+
 func (b blockDevice) Info() deploy.DeviceInfo {
 	return deploy.DeviceInfo{Name: b.d.Name, Model: b.d.Model, Vendor: b.d.Vendor, SerialNumber: b.d.SerialNumber,
 		WWN: b.d.WWN, HCTL: b.d.HCTL, SizeBytes: b.d.SizeBytes, Rotational: b.d.Rotational}

@@ -14,7 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	deployapi "github.com/metalshift/metalshift/api/deploy/v1"
+	"github.com/metalshift/metalshift/agent/configdrive"
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	"github.com/metalshift/metalshift/internal/manifest"
 	"github.com/metalshift/metalshift/sim/cluster"
@@ -154,7 +154,7 @@ func NewLab(opts LabOptions) *Lab {
 	l.Firmware = &Firmware{HTTP: &http.Client{Timeout: 30 * time.Second}, BootURL: opts.BootURL, AgentPollInterval: opts.AgentPollInterval,
 		Console: opts.Console, MediaRetries: 30}
 	if w := opts.World; w != nil {
-		l.Firmware.OnDiskBoot = func(ctx context.Context, m *machine.Machine, cd deployapi.ConfigDrive) {
+		l.Firmware.OnDiskBoot = func(ctx context.Context, m *machine.Machine, cd configdrive.Contents) {
 			w.Run(ctx, cluster.Machine{ID: m.ID, IP: m.Hardware.NICs[0].IP, UserData: cd.UserData, MetaData: cd.MetaData})
 		}
 	}

@@ -2,11 +2,14 @@ package deploy
 
 import (
 	"bytes"
+	"crypto/rand"
+	"encoding/binary"
 	"fmt"
 	"testing"
 
 	. "github.com/onsi/gomega"
 
+	"github.com/metalshift/metalshift/agent/configdrive"
 	deployapi "github.com/metalshift/metalshift/api/deploy/v1"
 )
 
@@ -19,95 +22,101 @@ func (d *memDisk) ReadAt(p []byte, off int64) (int, error) {
 func (d *memDisk) WriteAt(p []byte, off int64) (int, error) { return copy(d.b[off:], p), nil }
 func (d *memDisk) Info() DeviceInfo                         { return DeviceInfo{Name: "/dev/mem", SizeBytes: int64(len(d.b))} }
 
-// diskSize leaves room before the config drive, as the image's.
-const diskSize = deployapi.ConfigDriveSize + 1<<20
+// simDisk is a disk that takes the config drive of an image without a
+// partition table, as the simulator's do.
+type simDisk struct{ *memDisk }
 
-// withDrive is a disk whose config-drive region starts with raw.
-func withDrive(raw string) *memDisk {
+func (simDisk) UnpartitionedConfigDrive() bool { return true }
+
+// diskSize leaves room for an image of 8 MiB before the config drive.
+const diskSize = configdrive.Reserved + 8<<20
+
+// imageDisk is a disk an image of 4 MiB was written to, with an MBR
+// partition table unless raw.
+func imageDisk(raw bool) *memDisk {
 	d := &memDisk{b: make([]byte, diskSize)}
-	copy(d.b[diskSize-deployapi.ConfigDriveSize:], raw)
+	_, _ = rand.Read(d.b[:4<<20])
+	if !raw {
+		clear(d.b[446:510])
+		e := d.b[446:]
+		e[4] = 0x83
+		binary.LittleEndian.PutUint32(e[8:], 2048)
+		binary.LittleEndian.PutUint32(e[12:], 4<<20/512-2048)
+		d.b[510], d.b[511] = 0x55, 0xaa
+	}
 	return d
 }
 
-// TestConfigDriveRoundTrip: first-boot software reads back exactly what the
-// agent wrote, however the image left the disk before it.
+var instructions = &deployapi.Instructions{
+	UserData:    []byte(`{"ignition":{"version":"3.4.0"}}`),
+	NetworkData: []byte(`{"links":[]}`),
+	MetaData:    []byte(`{"uuid":"0c6b3e9a","name":"host-0"}`),
+}
+
+func newTestAgent(devs ...BlockDevice) (*agent, *[]string) {
+	var logs []string
+	return &agent{opts: Options{Devices: devs, Logf: func(format string, args ...any) {
+		logs = append(logs, fmt.Sprintf(format, args...))
+	}}}, &logs
+}
+
+// TestConfigDriveRoundTrip: first-boot software reads back what the agent
+// wrote after the image, and cleaning removes it.
 func TestConfigDriveRoundTrip(t *testing.T) {
 	g := NewWithT(t)
-	d := withDrive("config-2 999999\n{garbage left by an earlier deploy")
-	ins := &deployapi.Instructions{
-		UserData:    []byte(`{"ignition":{"version":"3.4.0"}}`),
-		NetworkData: []byte("links: []\n"),
-		MetaData:    []byte(`{"uuid":"0c6b3e9a","name":"host-0"}`),
-	}
-	g.Expect(writeConfigDrive(d, ins)).To(Succeed())
+	d := imageDisk(false)
+	image := bytes.Clone(d.b[512 : 4<<20])
+	a, _ := newTestAgent(d)
+
+	g.Expect(a.writeConfigDrive(d, instructions)).To(Succeed())
+
+	g.Expect(d.b[512:4<<20]).To(Equal(image), "the image is left as it was, but its partition table")
 	cd, ok, err := ReadConfigDrive(d, int64(len(d.b)))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(ok).To(BeTrue())
-	g.Expect(cd).To(Equal(deployapi.ConfigDrive{Label: "config-2", UserData: ins.UserData, NetworkData: ins.NetworkData, MetaData: ins.MetaData}))
+	g.Expect(cd).To(Equal(configdrive.Contents{UserData: instructions.UserData, NetworkData: instructions.NetworkData, MetaData: instructions.MetaData}))
 
-	// Cleaning wipes the header: no config drive any more.
-	copy(d.b[diskSize-deployapi.ConfigDriveSize:], make([]byte, 64))
+	g.Expect(a.clean()).To(Succeed())
 	_, ok, err = ReadConfigDrive(d, int64(len(d.b)))
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(ok).To(BeFalse())
+	g.Expect(ok).To(BeFalse(), "metadata cleaning removed the config drive")
+	g.Expect(d.b[:1<<20]).To(Equal(make([]byte, 1<<20)), "and the partition table")
 }
 
-func TestReadConfigDrive(t *testing.T) {
-	body := `{"label":"config-2","userData":"aGVsbG8="}`
-	tests := []struct {
-		name    string
-		drive   string // the start of the config-drive region
-		small   bool   // a disk smaller than a config drive
-		want    deployapi.ConfigDrive
-		wantOK  bool
-		wantErr string // "*": any error
-	}{
-		{name: "written", drive: fmt.Sprintf("config-2 %d\n%s", len(body), body),
-			want: deployapi.ConfigDrive{Label: "config-2", UserData: []byte("hello")}, wantOK: true},
-		{name: "blank disk"},
-		{name: "another label", drive: fmt.Sprintf("config-3 %d\n%s", len(body), body)},
-		{name: "no length", drive: "config-2\n" + body},
-		{name: "zero length", drive: "config-2 0\n"},
-		{name: "negative length", drive: "config-2 -5\n" + body},
-		{name: "longer than the region", drive: fmt.Sprintf("config-2 %d\n", deployapi.ConfigDriveSize+1)},
-		{name: "labelled, not JSON", drive: "config-2 5\nnope!", wantOK: true, wantErr: "the config drive (5 bytes at offset"},
-		{name: "labelled, length past the data", drive: fmt.Sprintf("config-2 %d\n%s", len(body)+10, body), wantOK: true, wantErr: "after top-level value"},
-		{name: "labelled, length past the disk", drive: fmt.Sprintf("config-2 %d\n%s", deployapi.ConfigDriveSize, body), wantOK: true, wantErr: "after top-level value"},
-		{name: "disk smaller than a config drive", small: true, wantErr: "reading the config drive header at offset -"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			g := NewWithT(t)
-			disk := withDrive(tt.drive)
-			if tt.small {
-				disk = &memDisk{b: make([]byte, 1<<20)}
-			}
-			cd, ok, err := ReadConfigDrive(disk, int64(len(disk.b)))
-			switch tt.wantErr {
-			case "*":
-				g.Expect(err).To(HaveOccurred())
-			case "":
-				g.Expect(err).NotTo(HaveOccurred())
-			default:
-				g.Expect(err).To(MatchError(ContainSubstring(tt.wantErr)))
-			}
-			g.Expect(ok).To(Equal(tt.wantOK), "a config drive is there")
-			if tt.wantOK && tt.wantErr == "" {
-				g.Expect(cd).To(Equal(tt.want))
-			}
-		})
-	}
-}
-
-// TestWriteConfigDriveTooLarge: data that does not fit the region is
-// refused, naming the sizes, and nothing is written.
-func TestWriteConfigDriveTooLarge(t *testing.T) {
+// TestConfigDriveWithoutPartitionTable: an image without a partition table
+// fails the deploy, as in Ironic, naming the disk; the simulator's disks
+// take the config drive at their end without a partition.
+func TestConfigDriveWithoutPartitionTable(t *testing.T) {
 	g := NewWithT(t)
-	d := withDrive("")
-	big := bytes.Repeat([]byte("x"), deployapi.ConfigDriveSize)
-	err := writeConfigDrive(d, &deployapi.Instructions{UserData: big})
-	g.Expect(err).To(MatchError(MatchRegexp(`^config drive data is \d+ bytes, more than 67108864$`)))
+	d := imageDisk(true)
+	a, logs := newTestAgent(d)
+	g.Expect(a.writeConfigDrive(d, instructions)).To(MatchError(
+		"writing the config drive to /dev/mem: the image has no partition table (neither GPT nor MBR) to add the config drive partition to"))
 	_, ok, err := ReadConfigDrive(d, int64(len(d.b)))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(ok).To(BeFalse())
+
+	g.Expect(a.writeConfigDrive(simDisk{d}, instructions)).To(Succeed())
+	g.Expect(*logs).To(ConsistOf("The image on /dev/mem has no partition table: writing the config drive to the end of the disk without a partition"))
+	cd, ok, err := ReadConfigDrive(d, int64(len(d.b)))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(ok).To(BeTrue())
+	g.Expect(cd.UserData).To(Equal(instructions.UserData))
+
+	g.Expect(a.clean()).To(Succeed())
+	_, ok, err = ReadConfigDrive(d, int64(len(d.b)))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(ok).To(BeFalse(), "metadata cleaning removed the config drive")
+}
+
+// TestWriteConfigDriveTooLarge: data that does not fit a config drive is
+// refused, naming the sizes, and nothing is written.
+func TestWriteConfigDriveTooLarge(t *testing.T) {
+	g := NewWithT(t)
+	d := imageDisk(false)
+	before := bytes.Clone(d.b)
+	a, _ := newTestAgent(d)
+	err := a.writeConfigDrive(d, &deployapi.Instructions{UserData: make([]byte, deployapi.ConfigDriveSize/2)})
+	g.Expect(err).To(MatchError(MatchRegexp(`^writing the config drive to /dev/mem: the config drive data is \d+ bytes \(2 versions of user data, metadata and network data\), more than the 67108864 of a config drive$`)))
+	g.Expect(bytes.Equal(d.b, before)).To(BeTrue(), "nothing is written")
 }

@@ -6,7 +6,7 @@ import (
 	"crypto/sha256"
 	"crypto/sha512"
 	"encoding/hex"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"hash"
 	"io"
@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/metalshift/metalshift/agent/configdrive"
 	deployapi "github.com/metalshift/metalshift/api/deploy/v1"
 )
 
@@ -108,7 +109,7 @@ func (a *agent) deploy(ctx context.Context, ins *deployapi.Instructions) (string
 	if resp.StatusCode != http.StatusOK {
 		return info.Name, 0, fmt.Errorf("downloading the image %s: %s", ins.Image.URL, resp.Status)
 	}
-	limit := info.SizeBytes - deployapi.ConfigDriveSize
+	limit := info.SizeBytes - configdrive.Reserved
 	n, err := copyToDevice(dev, io.TeeReader(resp.Body, h), limit)
 	if err != nil {
 		return info.Name, n, err
@@ -116,7 +117,7 @@ func (a *agent) deploy(ctx context.Context, ins *deployapi.Instructions) (string
 	if got := hex.EncodeToString(h.Sum(nil)); !strings.EqualFold(got, ins.Image.Checksum) {
 		return info.Name, n, fmt.Errorf("image checksum mismatch: got %s, want %s", got, ins.Image.Checksum)
 	}
-	if err := writeConfigDrive(dev, ins); err != nil {
+	if err := a.writeConfigDrive(dev, ins); err != nil {
 		return info.Name, n, err
 	}
 	// A real disk: what was written is on it before the agent says done
@@ -152,64 +153,45 @@ func copyToDevice(dev BlockDevice, r io.Reader, limit int64) (int64, error) {
 	}
 }
 
-// writeConfigDrive writes a labelled, length-prefixed JSON ConfigDrive
-// into the last ConfigDriveSize bytes of the disk.
-func writeConfigDrive(dev BlockDevice, ins *deployapi.Instructions) error {
-	data, err := json.Marshal(deployapi.ConfigDrive{
-		Label: deployapi.ConfigDriveLabel, UserData: ins.UserData, NetworkData: ins.NetworkData, MetaData: ins.MetaData,
-	})
+// UnpartitionedConfigDrive is a BlockDevice that takes the config drive of
+// an image without a partition table at its end without a partition
+// (configdrive.WriteUnpartitioned), where Ironic, and the agent on other
+// devices, fails the deploy. First-boot software would not find it there:
+// only the simulator's disks do this, for its synthetic test images.
+type UnpartitionedConfigDrive interface {
+	UnpartitionedConfigDrive() bool
+}
+
+// writeConfigDrive puts the config drive in a partition at the end of the
+// disk, as Ironic does; see package configdrive.
+func (a *agent) writeConfigDrive(dev BlockDevice, ins *deployapi.Instructions) error {
+	info := dev.Info()
+	cd := configdrive.Contents{UserData: ins.UserData, NetworkData: ins.NetworkData, MetaData: ins.MetaData}
+	err := configdrive.Write(dev, info.SizeBytes, cd)
+	if u, ok := dev.(UnpartitionedConfigDrive); ok && u.UnpartitionedConfigDrive() && errors.Is(err, configdrive.ErrNoPartitionTable) {
+		a.opts.Logf("The image on %s has no partition table: writing the config drive to the end of the disk without a partition", info.Name)
+		err = configdrive.WriteUnpartitioned(dev, info.SizeBytes, cd)
+	}
 	if err != nil {
-		return err
-	}
-	if len(data)+64 > deployapi.ConfigDriveSize {
-		return fmt.Errorf("config drive data is %d bytes, more than %d", len(data), deployapi.ConfigDriveSize)
-	}
-	header := fmt.Sprintf("%s %d\n", deployapi.ConfigDriveLabel, len(data))
-	off := dev.Info().SizeBytes - deployapi.ConfigDriveSize
-	if _, err := dev.WriteAt(append([]byte(header), data...), off); err != nil {
-		return fmt.Errorf("writing the config drive: %w", err)
+		return fmt.Errorf("writing the config drive to %s: %w", info.Name, err)
 	}
 	return nil
 }
 
 // ReadConfigDrive reads the config drive of a disk written by the agent,
-// as first-boot software would. ok is false when there is none.
-func ReadConfigDrive(dev io.ReaderAt, size int64) (cd deployapi.ConfigDrive, ok bool, err error) {
-	off := size - deployapi.ConfigDriveSize
-	head := make([]byte, 64)
-	if _, err := dev.ReadAt(head, off); err != nil && err != io.EOF {
-		return cd, false, fmt.Errorf("reading the config drive header at offset %d: %w", off, err)
-	}
-	var label string
-	var n int
-	if _, err := fmt.Sscanf(string(head), "%s %d\n", &label, &n); err != nil || label != deployapi.ConfigDriveLabel || n <= 0 || n > deployapi.ConfigDriveSize {
-		return cd, false, nil
-	}
-	hlen := len(fmt.Sprintf("%s %d\n", label, n))
-	data := make([]byte, n)
-	if _, err := dev.ReadAt(data, off+int64(hlen)); err != nil && err != io.EOF {
-		return cd, false, fmt.Errorf("reading the %d bytes of the config drive at offset %d: %w", n, off+int64(hlen), err)
-	}
-	if err := json.Unmarshal(data, &cd); err != nil {
-		return cd, true, fmt.Errorf("the config drive (%d bytes at offset %d) is not the JSON it should be: %w", n, off+int64(hlen), err)
-	}
-	return cd, true, nil
+// as first-boot software would (configdrive.Read).
+func ReadConfigDrive(dev io.ReaderAt, size int64) (configdrive.Contents, bool, error) {
+	return configdrive.Read(dev, size)
 }
 
-// clean wipes the first and last MiB of every disk: partition tables
-// (MBR, GPT and its backup), filesystem signatures and the config drive
-// header, as metadata cleaning does.
+// clean wipes every disk's partition tables (MBR, primary and backup GPT),
+// the first MiB of every partition (filesystem signatures, the config
+// drive) and the first and last MiB of the disk, as metadata cleaning does.
 func (a *agent) clean() error {
-	zero := make([]byte, 1<<20)
 	for _, d := range a.opts.Devices {
 		info := d.Info()
-		for _, off := range []int64{0, info.SizeBytes - int64(len(zero)), info.SizeBytes - deployapi.ConfigDriveSize} {
-			if off < 0 {
-				continue
-			}
-			if _, err := d.WriteAt(zero, off); err != nil {
-				return fmt.Errorf("cleaning %s: %w", info.Name, err)
-			}
+		if err := configdrive.Wipe(d, info.SizeBytes); err != nil {
+			return fmt.Errorf("cleaning %s: %w", info.Name, err)
 		}
 	}
 	return nil
