@@ -109,13 +109,15 @@ func redact(url string) string {
 	return u
 }
 
-// bootCD downloads the inserted image and boots it if it is a deploy ISO.
+// bootCD boots the inserted image if it is a deploy ISO. Like a BMC's
+// virtual media, it reads the image over HTTP ranges, only the sectors the
+// boot loader asks for: the host's boot configuration in the host region.
 func (f *Firmware) bootCD(ctx context.Context, m *machine.Machine) error {
 	url := m.Media()
 	if url == "" {
 		return f.bootDisk(ctx, m)
 	}
-	iso, err := f.get(ctx, url)
+	media, err := openHTTPMedia(ctx, f.HTTP, url)
 	for attempt := 1; err != nil && attempt <= f.MediaRetries; attempt++ {
 		f.logf(m, "Virtual media: %v; reading it again", err)
 		select {
@@ -123,19 +125,21 @@ func (f *Firmware) bootCD(ctx context.Context, m *machine.Machine) error {
 			return ctx.Err()
 		case <-time.After(time.Second):
 		}
-		iso, err = f.get(ctx, url)
+		media, err = openHTTPMedia(ctx, f.HTTP, url)
 	}
 	if err != nil {
 		return err
 	}
-	cfg, err := imageservice.ReadDeployISO(bytes.NewReader(iso))
+	cfg, err := imageservice.ReadISOHostConfig(media)
 	if err != nil {
 		return fmt.Errorf("the virtual media is not bootable: %w", err)
 	}
 	return f.runAgent(ctx, m, cfg)
 }
 
-// bootPXE asks the boot server for an iPXE script by the first NIC's MAC.
+// bootPXE asks the boot server for an iPXE script by the first NIC's MAC,
+// checks that its kernel and initrds are there, and reads the host's boot
+// configuration from the host initrd.
 func (f *Firmware) bootPXE(ctx context.Context, m *machine.Machine) error {
 	if f.BootURL == "" || len(m.Hardware.NICs) == 0 {
 		return f.bootDisk(ctx, m)
@@ -149,19 +153,31 @@ func (f *Firmware) bootPXE(ctx context.Context, m *machine.Machine) error {
 	if err != nil {
 		return err
 	}
-	if _, err := f.get(ctx, b.KernelURL); err != nil {
+	if _, err := openHTTPMedia(ctx, f.HTTP, b.KernelURL); err != nil {
 		return fmt.Errorf("loading the kernel: %w", err)
 	}
-	if b.InitrdURL != "" {
-		if _, err := f.get(ctx, b.InitrdURL); err != nil {
-			return fmt.Errorf("loading the initrd: %w", err)
+	var cfg *deployapi.BootConfig
+	for _, in := range b.Initrds {
+		if in.Name != "host.img" {
+			if _, err := openHTTPMedia(ctx, f.HTTP, in.URL); err != nil {
+				return fmt.Errorf("loading initrd %s: %w", in.Name, err)
+			}
+			continue
 		}
+		data, err := f.get(ctx, in.URL)
+		if err != nil {
+			return fmt.Errorf("loading initrd %s: %w", in.Name, err)
+		}
+		c, err := imageservice.ReadHostInitrd(bytes.NewReader(data))
+		if err != nil {
+			return err
+		}
+		cfg = &c
 	}
-	cfg, err := imageservice.BootConfigFromArgs(b.Args)
-	if err != nil {
-		return err
+	if cfg == nil {
+		return fmt.Errorf("the iPXE script loads no host initrd: the agent would have no configuration")
 	}
-	return f.runAgent(ctx, m, cfg)
+	return f.runAgent(ctx, m, *cfg)
 }
 
 func (f *Firmware) runAgent(ctx context.Context, m *machine.Machine, cfg deployapi.BootConfig) error {
@@ -173,8 +189,30 @@ func (f *Firmware) runAgent(ctx context.Context, m *machine.Machine, cfg deploya
 	}
 	return deploy.Run(ctx, deploy.Options{
 		Config: cfg, Devices: devs, HTTP: f.HTTP, PollInterval: f.AgentPollInterval,
-		Logf: func(format string, args ...any) { f.logf(m, format, args...) },
+		Logf:      func(format string, args ...any) { f.logf(m, format, args...) },
+		Inventory: func() (*deployapi.Inventory, error) { return inventory(m, devs), nil },
 	})
+}
+
+// inventory is what an agent on m would find.
+func inventory(m *machine.Machine, devs []deploy.BlockDevice) *deployapi.Inventory {
+	hw := m.Hardware
+	inv := &deployapi.Inventory{
+		SystemVendor: deployapi.SystemVendor{Manufacturer: hw.Manufacturer, ProductName: hw.Model, SerialNumber: hw.SerialNumber},
+		BootMode:     deployapi.BootModeLegacy,
+		CPU:          deployapi.CPU{Architecture: hw.CPUArch, Model: hw.CPUModel, Count: hw.CPUCount, MHz: hw.CPUMHz},
+		MemoryBytes:  int64(hw.RAMMiB) << 20,
+	}
+	if m.Override().UEFI {
+		inv.BootMode = deployapi.BootModeUEFI
+	}
+	for _, n := range hw.NICs {
+		inv.NICs = append(inv.NICs, deployapi.NIC{Name: n.Name, MAC: n.MAC, SpeedMbps: n.SpeedGbps * 1000, HasLink: true})
+	}
+	for _, d := range devs {
+		inv.Disks = append(inv.Disks, d.Info())
+	}
+	return inv
 }
 
 // bootDisk boots the first disk that holds a config drive, and reads it as
