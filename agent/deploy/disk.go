@@ -193,6 +193,12 @@ func (a *agent) clean() error {
 		if err := configdrive.Wipe(d, info.SizeBytes); err != nil {
 			return fmt.Errorf("cleaning %s: %w", info.Name, err)
 		}
+		// On the disk before done is reported (and the host powered off).
+		if s, ok := d.(interface{ Sync() error }); ok {
+			if err := s.Sync(); err != nil {
+				return fmt.Errorf("flushing %s: %w", info.Name, err)
+			}
+		}
 	}
 	return nil
 }
