@@ -71,13 +71,13 @@ func TestConfigDriveRoundTrip(t *testing.T) {
 	g.Expect(a.writeConfigDrive(d, instructions)).To(Succeed())
 
 	g.Expect(d.b[512:4<<20]).To(Equal(image), "the image is left as it was, but its partition table")
-	cd, ok, err := ReadConfigDrive(d, int64(len(d.b)))
+	cd, ok, err := configdrive.Read(d, int64(len(d.b)))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(ok).To(BeTrue())
 	g.Expect(cd).To(Equal(configdrive.Contents{UserData: instructions.UserData, NetworkData: instructions.NetworkData, MetaData: instructions.MetaData}))
 
 	g.Expect(a.clean()).To(Succeed())
-	_, ok, err = ReadConfigDrive(d, int64(len(d.b)))
+	_, ok, err = configdrive.Read(d, int64(len(d.b)))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(ok).To(BeFalse(), "metadata cleaning removed the config drive")
 	g.Expect(d.b[:1<<20]).To(Equal(make([]byte, 1<<20)), "and the partition table")
@@ -92,19 +92,19 @@ func TestConfigDriveWithoutPartitionTable(t *testing.T) {
 	a, logs := newTestAgent(d)
 	g.Expect(a.writeConfigDrive(d, instructions)).To(MatchError(
 		"writing the config drive to /dev/mem: the image has no partition table (neither GPT nor MBR) to add the config drive partition to"))
-	_, ok, err := ReadConfigDrive(d, int64(len(d.b)))
+	_, ok, err := configdrive.Read(d, int64(len(d.b)))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(ok).To(BeFalse())
 
 	g.Expect(a.writeConfigDrive(simDisk{d}, instructions)).To(Succeed())
 	g.Expect(*logs).To(ConsistOf("The image on /dev/mem has no partition table: writing the config drive to the end of the disk without a partition"))
-	cd, ok, err := ReadConfigDrive(d, int64(len(d.b)))
+	cd, ok, err := configdrive.Read(d, int64(len(d.b)))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(ok).To(BeTrue())
 	g.Expect(cd.UserData).To(Equal(instructions.UserData))
 
 	g.Expect(a.clean()).To(Succeed())
-	_, ok, err = ReadConfigDrive(d, int64(len(d.b)))
+	_, ok, err = configdrive.Read(d, int64(len(d.b)))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(ok).To(BeFalse(), "metadata cleaning removed the config drive")
 }

@@ -178,12 +178,6 @@ func (a *agent) writeConfigDrive(dev BlockDevice, ins *deployapi.Instructions) e
 	return nil
 }
 
-// ReadConfigDrive reads the config drive of a disk written by the agent,
-// as first-boot software would (configdrive.Read).
-func ReadConfigDrive(dev io.ReaderAt, size int64) (configdrive.Contents, bool, error) {
-	return configdrive.Read(dev, size)
-}
-
 // clean wipes every disk's partition tables (MBR, primary and backup GPT),
 // the first MiB of every partition (filesystem signatures, the config
 // drive) and the first and last MiB of the disk, as metadata cleaning does.

@@ -16,7 +16,7 @@ import (
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
-	"github.com/metalshift/metalshift/agent/deploy"
+	"github.com/metalshift/metalshift/agent/configdrive"
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	"github.com/metalshift/metalshift/baremetal"
 	"github.com/metalshift/metalshift/sim"
@@ -86,7 +86,7 @@ func TestVirtualMediaLifecycle(t *testing.T) {
 	_, err := disk.ReadAt(written, 0)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(written).To(Equal(img.data), "the image is on the smallest disk of at least 4 GiB")
-	cd, ok, err := deploy.ReadConfigDrive(disk, disk.SizeBytes)
+	cd, ok, err := configdrive.Read(disk, disk.SizeBytes)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(ok).To(BeTrue())
 	g.Expect(string(cd.UserData)).To(Equal(`{"ignition":{"version":"3.4.0"}}`))
@@ -95,7 +95,7 @@ func TestVirtualMediaLifecycle(t *testing.T) {
 	update(t, host, func(h *metal3v1.BareMetalHost) { h.Spec.Image = nil; h.Spec.UserData = nil; h.Spec.Online = false })
 	waitState(t, host, metal3v1.StateAvailable)
 	g.Expect(host.Status.Provisioning.Image.URL).To(BeEmpty())
-	_, ok, err = deploy.ReadConfigDrive(disk, disk.SizeBytes)
+	_, ok, err = configdrive.Read(disk, disk.SizeBytes)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(ok).To(BeFalse(), "metadata cleaning wiped the config drive")
 	g.Eventually(m.PoweredOn).Should(BeFalse())
