@@ -309,7 +309,7 @@ type IPXEBoot struct {
 // IPXEInitrd is an initrd an iPXE script loads.
 type IPXEInitrd struct{ Name, URL string }
 
-// Kernel arguments of the live image: the kernel's messages and the
+// KernelArgs are the live image's kernel arguments: the kernel's messages and the
 // agent's log on the first serial port and the screen.
 const KernelArgs = "console=tty0 console=ttyS0,115200n8"
 

@@ -44,7 +44,7 @@ func mounts() error {
 		{"proc", "/proc", "proc"}, {"sysfs", "/sys", "sysfs"}, {"devtmpfs", "/dev", "devtmpfs"},
 		{"tmpfs", "/run", "tmpfs"}, {"tmpfs", "/tmp", "tmpfs"},
 	} {
-		if err := os.MkdirAll(m.dst, 0o755); err != nil {
+		if err := os.MkdirAll(m.dst, 0o755); err != nil { //nolint:gosec // the root filesystem's mount points
 			return err
 		}
 		if err := unix.Mount(m.src, m.dst, m.fstype, unix.MS_NOSUID, ""); err != nil && !errors.Is(err, unix.EBUSY) {
@@ -175,7 +175,7 @@ func dhcp(ctx context.Context, link netlink.Link, logf Logf) error {
 	if err != nil {
 		return err
 	}
-	defer c.Close()
+	defer c.Close() //nolint:errcheck // a DHCP client socket
 	lease, err := c.Request(ctx)
 	if err != nil {
 		return err
@@ -202,8 +202,8 @@ func dhcp(ctx context.Context, link netlink.Link, logf Logf) error {
 		for _, d := range dns {
 			fmt.Fprintf(&b, "nameserver %s\n", d)
 		}
-		_ = os.MkdirAll("/etc", 0o755)
-		_ = os.WriteFile("/etc/resolv.conf", []byte(b.String()), 0o644) //nolint:gosec // resolv.conf is world-readable
+		_ = os.MkdirAll("/etc", 0o755) //nolint:gosec // the root filesystem's /etc
+		_ = os.WriteFile("/etc/resolv.conf", []byte(b.String()), 0o644)
 	}
 	logf("%s", msg)
 	return nil

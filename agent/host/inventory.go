@@ -13,13 +13,17 @@ import (
 	deployapi "github.com/metalshift/metalshift/api/deploy/v1"
 )
 
-// The inventory's types are the deploy API's: the agent reports them.
-type (
-	Inventory    = deployapi.Inventory
-	SystemVendor = deployapi.SystemVendor
-	CPU          = deployapi.CPU
-	NIC          = deployapi.NIC
-)
+// Inventory is what the agent reports of the machine (the deploy API's type).
+type Inventory = deployapi.Inventory
+
+// SystemVendor is the machine's DMI identity.
+type SystemVendor = deployapi.SystemVendor
+
+// CPU describes the processors.
+type CPU = deployapi.CPU
+
+// NIC is a physical network interface.
+type NIC = deployapi.NIC
 
 // Boot modes, as BareMetalHost's spec.bootMode spells them.
 const (

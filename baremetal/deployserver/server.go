@@ -188,7 +188,7 @@ func (s *Server) writeIPXE(w http.ResponseWriter, id string, exp time.Time) {
 	signed := func(path string) string { return s.baseURL + path + "?" + deployapi.SignURLQuery(s.key, path, id, exp) }
 	w.Header().Set("Content-Type", "text/plain")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	_, _ = w.Write([]byte(imageservice.DeployIPXEScript(signed(KernelPath), signed(InitrdPath), signed(HostInitrdPath)))) //nolint:gosec // a text/plain iPXE script of signed URLs, not HTML
+	_, _ = w.Write([]byte(imageservice.DeployIPXEScript(signed(KernelPath), signed(InitrdPath), signed(HostInitrdPath))))
 }
 
 // serveKernel serves the deploy kernel and initramfs, the same bytes for

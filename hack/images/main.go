@@ -106,7 +106,7 @@ func (b *builder) run(force bool) error {
 			return fmt.Errorf("%s is missing: install Debian's grub-pc-bin and grub-efi-amd64-bin", d)
 		}
 	}
-	if err := os.MkdirAll(b.cache, 0o755); err != nil {
+	if err := os.MkdirAll(b.cache, 0o750); err != nil {
 		return err
 	}
 	testos := filepath.Join(b.cache, "testos")
@@ -160,7 +160,7 @@ func (b *builder) run(force bool) error {
 	if err := copyFile(vmlinuz, filepath.Join(b.out, imageservice.LiveKernelFile)); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(b.out, imageservice.LiveInitrdFile), liveInitrd, 0o644); err != nil { //nolint:gosec // public boot images
+	if err := os.WriteFile(filepath.Join(b.out, imageservice.LiveInitrdFile), liveInitrd, 0o644); err != nil {
 		return err
 	}
 	if err := b.iso(filepath.Join(b.out, TestOSFile), "METALSHIFT_TESTOS", vmlinuz, testInitrd, nil, "metalshift test OS"); err != nil {
@@ -175,7 +175,7 @@ func (b *builder) run(force bool) error {
 	}
 	m.BuildSeconds = time.Since(start).Seconds()
 	data, _ := json.MarshalIndent(m, "", "  ")
-	if err := os.WriteFile(manifestPath, append(data, '\n'), 0o644); err != nil { //nolint:gosec // not secret
+	if err := os.WriteFile(manifestPath, append(data, '\n'), 0o644); err != nil {
 		return err
 	}
 	b.logf("built in %.1fs from %s (kernel %s):", m.BuildSeconds, pkg, release)
@@ -244,7 +244,7 @@ func (b *builder) kernel(pkg string) (dir, release string, err error) {
 		return dir, release, nil
 	}
 	dl := filepath.Join(b.cache, "download")
-	if err := os.MkdirAll(dl, 0o755); err != nil {
+	if err := os.MkdirAll(dl, 0o750); err != nil {
 		return "", "", err
 	}
 	b.logf("downloading %s", pkg)
@@ -391,7 +391,7 @@ func moduleDeps(path string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer f.Close() //nolint:errcheck // read only
 	sec := f.Section(".modinfo")
 	if sec == nil {
 		return nil, fmt.Errorf("%s has no .modinfo", path)
@@ -420,19 +420,19 @@ func (b *builder) iso(out, label, vmlinuz string, initrd, region []byte, title s
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(stage)
-	if err := os.MkdirAll(filepath.Join(stage, "boot", "grub"), 0o755); err != nil {
+	defer os.RemoveAll(stage) //nolint:errcheck // a staging directory in the cache
+	if err := os.MkdirAll(filepath.Join(stage, "boot", "grub"), 0o750); err != nil {
 		return err
 	}
 	if err := copyFile(vmlinuz, filepath.Join(stage, imageservice.ISOKernelPath)); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(stage, imageservice.ISOInitrdPath), initrd, 0o644); err != nil { //nolint:gosec // public boot image
+	if err := os.WriteFile(filepath.Join(stage, imageservice.ISOInitrdPath), initrd, 0o644); err != nil {
 		return err
 	}
 	initrds := imageservice.ISOInitrdPath
 	if region != nil {
-		if err := os.WriteFile(filepath.Join(stage, imageservice.ISOHostPath), region, 0o644); err != nil { //nolint:gosec // a placeholder
+		if err := os.WriteFile(filepath.Join(stage, imageservice.ISOHostPath), region, 0o644); err != nil {
 			return err
 		}
 		initrds += " " + imageservice.ISOHostPath
@@ -446,7 +446,7 @@ menuentry %q {
 	initrd %s
 }
 `, title, imageservice.ISOKernelPath, imageservice.KernelArgs, initrds)
-	if err := os.WriteFile(filepath.Join(stage, "boot", "grub", "grub.cfg"), []byte(cfg), 0o644); err != nil { //nolint:gosec // public
+	if err := os.WriteFile(filepath.Join(stage, "boot", "grub", "grub.cfg"), []byte(cfg), 0o644); err != nil {
 		return err
 	}
 	tmp := out + ".tmp"
@@ -462,7 +462,7 @@ func copyFile(src, dst string) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(dst, data, 0o644) //nolint:gosec // public boot images
+	return os.WriteFile(dst, data, 0o644)
 }
 
 func fileSum(path string) (int64, string, error) {

@@ -81,7 +81,11 @@ func (w *Writer) entry(name string, mode, rmajor, rminor uint32, data []byte) er
 		ino = 0
 	}
 	w.ino++
-	fields := []uint32{ino, mode, 0, 0, nlink, 0, uint32(len(data)), 0, 0, rmajor, rminor, uint32(len(name) + 1), 0}
+	if len(data) > 1<<32-1 {
+		w.err = fmt.Errorf("%s: %d bytes is too large for a newc archive", name, len(data))
+		return w.err
+	}
+	fields := []uint32{ino, mode, 0, 0, nlink, 0, uint32(len(data)), 0, 0, rmajor, rminor, uint32(len(name) + 1), 0} //nolint:gosec // checked above; names are short
 	var b strings.Builder
 	b.WriteString(magic)
 	for _, f := range fields {

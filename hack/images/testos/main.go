@@ -24,7 +24,7 @@ import (
 func main() {
 	say := func(format string, args ...any) { fmt.Printf("metalshift-testos: "+format+"\n", args...) }
 	for _, m := range []struct{ src, dst, fstype string }{{"proc", "/proc", "proc"}, {"sysfs", "/sys", "sysfs"}, {"devtmpfs", "/dev", "devtmpfs"}} {
-		_ = os.MkdirAll(m.dst, 0o755)
+		_ = os.MkdirAll(m.dst, 0o755) //nolint:gosec // the root filesystem's mount points
 		if err := unix.Mount(m.src, m.dst, m.fstype, 0, ""); err != nil {
 			say("mounting %s: %v", m.dst, err)
 		}
@@ -87,7 +87,7 @@ func findConfigDrive() string {
 }
 
 func report(dev string, say func(string, ...any)) error {
-	if err := os.MkdirAll("/mnt/config", 0o755); err != nil {
+	if err := os.MkdirAll("/mnt/config", 0o755); err != nil { //nolint:gosec // a mount point
 		return err
 	}
 	if err := unix.Mount(dev, "/mnt/config", "iso9660", unix.MS_RDONLY, ""); err != nil {
