@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -30,6 +31,8 @@ type hubOptions struct {
 	dir         string
 	binDir      string
 	controllers bool
+	// hostsAddr is where hosts reach the hub's deploy server.
+	hostsAddr string
 }
 
 func newHubCommand() *cobra.Command {
@@ -46,6 +49,7 @@ func newHubCommand() *cobra.Command {
 		RunE:  func(cmd *cobra.Command, _ []string) error { return o.up(cmd.Context(), cmd.OutOrStdout()) },
 	}
 	up.Flags().BoolVar(&o.controllers, "controllers", true, "Run the manager (every controller, the webhooks, the deploy and ignition servers) in the hub; with false, run cmd/manager against it (the hub prints how)")
+	up.Flags().StringVar(&o.hostsAddr, "hosts-address", "127.0.0.1", "Address at which hosts reach the hub's deploy server (10.0.2.2 for the VMs of the QEMU lab, `sim bmc --backend qemu`)")
 	up.Flags().StringVar(&o.binDir, "bin-dir", "", "Directory holding etcd, kube-apiserver and kube-controller-manager (default: search $METALSHIFT_BIN_DIR, $KUBEBUILDER_ASSETS, next to metalshift, ./bin, $PATH)")
 
 	var downTimeout time.Duration
@@ -139,7 +143,7 @@ func (o *hubOptions) up(ctx context.Context, out io.Writer) error {
 		}
 		defer logFile.Close()
 		setLogger(zap.New(zap.WriteTo(logFile)))
-		if mgrDone, err = startManager(mgrCtx, hub); err != nil {
+		if mgrDone, err = startManager(mgrCtx, hub, o.hostsAddr); err != nil {
 			return err
 		}
 	} else if err := prepareForExternalManager(ctx, hub); err != nil {
@@ -148,7 +152,7 @@ func (o *hubOptions) up(ctx context.Context, out io.Writer) error {
 	if err := hub.MarkReady(); err != nil {
 		return err
 	}
-	printReady(out, hub, time.Since(start), o.controllers)
+	printReady(out, hub, time.Since(start), o.controllers, o.hostsAddr)
 
 	select {
 	case <-ctx.Done():
@@ -175,7 +179,7 @@ func (o *hubOptions) up(ctx context.Context, out io.Writer) error {
 // startManager starts the hub manager with every component, from the
 // command line an external manager would get (managerArgs), waits for its
 // webhook server and registers the webhooks with the kube-apiserver.
-func startManager(ctx context.Context, hub *localcp.Hub) (<-chan error, error) {
+func startManager(ctx context.Context, hub *localcp.Hub, hostsAddr string) (<-chan error, error) {
 	if _, err := hub.SigningKey(); err != nil { // created on first start
 		return nil, err
 	}
@@ -183,7 +187,7 @@ func startManager(ctx context.Context, hub *localcp.Hub) (<-chan error, error) {
 	components := manager.Components()
 	fs := pflag.NewFlagSet("manager", pflag.ContinueOnError)
 	component.BindFlags(fs, &opts, components)
-	if err := fs.Parse(append(managerArgs(hub), "--metrics-bind-address=0", "--health-addr=0")); err != nil {
+	if err := fs.Parse(append(managerArgs(hub, hostsAddr), "--metrics-bind-address=0", "--health-addr=0")); err != nil {
 		return nil, err
 	}
 	if err := component.Complete(&opts, components); err != nil {
@@ -222,34 +226,40 @@ func prepareForExternalManager(ctx context.Context, hub *localcp.Hub) error {
 	return hub.RegisterWebhooks(ctx)
 }
 
-func printReady(out io.Writer, hub *localcp.Hub, took time.Duration, controllers bool) {
+func printReady(out io.Writer, hub *localcp.Hub, took time.Duration, controllers bool, hostsAddr string) {
 	fmt.Fprintf(out, "Hub is ready in %s at %s\n", took.Round(100*time.Millisecond), hub.Server())
 	fmt.Fprintf(out, "  kubectl --kubeconfig %s get clusters -A\n", hub.Kubeconfig())
 	if controllers {
-		fmt.Fprintf(out, "  deploy server (hosts boot from it): %s\n", hub.DeployURL())
+		fmt.Fprintf(out, "  deploy server (hosts boot from it): %s\n", deployURL(hub, hostsAddr))
 		fmt.Fprintf(out, "  ignition server (large machine configs): %s\n", hub.IgnitionServing().URL)
 	} else {
 		is := hub.IgnitionServing()
 		fmt.Fprintf(out, "  No controllers run in the hub (--controllers=false). Run the manager (cmd/manager) against it;\n")
-		fmt.Fprintf(out, "  the hub's webhooks call %s, hosts are sent to %s (deploy) and %s (ignition):\n", hub.WebhookURL(), hub.DeployURL(), is.URL)
-		fmt.Fprintf(out, "    manager%s\n", shellArgs(append([]string{"--kubeconfig=" + hub.Kubeconfig()}, managerArgs(hub)...)...))
+		fmt.Fprintf(out, "  the hub's webhooks call %s, hosts are sent to %s (deploy) and %s (ignition):\n", hub.WebhookURL(), deployURL(hub, hostsAddr), is.URL)
+		fmt.Fprintf(out, "    manager%s\n", shellArgs(append([]string{"--kubeconfig=" + hub.Kubeconfig()}, managerArgs(hub, hostsAddr)...)...))
 		fmt.Fprintf(out, "  Replicas (--leader-elect) listen on ports of their own behind a load balancer on those three, with\n")
-		fmt.Fprintf(out, "  --deploy-url=%s --ignition-url=%s.\n", hub.DeployURL(), is.URL)
+		fmt.Fprintf(out, "  --deploy-url=%s --ignition-url=%s.\n", deployURL(hub, hostsAddr), is.URL)
 	}
 	fmt.Fprintf(out, "  logs: %s\n", hub.LogDir())
 	fmt.Fprintln(out, "Press Ctrl-C, or run `metalshift hub down --dir "+hub.Dir()+"`, to stop it.")
+}
+
+// deployURL is how hosts reach the hub's deploy server.
+func deployURL(hub *localcp.Hub, hostsAddr string) string {
+	_, port, _ := net.SplitHostPort(hub.DeployAddr())
+	return "http://" + net.JoinHostPort(hostsAddr, port)
 }
 
 // managerArgs is the command line of the manager (cmd/manager) that
 // serves hub, without --kubeconfig: its webhooks, deploy and ignition
 // servers where the hub sends the kube-apiserver and the hosts. `hub up`
 // runs its manager in-process with the same flags.
-func managerArgs(hub *localcp.Hub) []string {
+func managerArgs(hub *localcp.Hub, hostsAddr string) []string {
 	ws, is := hub.WebhookServing(), hub.IgnitionServing()
 	args := []string{
 		"--webhook-host=" + ws.Host, "--webhook-port=" + strconv.Itoa(ws.Port), "--webhook-cert-dir=" + ws.CertDir,
 		"--webhook-cert-name=" + ws.CertName, "--webhook-key-name=" + ws.KeyName,
-		"--deploy-listen-address=" + hub.DeployAddr(),
+		"--deploy-listen-address=" + hub.DeployAddr(), "--deploy-url=" + deployURL(hub, hostsAddr),
 		"--ignition-listen-address=" + is.Addr, "--ignition-cert-file=" + is.CertFile, "--ignition-key-file=" + is.KeyFile,
 		"--ignition-ca-file=" + hub.CAFile(), "--signing-key-file=" + hub.SigningKeyFile(),
 		// Installed clusters come up while the hub watches: connect soon after.
