@@ -27,16 +27,18 @@ const ModulesOrder = "/lib/modules/load.order"
 type Logf func(format string, args ...any)
 
 // Setup mounts /proc, /sys, /dev, /run and /tmp, loads the modules and
-// configures the network. Errors of single modules or NICs are logged, not
-// returned: a NIC without DHCP must not stop the one that has it.
-func Setup(ctx context.Context, logf Logf) error {
+// configures the network: static addresses where netcfg (may be nil) gives
+// them, DHCP on the other NICs with a link. Errors of single modules or
+// NICs are logged, not returned: a NIC without DHCP must not stop the one
+// that has it.
+func Setup(ctx context.Context, logf Logf, netcfg *NetworkConfig) error {
 	if err := mounts(); err != nil {
 		return err
 	}
 	loadModules(logf)
 	// Drivers probe devices asynchronously: give NICs and disks a moment.
 	waitFor(3*time.Second, func() bool { return len(nics()) > 0 })
-	return network(ctx, logf)
+	return network(ctx, logf, netcfg)
 }
 
 func mounts() error {
@@ -119,7 +121,7 @@ func nics() []string {
 
 // network brings loopback and every NIC up and runs DHCP on each that
 // has a link, in parallel. It succeeds when at least one NIC got a lease.
-func network(ctx context.Context, logf Logf) error {
+func network(ctx context.Context, logf Logf, netcfg *NetworkConfig) error {
 	if lo, err := netlink.LinkByName("lo"); err == nil {
 		_ = netlink.LinkSetUp(lo)
 	}
@@ -127,6 +129,8 @@ func network(ctx context.Context, logf Logf) error {
 		wg     sync.WaitGroup
 		mu     sync.Mutex
 		leases int
+		// names maps the configuration's interface names to links.
+		names = map[string]netlink.Link{}
 	)
 	for _, name := range nics() {
 		link, err := netlink.LinkByName(name)
@@ -135,6 +139,17 @@ func network(ctx context.Context, logf Logf) error {
 		}
 		if err := netlink.LinkSetUp(link); err != nil {
 			logf("%s: setting the link up: %v", name, err)
+			continue
+		}
+		if itf := netcfg.find(link.Attrs().HardwareAddr.String(), name); itf.static() {
+			if err := static(link, itf, logf); err != nil {
+				logf("%s (%s): %v", name, link.Attrs().HardwareAddr, err)
+				continue
+			}
+			mu.Lock()
+			leases++
+			names[itf.Name] = link
+			mu.Unlock()
 			continue
 		}
 		logf("%s (%s): link up, waiting for carrier", name, link.Attrs().HardwareAddr)
@@ -155,10 +170,55 @@ func network(ctx context.Context, logf Logf) error {
 		}()
 	}
 	wg.Wait()
+	if netcfg != nil {
+		applyRoutesAndDNS(netcfg, names, logf)
+	}
 	if leases == 0 {
-		return errors.New("no NIC got an address from DHCP")
+		return errors.New("no NIC got an address, from DHCP or the network data")
 	}
 	return nil
+}
+
+// static gives link the static addresses itf lists.
+func static(link netlink.Link, itf *Interface, logf Logf) error {
+	var addrs []string
+	for _, ip := range []*IP{itf.IPv4, itf.IPv6} {
+		if ip == nil || !ip.Enabled {
+			continue
+		}
+		for _, a := range ip.Address {
+			ipnet := &net.IPNet{IP: net.ParseIP(a.IP), Mask: net.CIDRMask(a.PrefixLength, map[bool]int{true: 32, false: 128}[net.ParseIP(a.IP).To4() != nil])}
+			if err := netlink.AddrReplace(link, &netlink.Addr{IPNet: ipnet}); err != nil {
+				return fmt.Errorf("adding %s: %w", ipnet, err)
+			}
+			addrs = append(addrs, ipnet.String())
+		}
+	}
+	logf("%s (%s): %s (static, from the network data's %s)", link.Attrs().Name, link.Attrs().HardwareAddr, strings.Join(addrs, ", "), itf.Name)
+	return nil
+}
+
+// applyRoutesAndDNS adds the network data's routes and DNS servers.
+func applyRoutesAndDNS(cfg *NetworkConfig, names map[string]netlink.Link, logf Logf) {
+	for _, r := range cfg.Routes.Config {
+		_, dst, _ := net.ParseCIDR(r.Destination)
+		route := &netlink.Route{Dst: dst, Gw: net.ParseIP(r.NextHopAddress)}
+		if ones, _ := dst.Mask.Size(); ones == 0 {
+			route.Dst = nil // the default route
+		}
+		if link, ok := names[r.NextHopInterface]; ok {
+			route.LinkIndex = link.Attrs().Index
+		}
+		if err := netlink.RouteReplace(route); err != nil {
+			logf("route to %s via %s: %v", r.Destination, r.NextHopAddress, err)
+			continue
+		}
+		logf("route to %s via %s", r.Destination, r.NextHopAddress)
+	}
+	if servers := cfg.DNSResolver.Config.Server; len(servers) > 0 {
+		_ = os.MkdirAll("/etc", 0o755) //nolint:gosec // the root filesystem's /etc
+		_ = os.WriteFile("/etc/resolv.conf", []byte("nameserver "+strings.Join(servers, "\nnameserver ")+"\n"), 0o644)
+	}
 }
 
 func carrier(name string) bool {

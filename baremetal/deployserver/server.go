@@ -156,9 +156,26 @@ func (s *Server) signedHost(w http.ResponseWriter, r *http.Request) (string, tim
 
 // bootConfig is what the agent of host id is told. Its token expires with
 // the URL it was served from: every request of one URL gets the same bytes,
-// so a BMC may read an ISO in ranges.
-func (s *Server) bootConfig(id string, expiry time.Time) deployapi.BootConfig {
-	return deployapi.BootConfig{EngineURL: s.baseURL, HostID: id, Token: deployapi.SignToken(s.key, id, expiry)}
+// so a BMC may read an ISO in ranges. The host's preprovisioning network
+// data goes along.
+func (s *Server) bootConfig(ctx context.Context, id string, expiry time.Time) (deployapi.BootConfig, error) {
+	cfg := deployapi.BootConfig{EngineURL: s.baseURL, HostID: id, Token: deployapi.SignToken(s.key, id, expiry)}
+	ns, name, _, err := deployapi.ParseHostID(id)
+	if err != nil {
+		return cfg, err
+	}
+	host := &metal3v1.BareMetalHost{}
+	if err := s.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, host); err != nil || HostID(host) != id {
+		return cfg, fmt.Errorf("unknown host")
+	}
+	if n := host.Spec.PreprovisioningNetworkDataName; n != "" {
+		data, err := s.secretData(ctx, ns, &corev1.SecretReference{Name: n}, "nmstate", "networkData")
+		if err != nil {
+			return cfg, err
+		}
+		cfg.NetworkData = string(data)
+	}
+	return cfg, nil
 }
 
 func (s *Server) serveISO(w http.ResponseWriter, r *http.Request) {
@@ -166,7 +183,12 @@ func (s *Server) serveISO(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	iso, err := s.images.ISO(s.bootConfig(id, exp))
+	cfg, err := s.bootConfig(r.Context(), id, exp)
+	if err != nil {
+		http.Error(w, "the host's boot configuration: "+err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	iso, err := s.images.ISO(cfg)
 	if err != nil {
 		http.Error(w, "building the deploy ISO failed: "+err.Error(), http.StatusInternalServerError)
 		return
@@ -211,7 +233,12 @@ func (s *Server) serveHostInitrd(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	b, err := imageservice.HostInitrd(s.bootConfig(id, exp))
+	cfg, err := s.bootConfig(r.Context(), id, exp)
+	if err != nil {
+		http.Error(w, "the host's boot configuration: "+err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	b, err := imageservice.HostInitrd(cfg)
 	if err != nil {
 		http.Error(w, "building the host's initrd failed: "+err.Error(), http.StatusInternalServerError)
 		return

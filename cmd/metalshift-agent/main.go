@@ -114,7 +114,15 @@ func initMain() {
 	log.SetFlags(log.Ltime)
 	log.SetPrefix("metalshift-agent: ")
 	go boot.Reap()
-	if err := boot.Setup(context.Background(), log.Printf); err != nil {
+	// The host initrd is unpacked before init runs: the configuration is
+	// there before anything is mounted.
+	var netcfg *boot.NetworkConfig
+	if cfg, err := bootConfig(deployapi.BootConfigFile); err == nil && cfg.NetworkData != "" {
+		if netcfg, err = boot.ParseNetworkConfig([]byte(cfg.NetworkData)); err != nil {
+			log.Printf("Ignoring the network data: %v", err)
+		}
+	}
+	if err := boot.Setup(context.Background(), log.Printf, netcfg); err != nil {
 		log.Printf("Network: %v", err)
 	}
 	if inv, err := host.ReadInventory(host.Linux); err == nil {

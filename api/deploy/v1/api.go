@@ -48,6 +48,11 @@ type BootConfig struct {
 	// CACert is the PEM of the CA that signs the engine's certificate, if
 	// it serves HTTPS.
 	CACert string `json:"caCert,omitempty"`
+	// NetworkData is the host's network configuration for the live image
+	// (nmstate YAML, from the BareMetalHost's
+	// preprovisioningNetworkDataName Secret); without it every NIC with a
+	// link uses DHCP.
+	NetworkData string `json:"networkData,omitempty"`
 }
 
 // BootConfigFile is the path of the boot configuration in the running

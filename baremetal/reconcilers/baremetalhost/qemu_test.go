@@ -18,6 +18,8 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metalshift/metalshift/agent/configdrive"
@@ -113,7 +115,20 @@ func TestQEMUMachines(t *testing.T) {
 	for i := range lab.Machines {
 		userData[i] = fmt.Sprintf(`{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"/etc/hostname","contents":{"source":"data:,host-%d"}}]}}`, i)
 		ud := userDataSecret(t, ns, fmt.Sprintf("user-data-%d", i), userData[i])
+		if i == 1 {
+			// The legacy VM's live image gets a static address from its
+			// preprovisioning network data (QEMU's user network is
+			// 10.0.2.0/24, the host is 10.0.2.2), matched by MAC.
+			nmstate := fmt.Sprintf("interfaces:\n- name: enp0s2\n  type: ethernet\n  mac-address: %s\n  ipv4:\n    enabled: true\n    dhcp: false\n"+
+				"    address:\n    - ip: 10.0.2.15\n      prefix-length: 24\nroutes:\n  config:\n  - destination: 0.0.0.0/0\n    next-hop-address: 10.0.2.2\n"+
+				"    next-hop-interface: enp0s2\n", lab.Machines[i].Hardware.NICs[0].MAC)
+			g.Expect(env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "host-1-network", Namespace: ns},
+				StringData: map[string]string{"nmstate": nmstate}})).To(Succeed())
+		}
 		hosts[i] = createHost(t, lab, i, ns, true, func(h *metal3v1.BareMetalHost) {
+			if i == 1 {
+				h.Spec.PreprovisioningNetworkDataName = "host-1-network"
+			}
 			h.Spec.Online = true
 			h.Spec.UserData = ud
 			h.Spec.Image = &metal3v1.Image{URL: fmt.Sprintf("http://10.0.2.2:%s/host-%d/os.img", imgPort, i), Checksum: osImage.sha256,
@@ -186,6 +201,13 @@ func TestQEMUMachines(t *testing.T) {
 		g.Expect(hw.Storage).To(ContainElement(HaveField("SizeBytes", metal3v1.Capacity(m.Hardware.Disks[0].SizeBytes))), h.Name)
 		g.Expect(hw.SystemVendor.SerialNumber).To(Equal(m.Hardware.SerialNumber), h.Name)
 	}
+
+	console := func(m string) string {
+		out, _ := os.ReadFile(lab.QEMU.ConsoleLog(m))
+		return string(out)
+	}
+	g.Expect(console(lab.Machines[0].ID)).To(MatchRegexp(`eth0 \(52:54:00:[0-9a-f:]+\): 10\.0\.2\.15/24 via 10\.0\.2\.2`), "DHCP")
+	g.Expect(console(lab.Machines[1].ID)).To(ContainSubstring("10.0.2.15/24 (static, from the network data's enp0s2)"))
 
 	// Each VM boots its disk: the OS mounts the config drive and prints the
 	// SHA-256 of its user data.

@@ -1,6 +1,7 @@
-package deployserver
+package baremetalhost_test
 
 import (
+	"context"
 	"crypto/rand"
 	"fmt"
 	"io"
@@ -11,7 +12,10 @@ import (
 	"testing"
 	"time"
 
-	deployapi "github.com/metalshift/metalshift/api/deploy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
+	"github.com/metalshift/metalshift/baremetal/deployserver"
 	"github.com/metalshift/metalshift/imageservice"
 )
 
@@ -31,16 +35,27 @@ func BenchmarkISODownloads50(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	ctx := context.Background()
+	ns := env.Namespace(b)
+	var urls []string
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
 	srv := httptest.NewUnstartedServer(nil)
-	s, err := New(Options{Key: key, BaseURL: "http://" + srv.Listener.Addr().String(), Images: images})
+	s, err := deployserver.New(deployserver.Options{Client: env.Client, Key: key, BaseURL: "http://" + srv.Listener.Addr().String(), Images: images})
 	if err != nil {
 		b.Fatal(err)
 	}
 	srv.Config.Handler = s.Handler()
 	srv.Start()
 	defer srv.Close()
+	for i := range hosts {
+		h := &metal3v1.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("iso-%d", i), Namespace: ns},
+			Spec: metal3v1.BareMetalHostSpec{BMC: metal3v1.BMCDetails{Address: "redfish-virtualmedia://192.0.2.1/redfish/v1/Systems/1", CredentialsName: "none"}}}
+		if err := env.Client.Create(ctx, h); err != nil {
+			b.Fatal(err)
+		}
+		urls = append(urls, s.DeployImage(h).ISOURL)
+	}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: hosts}}
 	var total int64
 	var slowest time.Duration
@@ -53,11 +68,8 @@ func BenchmarkISODownloads50(b *testing.B) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				id := fmt.Sprintf("bench~host-%d~0123456789ab", i)
-				exp := time.Now().Add(time.Hour)
-				url := s.baseURL + ISOPath + "?" + deployapi.SignURLQuery(key, ISOPath, id, exp)
 				t0 := time.Now()
-				resp, err := client.Get(url)
+				resp, err := client.Get(urls[i])
 				if err != nil {
 					b.Error(err)
 					return
