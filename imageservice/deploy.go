@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/kdomanski/iso9660"
@@ -91,7 +92,8 @@ func PlaceholderRegion() []byte {
 // ISO. ISO 9660 starts every file on a 2048-byte sector, so only sector
 // starts are compared; exactly one must match.
 func FindHostRegion(r io.ReaderAt, size int64) (int64, error) {
-	want := PlaceholderRegion()[:128]
+	placeholder := PlaceholderRegion()
+	want := placeholder[:128]
 	buf := make([]byte, 1<<20)
 	found := int64(-1)
 	for base := int64(0); base < size; base += int64(len(buf)) {
@@ -113,6 +115,14 @@ func FindHostRegion(r io.ReaderAt, size int64) (int64, error) {
 	}
 	if found+HostRegionSize > size {
 		return 0, errors.New("the image's host region is cut short")
+	}
+	// The whole region must be the placeholder: what is replaced is exactly the file.
+	got := make([]byte, HostRegionSize)
+	if _, err := r.ReadAt(got, found); err != nil && !errors.Is(err, io.EOF) {
+		return 0, err
+	}
+	if !bytes.Equal(got, placeholder) {
+		return 0, fmt.Errorf("the image's host region at %d is not the placeholder `make images` writes", found)
 	}
 	return found, nil
 }
@@ -272,7 +282,15 @@ func (im *Images) ISO(cfg deployapi.BootConfig) (*io.SectionReader, error) {
 	if err != nil {
 		return nil, err
 	}
-	return io.NewSectionReader(overlay{base: im.iso, off: im.regionOffset, data: region}, 0, im.isoSize), nil
+	return im.LazyISO(func() ([]byte, error) { return region, nil }), nil
+}
+
+// LazyISO is ISO with the region made by region, called once, and only
+// when a read reaches the region: a BMC reading the ISO in ranges costs
+// the caller one configuration per range that needs it, not per range.
+func (im *Images) LazyISO(region func() ([]byte, error)) *io.SectionReader {
+	o := &overlay{base: im.iso, off: im.regionOffset, size: HostRegionSize, make: region}
+	return io.NewSectionReader(o, 0, im.isoSize)
 }
 
 // Kernel returns the live kernel.
@@ -281,18 +299,33 @@ func (im *Images) Kernel() *io.SectionReader { return io.NewSectionReader(im.ker
 // Initrd returns the live initramfs (without a host's configuration).
 func (im *Images) Initrd() *io.SectionReader { return io.NewSectionReader(im.initrd, 0, im.initrdSize) }
 
-// overlay reads base with data in place of the bytes at off.
+// overlay reads base with the region's bytes in place of the size bytes
+// at off; the region is made on the first read that reaches it.
 type overlay struct {
 	base io.ReaderAt
 	off  int64
+	size int64
+	make func() ([]byte, error)
+
+	once sync.Once
 	data []byte
+	err  error
 }
 
-func (o overlay) ReadAt(p []byte, off int64) (int, error) {
+func (o *overlay) ReadAt(p []byte, off int64) (int, error) {
 	n, err := o.base.ReadAt(p, off)
 	// Copy the part of the region that falls into [off, off+n).
-	lo, hi := max(off, o.off), min(off+int64(n), o.off+int64(len(o.data)))
+	lo, hi := max(off, o.off), min(off+int64(n), o.off+o.size)
 	if lo < hi {
+		o.once.Do(func() {
+			o.data, o.err = o.make()
+			if o.err == nil && int64(len(o.data)) != o.size {
+				o.err = fmt.Errorf("the host region is %d bytes, not %d", len(o.data), o.size)
+			}
+		})
+		if o.err != nil {
+			return 0, o.err
+		}
 		copy(p[lo-off:hi-off], o.data[lo-o.off:hi-o.off])
 	}
 	return n, err

@@ -2,9 +2,11 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	neturl "net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -47,6 +49,10 @@ func (m *httpMedia) get(from, to int64) (*http.Response, error) {
 	req.Header.Set("Range", fmt.Sprintf("bytes=%d-%d", from, to))
 	resp, err := m.client.Do(req)
 	if err != nil {
+		var ue *neturl.Error
+		if errors.As(err, &ue) { // the URL's query is a signature: never log it
+			return nil, fmt.Errorf("%s %s: %w", ue.Op, redact(ue.URL), ue.Err)
+		}
 		return nil, err
 	}
 	if resp.StatusCode != http.StatusPartialContent {

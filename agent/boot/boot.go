@@ -38,7 +38,7 @@ func Setup(ctx context.Context, logf Logf, netcfg *NetworkConfig) error {
 	loadModules(logf)
 	// Drivers probe devices asynchronously: give NICs and disks a moment.
 	waitFor(3*time.Second, func() bool { return len(nics()) > 0 })
-	return network(ctx, logf, netcfg)
+	return Network(ctx, logf, netcfg)
 }
 
 func mounts() error {
@@ -119,9 +119,11 @@ func nics() []string {
 	return out
 }
 
-// network brings loopback and every NIC up and runs DHCP on each that
-// has a link, in parallel. It succeeds when at least one NIC got a lease.
-func network(ctx context.Context, logf Logf, netcfg *NetworkConfig) error {
+// Network brings loopback and every NIC up, gives the NICs netcfg
+// configures their static addresses and runs DHCP on the others that have
+// a link, in parallel. It succeeds when at least one NIC got an address;
+// it can be called again when none did.
+func Network(ctx context.Context, logf Logf, netcfg *NetworkConfig) error {
 	if lo, err := netlink.LinkByName("lo"); err == nil {
 		_ = netlink.LinkSetUp(lo)
 	}

@@ -62,6 +62,9 @@ func ParseNetworkConfig(data []byte) (*NetworkConfig, error) {
 	if err := yaml.Unmarshal(data, cfg); err != nil {
 		return nil, fmt.Errorf("network data is not an nmstate document: %w", err)
 	}
+	if len(cfg.Interfaces) == 0 && len(cfg.Routes.Config) == 0 && len(cfg.DNSResolver.Config.Server) == 0 {
+		return nil, fmt.Errorf("network data has no interfaces, routes.config or dns-resolver.config.server: is it an nmstate document?")
+	}
 	for i, itf := range cfg.Interfaces {
 		if itf.Name == "" && itf.MACAddress == "" {
 			return nil, fmt.Errorf("interfaces[%d]: name or mac-address is required", i)
@@ -126,6 +129,6 @@ func (itf *Interface) static() bool {
 		return false
 	}
 	dhcp := itf.IPv4 != nil && itf.IPv4.Enabled && itf.IPv4.DHCP
-	addrs := (itf.IPv4 != nil && len(itf.IPv4.Address) > 0) || (itf.IPv6 != nil && len(itf.IPv6.Address) > 0)
-	return addrs && !dhcp
+	has := func(ip *IP) bool { return ip != nil && ip.Enabled && len(ip.Address) > 0 }
+	return (has(itf.IPv4) || has(itf.IPv6)) && !dhcp
 }

@@ -50,6 +50,7 @@ dns-resolver:
 		"routes: {config: [{destination: default}]}":                                   "routes.config[0].destination",
 		"dns-resolver: {config: {server: [dns.example.com]}}":                          `dns-resolver.config.server[0]: "dns.example.com" is not an IP address`,
 		"interfaces: 3": "not an nmstate document",
+		`{"links":[{"id":"eth0"}],"networks":[]}`: "is it an nmstate document?",
 	} {
 		_, err := ParseNetworkConfig([]byte(doc))
 		g.Expect(err).To(MatchError(ContainSubstring(msg)), doc)

@@ -169,7 +169,9 @@ func (s *Server) bootConfig(ctx context.Context, id string, expiry time.Time) (d
 		return cfg, fmt.Errorf("unknown host")
 	}
 	if n := host.Spec.PreprovisioningNetworkDataName; n != "" {
-		data, err := s.secretData(ctx, ns, &corev1.SecretReference{Name: n}, "nmstate", "networkData")
+		// nmstate only: the networkData key holds OpenStack's
+		// network_data.json, for the config drive.
+		data, err := s.secretData(ctx, ns, &corev1.SecretReference{Name: n}, "nmstate")
 		if err != nil {
 			return cfg, err
 		}
@@ -183,17 +185,19 @@ func (s *Server) serveISO(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	cfg, err := s.bootConfig(r.Context(), id, exp)
-	if err != nil {
-		http.Error(w, "the host's boot configuration: "+err.Error(), http.StatusServiceUnavailable)
-		return
-	}
-	iso, err := s.images.ISO(cfg)
-	if err != nil {
-		http.Error(w, "building the deploy ISO failed: "+err.Error(), http.StatusInternalServerError)
-		return
-	}
+	// The host's region is made only when a range reaches it (a BMC reads
+	// the ISO in many ranges); a host whose configuration cannot be made
+	// (a missing network data Secret) fails its download there.
+	iso := s.images.LazyISO(func() ([]byte, error) {
+		cfg, err := s.bootConfig(r.Context(), id, exp)
+		if err != nil {
+			return nil, err
+		}
+		return imageservice.HostRegion(cfg)
+	})
 	w.Header().Set("Content-Type", "application/x-iso9660-image")
+	// It carries the host's agent token.
+	w.Header().Set("Cache-Control", "no-store")
 	http.ServeContent(w, r, "deploy.iso", s.images.ModTime, iso)
 }
 
@@ -394,7 +398,9 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 	host.Status.DeployAgent.Report = &metal3v1.DeployAgentReport{
 		Generation: rep.Generation, Phase: rep.Phase, Message: rep.Message, RootDevice: rep.RootDevice,
 		BytesWritten: rep.BytesWritten, Session: rep.Session, Time: metav1.NewTime(s.clock.Now().Truncate(time.Second)),
-		HardwareDetails: HardwareDetails(rep.Inventory),
+	}
+	if req.Action == deployapi.ActionInspect {
+		host.Status.DeployAgent.Report.HardwareDetails = HardwareDetails(rep.Inventory)
 	}
 	if err := s.client.Status().Patch(r.Context(), host, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 		if apierrors.IsConflict(err) {

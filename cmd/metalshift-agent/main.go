@@ -122,8 +122,9 @@ func initMain() {
 			log.Printf("Ignoring the network data: %v", err)
 		}
 	}
-	if err := boot.Setup(context.Background(), log.Printf, netcfg); err != nil {
-		log.Printf("Network: %v", err)
+	netErr := boot.Setup(context.Background(), log.Printf, netcfg)
+	if netErr != nil {
+		log.Printf("Network: %v", netErr)
 	}
 	if inv, err := host.ReadInventory(host.Linux); err == nil {
 		log.Printf("Machine: %s %s, %d CPUs, %d MiB, boot mode %s, %d NICs, %d disks", inv.SystemVendor.Manufacturer,
@@ -133,6 +134,13 @@ func initMain() {
 		}
 	}
 	for {
+		if netErr != nil { // a switch port that came up late, a DHCP server that was down
+			if netErr = boot.Network(context.Background(), log.Printf, netcfg); netErr != nil {
+				log.Printf("Network: %v; trying again in 30s", netErr)
+				time.Sleep(30 * time.Second)
+				continue
+			}
+		}
 		cfg, err := bootConfig(deployapi.BootConfigFile)
 		if err == nil {
 			err = deployRole(cfg, host.Linux)

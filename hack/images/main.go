@@ -160,7 +160,7 @@ func (b *builder) run(force bool) error {
 	if err := copyFile(vmlinuz, filepath.Join(b.out, imageservice.LiveKernelFile)); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(b.out, imageservice.LiveInitrdFile), liveInitrd, 0o644); err != nil {
+	if err := writeFile(filepath.Join(b.out, imageservice.LiveInitrdFile), liveInitrd); err != nil {
 		return err
 	}
 	if err := b.iso(filepath.Join(b.out, TestOSFile), "METALSHIFT_TESTOS", vmlinuz, testInitrd, nil, "metalshift test OS"); err != nil {
@@ -175,7 +175,7 @@ func (b *builder) run(force bool) error {
 	}
 	m.BuildSeconds = time.Since(start).Seconds()
 	data, _ := json.MarshalIndent(m, "", "  ")
-	if err := os.WriteFile(manifestPath, append(data, '\n'), 0o644); err != nil {
+	if err := writeFile(manifestPath, append(data, '\n')); err != nil {
 		return err
 	}
 	b.logf("built in %.1fs from %s (kernel %s):", m.BuildSeconds, pkg, release)
@@ -462,7 +462,17 @@ func copyFile(src, dst string) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(dst, data, 0o644)
+	return writeFile(dst, data)
+}
+
+// writeFile replaces dst with data through a new file, so that a deploy
+// server holding the old one open goes on serving whole, old bytes.
+func writeFile(dst string, data []byte) error {
+	tmp := dst + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil { //nolint:gosec // public boot images
+		return err
+	}
+	return os.Rename(tmp, dst)
 }
 
 func fileSum(path string) (int64, string, error) {

@@ -2,9 +2,11 @@ package qemu
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	neturl "net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -92,7 +94,7 @@ func (v *vm) fetch(ctx context.Context, url, dst string) (int64, error) {
 	}
 	resp, err := v.f.opts.HTTP.Do(req)
 	if err != nil {
-		return 0, err
+		return 0, unwrapURL(err) // the URL's query is a signature: never log it
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
@@ -185,6 +187,15 @@ func (v *vm) applyMedia() {
 }
 
 // redact drops the query (signatures) from a URL for logs.
+// unwrapURL drops the URL (and its signed query) from an HTTP client error.
+func unwrapURL(err error) error {
+	var ue *neturl.Error
+	if errors.As(err, &ue) {
+		return fmt.Errorf("%s %s: %w", ue.Op, redact(ue.URL), ue.Err)
+	}
+	return err
+}
+
 func redact(url string) string {
 	u, _, _ := strings.Cut(url, "?")
 	return u

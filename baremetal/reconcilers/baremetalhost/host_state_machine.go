@@ -173,6 +173,17 @@ func (r *Reconciler) inspectInBand(ctx context.Context, s *hostScope) actionResu
 	case rep == nil || rep.Phase != deployapi.PhaseDone || rep.HardwareDetails == nil:
 		return r.bootAgent(ctx, s, metal3v1.InspectionError)
 	}
+	// Power off before the request is dropped, as after cleaning: an agent
+	// still running could otherwise claim the next request (a deploy) in
+	// the moment before the engine reboots the host for it.
+	res, err := s.prov.BootDisk(ctx, s.uefi(), false)
+	if err != nil {
+		return fail(metal3v1.InspectionError, fmt.Sprintf("Powering the host off after in-band inspection failed: %v", err))
+	}
+	if res.Dirty {
+		return wait(res.RequeueAfter)
+	}
+	s.host.Status.PoweredOn = false
 	hw := rep.HardwareDetails.DeepCopy()
 	s.host.Status.HardwareDetails = hw
 	if s.host.Spec.Architecture == "" && hw.CPU.Arch != "" {

@@ -109,11 +109,14 @@ func TestHandleInspecting(t *testing.T) {
 	g.Expect(req.Action).To(Equal(deployapi.ActionInspect))
 	g.Expect(r.handleInspecting(context.Background(), scopeFor(host, f))).To(BeAssignableToTypeOf(actionWait{}))
 	g.Expect(req.BootedAt).NotTo(BeNil(), "the agent was booted")
+	g.Expect(f.PoweredOn).To(BeTrue())
 	host.Status.DeployAgent.Report = &metal3v1.DeployAgentReport{Generation: req.Generation, Phase: deployapi.PhaseDone, Session: "s",
 		HardwareDetails: &metal3v1.HardwareDetails{RAMMebibytes: 2048, CPU: metal3v1.CPU{Arch: "x86_64", Count: 2}}}
 	g.Expect(r.handleInspecting(context.Background(), scopeFor(host, f))).To(Equal(actionComplete{next: metal3v1.StatePreparing}))
 	g.Expect(host.Status.HardwareDetails.RAMMebibytes).To(Equal(2048))
 	g.Expect(host.Status.DeployAgent).To(BeNil())
+	g.Expect(f.PoweredOn).To(BeFalse(), "the agent does not run on once its request is gone")
+	g.Expect(host.Status.PoweredOn).To(BeFalse())
 }
 
 func TestHandleProvisioningBootsTheAgentOnce(t *testing.T) {
