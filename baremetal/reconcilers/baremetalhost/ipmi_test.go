@@ -18,12 +18,8 @@ import (
 func TestIPMIHost(t *testing.T) {
 	g := NewWithT(t)
 	ns := env.Namespace(t)
-	e := startEngine(t, "", nil, nil)
-	lab := startLab(t, e, 1)
+	e, lab, bmc := startIPMILab(t)
 	m := lab.Machines[0]
-	bmc, err := simipmi.Start(m, t.TempDir(), "admin", canary)
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(bmc.Close)
 	img := newImageServer(t, 1<<20, false)
 
 	host := createHost(t, lab, 0, ns, false, func(h *metal3v1.BareMetalHost) {
@@ -52,12 +48,8 @@ func TestIPMIHost(t *testing.T) {
 func TestIPMIInBandInspection(t *testing.T) {
 	g := NewWithT(t)
 	ns := env.Namespace(t)
-	e := startEngine(t, "", nil, nil)
-	lab := startLab(t, e, 1)
+	e, lab, bmc := startIPMILab(t)
 	m := lab.Machines[0]
-	bmc, err := simipmi.Start(m, t.TempDir(), "admin", canary)
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(bmc.Close)
 
 	host := createHost(t, lab, 0, ns, false, func(h *metal3v1.BareMetalHost) { h.Spec.BMC.Address = "ipmi://" + bmc.Addr })
 	waitState(t, host, metal3v1.StateAvailable)
@@ -74,4 +66,17 @@ func TestIPMIInBandInspection(t *testing.T) {
 	g.Expect(host.Status.DeployAgent).To(BeNil())
 	g.Eventually(m.PoweredOn, 30*time.Second).Should(BeFalse(), "online: false powers the host off after inspection")
 	expectNoCanary(t, e, ns, host)
+}
+
+// startIPMILab starts an engine and one simulated machine behind ipmi_sim.
+func startIPMILab(t *testing.T) (*engine, *sim.Lab, *simipmi.BMC) {
+	t.Helper()
+	e := startEngine(t, "", nil, nil)
+	lab := startLab(t, e, 1)
+	bmc, err := simipmi.Start(lab.Machines[0], t.TempDir(), "admin", canary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(bmc.Close)
+	return e, lab, bmc
 }
