@@ -17,6 +17,8 @@ import (
 	"github.com/insomniacslk/dhcp/dhcpv4/nclient4"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+
+	deployapi "github.com/metalshift/metalshift/api/deploy/v1"
 )
 
 // ModulesOrder lists the modules to load, one path per line relative to
@@ -143,8 +145,8 @@ func Network(ctx context.Context, logf Logf, netcfg *NetworkConfig) error {
 			logf("%s: setting the link up: %v", name, err)
 			continue
 		}
-		if itf := netcfg.find(link.Attrs().HardwareAddr.String(), name); itf.static() {
-			if err := static(link, itf, logf); err != nil {
+		if itf := find(netcfg, link.Attrs().HardwareAddr.String(), name); static(itf) {
+			if err := configureStatic(link, itf, logf); err != nil {
 				logf("%s (%s): %v", name, link.Attrs().HardwareAddr, err)
 				continue
 			}
@@ -182,9 +184,9 @@ func Network(ctx context.Context, logf Logf, netcfg *NetworkConfig) error {
 }
 
 // static gives link the static addresses itf lists.
-func static(link netlink.Link, itf *Interface, logf Logf) error {
+func configureStatic(link netlink.Link, itf *deployapi.Interface, logf Logf) error {
 	var addrs []string
-	for _, ip := range []*IP{itf.IPv4, itf.IPv6} {
+	for _, ip := range []*deployapi.IP{itf.IPv4, itf.IPv6} {
 		if ip == nil || !ip.Enabled {
 			continue
 		}

@@ -34,11 +34,11 @@ dns-resolver:
 `))
 	g.Expect(err).NotTo(HaveOccurred())
 	// The live image names interfaces ethN: the MAC decides.
-	itf := cfg.find("52:54:00:aa:bb:01", "eth0")
+	itf := find(cfg, "52:54:00:aa:bb:01", "eth0")
 	g.Expect(itf).NotTo(BeNil())
-	g.Expect(itf.static()).To(BeTrue())
-	g.Expect(cfg.find("52:54:00:aa:bb:02", "enp2s0").static()).To(BeFalse(), "DHCP")
-	g.Expect(cfg.find("52:54:00:aa:bb:03", "eth1")).To(BeNil())
+	g.Expect(static(itf)).To(BeTrue())
+	g.Expect(static(find(cfg, "52:54:00:aa:bb:02", "enp2s0"))).To(BeFalse(), "DHCP")
+	g.Expect(find(cfg, "52:54:00:aa:bb:03", "eth1")).To(BeNil())
 	g.Expect(cfg.Routes.Config[0].NextHopAddress).To(Equal("192.0.2.1"))
 	g.Expect(cfg.DNSResolver.Config.Server).To(Equal([]string{"192.0.2.53"}))
 

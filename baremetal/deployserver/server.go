@@ -95,6 +95,26 @@ func New(opts Options) (*Server, error) {
 		images: opts.Images}, nil
 }
 
+// CheckBootConfig makes host's boot configuration as its deploy image
+// will carry it and says what keeps the image from being made or used: a
+// network data Secret that is missing or not nmstate the live image can
+// apply, or a configuration too large for the image's host region. The
+// engine calls it before it boots the agent, so that a person reads the
+// cause in the host's status instead of waiting for the agent's timeout.
+func (s *Server) CheckBootConfig(ctx context.Context, host *metal3v1.BareMetalHost) error {
+	cfg, err := s.hostBootConfig(ctx, host, s.clock.Now().Add(s.ttl))
+	if err != nil {
+		return err
+	}
+	if cfg.NetworkData != "" {
+		if _, err := deployapi.ParseNetworkConfig([]byte(cfg.NetworkData)); err != nil {
+			return fmt.Errorf("Secret %s/%s, key nmstate: %w", host.Namespace, host.Spec.PreprovisioningNetworkDataName, err)
+		}
+	}
+	_, err = imageservice.HostRegion(cfg)
+	return err
+}
+
 // HostID is the deploy ID of host.
 func HostID(host *metal3v1.BareMetalHost) string {
 	return deployapi.HostID(host.Namespace, host.Name, string(host.UID))
@@ -159,15 +179,21 @@ func (s *Server) signedHost(w http.ResponseWriter, r *http.Request) (string, tim
 // so a BMC may read an ISO in ranges. The host's preprovisioning network
 // data goes along.
 func (s *Server) bootConfig(ctx context.Context, id string, expiry time.Time) (deployapi.BootConfig, error) {
-	cfg := deployapi.BootConfig{EngineURL: s.baseURL, HostID: id, Token: deployapi.SignToken(s.key, id, expiry)}
 	ns, name, _, err := deployapi.ParseHostID(id)
 	if err != nil {
-		return cfg, err
+		return deployapi.BootConfig{}, err
 	}
 	host := &metal3v1.BareMetalHost{}
 	if err := s.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, host); err != nil || HostID(host) != id {
-		return cfg, fmt.Errorf("unknown host")
+		return deployapi.BootConfig{}, fmt.Errorf("unknown host")
 	}
+	return s.hostBootConfig(ctx, host, expiry)
+}
+
+// hostBootConfig is bootConfig for a host at hand.
+func (s *Server) hostBootConfig(ctx context.Context, host *metal3v1.BareMetalHost, expiry time.Time) (deployapi.BootConfig, error) {
+	id, ns := HostID(host), host.Namespace
+	cfg := deployapi.BootConfig{EngineURL: s.baseURL, HostID: id, Token: deployapi.SignToken(s.key, id, expiry)}
 	if n := host.Spec.PreprovisioningNetworkDataName; n != "" {
 		// nmstate only: the networkData key holds OpenStack's
 		// network_data.json, for the config drive.

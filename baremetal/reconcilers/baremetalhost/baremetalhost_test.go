@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -368,4 +369,34 @@ func TestWatchFilter(t *testing.T) {
 		g.Expect(h.Status.Provisioning.State).To(BeEmpty(), "another shard's host was reconciled")
 		g.Expect(h.Finalizers).To(BeEmpty())
 	}, 3*time.Second, 200*time.Millisecond).Should(Succeed())
+}
+
+// TestBadNetworkData: a host whose preprovisioning network data the live
+// image could not use is not booted; its status says why (the Secret, the
+// field), and fixing the Secret lets it provision.
+func TestBadNetworkData(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	e := startEngine(t, "", nil, nil)
+	lab := startLab(t, e, 1)
+	img := newImageServer(t, 1<<20, false)
+	host := createHost(t, lab, 0, ns, true, func(h *metal3v1.BareMetalHost) {
+		h.Spec.Image, h.Spec.Online = img.image(), true
+		h.Spec.PreprovisioningNetworkDataName = "net"
+	})
+	errorMessage := func(g Gomega) string { return get(g, host).Status.ErrorMessage }
+	g.Eventually(errorMessage, 30*time.Second).Should(And(ContainSubstring("The deploy image cannot be made for this host"),
+		ContainSubstring(`Secret `+ns+`/net`), ContainSubstring("not found")))
+
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "net", Namespace: ns},
+		StringData: map[string]string{"nmstate": "interfaces:\n- name: eth0\n  mac-address: not-a-mac\n"}}
+	g.Expect(env.Client.Create(ctx, secret)).To(Succeed())
+	g.Eventually(errorMessage, 30*time.Second).Should(ContainSubstring("Secret " + ns + "/net, key nmstate: interfaces[0].mac-address"))
+	g.Expect(lab.Machines[0].Boots()).To(BeZero(), "the host was not booted with an image that cannot work")
+
+	secret.StringData = map[string]string{"nmstate": "interfaces:\n- name: eth0\n  ipv4: {enabled: true, dhcp: true}\n"}
+	g.Expect(env.Client.Update(ctx, secret)).To(Succeed())
+	waitState(t, host, metal3v1.StateProvisioned)
+	g.Expect(host.Status.ErrorMessage).To(BeEmpty())
 }

@@ -316,6 +316,9 @@ func (r *Reconciler) bootAgent(ctx context.Context, s *hostScope, errType metal3
 		}
 		return r.agentTimedOut(s, errType, "The deploy agent did not report within %s: check that the host can reach the engine", agentTimeout)
 	}
+	if err := r.Deploy.CheckBootConfig(ctx, s.host); err != nil {
+		return fail(errType, fmt.Sprintf("The deploy image cannot be made for this host: %v", err))
+	}
 	res, err := s.prov.BootDeployImage(ctx, r.Deploy.DeployImage(s.host), s.uefi())
 	if err != nil {
 		if errors.Is(err, provisioner.ErrMedia) {
