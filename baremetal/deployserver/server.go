@@ -108,7 +108,7 @@ func (s *Server) CheckBootConfig(ctx context.Context, host *metal3v1.BareMetalHo
 	}
 	if cfg.NetworkData != "" {
 		if _, err := deployapi.ParseNetworkConfig([]byte(cfg.NetworkData)); err != nil {
-			return fmt.Errorf("Secret %s/%s, key nmstate: %w", host.Namespace, host.Spec.PreprovisioningNetworkDataName, err)
+			return fmt.Errorf("secret %s/%s, key nmstate: %w", host.Namespace, host.Spec.PreprovisioningNetworkDataName, err)
 		}
 	}
 	_, err = imageservice.HostRegion(cfg)

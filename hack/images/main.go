@@ -469,7 +469,7 @@ func copyFile(src, dst string) error {
 // server holding the old one open goes on serving whole, old bytes.
 func writeFile(dst string, data []byte) error {
 	tmp := dst + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil { //nolint:gosec // public boot images
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
 		return err
 	}
 	return os.Rename(tmp, dst)

@@ -392,7 +392,7 @@ func TestBadNetworkData(t *testing.T) {
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "net", Namespace: ns},
 		StringData: map[string]string{"nmstate": "interfaces:\n- name: eth0\n  mac-address: not-a-mac\n"}}
 	g.Expect(env.Client.Create(ctx, secret)).To(Succeed())
-	g.Eventually(errorMessage, 30*time.Second).Should(ContainSubstring("Secret " + ns + "/net, key nmstate: interfaces[0].mac-address"))
+	g.Eventually(errorMessage, 30*time.Second).Should(ContainSubstring("secret " + ns + "/net, key nmstate: interfaces[0].mac-address"))
 	g.Expect(lab.Machines[0].Boots()).To(BeZero(), "the host was not booted with an image that cannot work")
 
 	secret.StringData = map[string]string{"nmstate": "interfaces:\n- name: eth0\n  ipv4: {enabled: true, dhcp: true}\n"}
