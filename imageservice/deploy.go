@@ -238,7 +238,12 @@ func LoadImages(dir string) (*Images, error) {
 // LightImages returns images that only the simulator can boot: an ISO with
 // the host region and no kernel, and a kernel and initrd that are
 // placeholders. They let the simulated labs run without `make images`.
-func LightImages() (*Images, error) {
+// They are built once per process and shared (they are only read).
+func LightImages() (*Images, error) { return lightImages() }
+
+var lightImages = sync.OnceValues(buildLightImages)
+
+func buildLightImages() (*Images, error) {
 	w, err := iso9660.NewWriter()
 	if err != nil {
 		return nil, err

@@ -33,17 +33,18 @@ type Logf func(format string, args ...any)
 // them, DHCP on the other NICs with a link. Errors of single modules or
 // NICs are logged, not returned: a NIC without DHCP must not stop the one
 // that has it.
-func Setup(ctx context.Context, logf Logf, netcfg *NetworkConfig) error {
-	if err := mounts(); err != nil {
+func Setup(ctx context.Context, logf Logf, netcfg *deployapi.NetworkConfig) error {
+	if err := Mount(); err != nil {
 		return err
 	}
-	loadModules(logf)
+	LoadModules(logf)
 	// Drivers probe devices asynchronously: give NICs and disks a moment.
 	waitFor(3*time.Second, func() bool { return len(nics()) > 0 })
 	return Network(ctx, logf, netcfg)
 }
 
-func mounts() error {
+// Mount mounts /proc, /sys, /dev (devtmpfs), /run and /tmp.
+func Mount() error {
 	for _, m := range []struct{ src, dst, fstype string }{
 		{"proc", "/proc", "proc"}, {"sysfs", "/sys", "sysfs"}, {"devtmpfs", "/dev", "devtmpfs"},
 		{"tmpfs", "/run", "tmpfs"}, {"tmpfs", "/tmp", "tmpfs"},
@@ -58,7 +59,8 @@ func mounts() error {
 	return nil
 }
 
-func loadModules(logf Logf) {
+// LoadModules loads the modules ModulesOrder lists, in order.
+func LoadModules(logf Logf) {
 	var uts unix.Utsname
 	_ = unix.Uname(&uts)
 	dir := filepath.Join("/lib/modules", unix.ByteSliceToString(uts.Release[:]))
@@ -125,7 +127,7 @@ func nics() []string {
 // configures their static addresses and runs DHCP on the others that have
 // a link, in parallel. It succeeds when at least one NIC got an address;
 // it can be called again when none did.
-func Network(ctx context.Context, logf Logf, netcfg *NetworkConfig) error {
+func Network(ctx context.Context, logf Logf, netcfg *deployapi.NetworkConfig) error {
 	if lo, err := netlink.LinkByName("lo"); err == nil {
 		_ = netlink.LinkSetUp(lo)
 	}
@@ -203,7 +205,7 @@ func configureStatic(link netlink.Link, itf *deployapi.Interface, logf Logf) err
 }
 
 // applyRoutesAndDNS adds the network data's routes and DNS servers.
-func applyRoutesAndDNS(cfg *NetworkConfig, names map[string]netlink.Link, logf Logf) {
+func applyRoutesAndDNS(cfg *deployapi.NetworkConfig, names map[string]netlink.Link, logf Logf) {
 	for _, r := range cfg.Routes.Config {
 		_, dst, _ := net.ParseCIDR(r.Destination)
 		route := &netlink.Route{Dst: dst, Gw: net.ParseIP(r.NextHopAddress)}

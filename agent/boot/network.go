@@ -6,14 +6,6 @@ import (
 	deployapi "github.com/metalshift/metalshift/api/deploy/v1"
 )
 
-// NetworkConfig is the network data the live image applies.
-type NetworkConfig = deployapi.NetworkConfig
-
-// ParseNetworkConfig reads and checks network data.
-func ParseNetworkConfig(data []byte) (*NetworkConfig, error) {
-	return deployapi.ParseNetworkConfig(data)
-}
-
 // find returns the configuration of the interface with mac and name.
 func find(c *deployapi.NetworkConfig, mac, name string) *deployapi.Interface {
 	if c == nil {

@@ -4,11 +4,13 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+
+	deployapi "github.com/metalshift/metalshift/api/deploy/v1"
 )
 
 func TestParseNetworkConfig(t *testing.T) {
 	g := NewWithT(t)
-	cfg, err := ParseNetworkConfig([]byte(`
+	cfg, err := deployapi.ParseNetworkConfig([]byte(`
 interfaces:
 - name: enp1s0
   type: ethernet
@@ -52,7 +54,7 @@ dns-resolver:
 		"interfaces: 3": "not an nmstate document",
 		`{"links":[{"id":"eth0"}],"networks":[]}`: "is it an nmstate document?",
 	} {
-		_, err := ParseNetworkConfig([]byte(doc))
+		_, err := deployapi.ParseNetworkConfig([]byte(doc))
 		g.Expect(err).To(MatchError(ContainSubstring(msg)), doc)
 	}
 }

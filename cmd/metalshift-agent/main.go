@@ -116,9 +116,9 @@ func initMain() {
 	go boot.Reap()
 	// The host initrd is unpacked before init runs: the configuration is
 	// there before anything is mounted.
-	var netcfg *boot.NetworkConfig
+	var netcfg *deployapi.NetworkConfig
 	if cfg, err := bootConfig(deployapi.BootConfigFile); err == nil && cfg.NetworkData != "" {
-		if netcfg, err = boot.ParseNetworkConfig([]byte(cfg.NetworkData)); err != nil {
+		if netcfg, err = deployapi.ParseNetworkConfig([]byte(cfg.NetworkData)); err != nil {
 			log.Printf("Ignoring the network data: %v", err)
 		}
 	}

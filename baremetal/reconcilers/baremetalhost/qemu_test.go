@@ -1,6 +1,7 @@
 package baremetalhost_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -48,7 +49,7 @@ func newOSImageServer(t *testing.T, file string) *osImageServer {
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n, _ := s.downloads.LoadOrStore(r.URL.Path, &atomic.Int32{})
 		n.(*atomic.Int32).Add(1)
-		http.ServeContent(w, r, "os.img", time.Time{}, strings.NewReader(string(data)))
+		http.ServeContent(w, r, "os.img", time.Time{}, bytes.NewReader(data))
 	}))
 	t.Cleanup(s.Close)
 	return s

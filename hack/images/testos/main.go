@@ -8,28 +8,24 @@
 package main
 
 import (
-	"bufio"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/metalshift/metalshift/agent/boot"
 )
 
 func main() {
 	say := func(format string, args ...any) { fmt.Printf("metalshift-testos: "+format+"\n", args...) }
-	for _, m := range []struct{ src, dst, fstype string }{{"proc", "/proc", "proc"}, {"sysfs", "/sys", "sysfs"}, {"devtmpfs", "/dev", "devtmpfs"}} {
-		_ = os.MkdirAll(m.dst, 0o755) //nolint:gosec // the root filesystem's mount points
-		if err := unix.Mount(m.src, m.dst, m.fstype, 0, ""); err != nil {
-			say("mounting %s: %v", m.dst, err)
-		}
+	if err := boot.Mount(); err != nil {
+		say("%v", err)
 	}
-	loadModules(say)
+	boot.LoadModules(say)
 	var dev string
 	for deadline := time.Now().Add(20 * time.Second); dev == "" && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
 		dev = findConfigDrive()
@@ -41,28 +37,6 @@ func main() {
 	}
 	for {
 		time.Sleep(time.Hour)
-	}
-}
-
-func loadModules(say func(string, ...any)) {
-	var uts unix.Utsname
-	_ = unix.Uname(&uts)
-	dir := filepath.Join("/lib/modules", unix.ByteSliceToString(uts.Release[:]))
-	f, err := os.Open("/lib/modules/load.order")
-	if err != nil {
-		return
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		m, err := os.Open(filepath.Join(dir, strings.TrimSpace(sc.Text())))
-		if err != nil {
-			continue
-		}
-		if err := unix.FinitModule(int(m.Fd()), "", 0); err != nil && !errors.Is(err, unix.EEXIST) {
-			say("module %s: %v", filepath.Base(sc.Text()), err)
-		}
-		m.Close()
 	}
 }
 
