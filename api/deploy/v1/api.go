@@ -53,6 +53,62 @@ type BootConfig struct {
 	// preprovisioningNetworkDataName Secret); without it every NIC with a
 	// link uses DHCP.
 	NetworkData string `json:"networkData,omitempty"`
+	// Discovery, when set, makes the image an InfraEnv's discovery image
+	// of the agent-based install: the agent registers with the agent
+	// service (api/assisted/v2) instead of asking the host engine for
+	// deploy instructions; EngineURL, HostID and Token are then empty.
+	Discovery *Discovery `json:"discovery,omitempty"`
+}
+
+// Discovery is a discovery image's configuration: one per InfraEnv, the
+// same for every host that boots it.
+type Discovery struct {
+	// ServiceURL is the agent service's base URL (the REST API is under
+	// /api/assisted-install).
+	ServiceURL string `json:"serviceURL"`
+	// InfraEnvID is the InfraEnv's ID in the REST API.
+	InfraEnvID string `json:"infraEnvID"`
+	// Token is the InfraEnv's agent token, sent as X-Secret-Key.
+	Token string `json:"token"`
+	// CACert is the PEM of the CA that signs the service's certificate.
+	CACert string `json:"caCert,omitempty"`
+	// Proxy is the InfraEnv's proxy.
+	HTTPProxy  string `json:"httpProxy,omitempty"`
+	HTTPSProxy string `json:"httpsProxy,omitempty"`
+	NoProxy    string `json:"noProxy,omitempty"`
+	// NTPSources are additional time sources.
+	NTPSources []string `json:"ntpSources,omitempty"`
+	// SSHAuthorizedKey lets a person log in to the discovery environment.
+	SSHAuthorizedKey string `json:"sshAuthorizedKey,omitempty"`
+	// AdditionalTrustBundle is PEM CAs the discovery environment trusts.
+	AdditionalTrustBundle string `json:"additionalTrustBundle,omitempty"`
+	// KernelArguments are the InfraEnv's kernel argument edits, applied
+	// on the boot loader's command line.
+	KernelArguments []KernelArgument `json:"kernelArguments,omitempty"`
+	// StaticNetwork is the InfraEnv's NMStateConfigs: the agent applies
+	// the one whose MAC addresses its NICs have.
+	StaticNetwork []StaticNetworkHost `json:"staticNetwork,omitempty"`
+}
+
+// KernelArgument is an edit of the kernel command line.
+type KernelArgument struct {
+	// Operation is append, replace or delete.
+	Operation string `json:"operation"`
+	Value     string `json:"value"`
+}
+
+// StaticNetworkHost is one NMStateConfig: nmstate YAML for one host, and
+// the MAC address of each interface it names.
+type StaticNetworkHost struct {
+	MACInterfaceMap []MACInterface `json:"macInterfaceMap"`
+	NetworkYAML     string         `json:"networkYAML"`
+}
+
+// MACInterface maps a NIC's MAC address to the interface name in the
+// nmstate YAML.
+type MACInterface struct {
+	MACAddress     string `json:"macAddress"`
+	LogicalNICName string `json:"logicalNICName"`
 }
 
 // BootConfigFile is the path of the boot configuration in the running
