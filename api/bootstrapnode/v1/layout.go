@@ -18,6 +18,12 @@ const (
 	// PullSecretPath is where the bootstrap node's container tools find
 	// the pull secret, as on an openshift-install bootstrap node.
 	PullSecretPath = "/root/.docker/config.json" //nolint:gosec // a file path, not a credential
+	// BootstrapInPlacePath, when the config writes it, makes the node
+	// bootstrap in place (a single-node cluster): after the bootstrap
+	// service brought the control plane up, the same machine stays on as
+	// the node of the role the file holds ("master"), with no bootstrap
+	// node to remove.
+	BootstrapInPlacePath = BootstrapDir + "/bootstrap-in-place"
 )
 
 // MachineConfigServerPort is where OpenShift's machine-config-server

@@ -42,6 +42,9 @@ type BootstrapOptions struct {
 	ReleaseVersion string
 	// Override is an Ignition config merged after the rendered one.
 	Override []byte
+	// InPlace makes the node bootstrap in place and stay on as a master
+	// (single-node clusters; bootstrapnode.BootstrapInPlacePath).
+	InPlace bool
 }
 
 // bootstrapUnit starts the temporary control plane from /opt/openshift.
@@ -88,6 +91,9 @@ func Bootstrap(o BootstrapOptions) ([]byte, error) {
 	}
 	if len(o.PullSecret) > 0 {
 		files = append(files, file(bootstrapnode.PullSecretPath, o.PullSecret, 0o600))
+	}
+	if o.InPlace {
+		files = append(files, file(bootstrapnode.BootstrapInPlacePath, []byte("master"), 0o644))
 	}
 	ms := append([]Manifest(nil), o.Manifests...)
 	sort.Slice(ms, func(i, j int) bool {

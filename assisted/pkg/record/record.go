@@ -1,0 +1,271 @@
+// Package record reads and writes what the agent service keeps in the API:
+// a host's record is its Agent, an install's its ClusterDeployment,
+// AgentClusterInstall and install-state Secret. The REST server and the
+// controllers share these helpers, so both read the same facts the same way.
+package record
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	agentinstallv1 "github.com/metalshift/metalshift/api/agentinstall/v1beta1"
+	assistedapi "github.com/metalshift/metalshift/api/assisted/v2"
+	hivev1 "github.com/metalshift/metalshift/api/hive/v1"
+	hiveextv1 "github.com/metalshift/metalshift/api/hiveext/v1beta1"
+)
+
+// ClusterDeploymentIndex indexes Agents by "<namespace>/<name>" of
+// spec.clusterDeploymentName.
+const ClusterDeploymentIndex = "spec.clusterDeploymentName"
+
+// IndexClusterDeployment is the index function of ClusterDeploymentIndex.
+func IndexClusterDeployment(o client.Object) []string {
+	a, ok := o.(*agentinstallv1.Agent)
+	if !ok || a.Spec.ClusterDeploymentName == nil {
+		return nil
+	}
+	return []string{a.Spec.ClusterDeploymentName.Namespace + "/" + a.Spec.ClusterDeploymentName.Name}
+}
+
+// Cluster is an install: a ClusterDeployment and its AgentClusterInstall.
+type Cluster struct {
+	CD  *hivev1.ClusterDeployment
+	ACI *hiveextv1.AgentClusterInstall
+}
+
+// ID is the cluster's ID in the REST API: its AgentClusterInstall's UID.
+func (c *Cluster) ID() string { return string(c.ACI.UID) }
+
+// SNO tells whether the cluster is single-node.
+func (c *Cluster) SNO() bool {
+	return c.ACI.Spec.ProvisionRequirements.ControlPlaneAgents == 1 && c.ACI.Spec.ProvisionRequirements.WorkerAgents == 0
+}
+
+// State is the cluster's status (status.debugInfo.state).
+func (c *Cluster) State() string { return c.ACI.Status.DebugInfo.State }
+
+// ForDeployment returns the install of a ClusterDeployment; nil when it
+// does not point at an AgentClusterInstall (other kinds are not ours) or
+// that is missing.
+func ForDeployment(ctx context.Context, r client.Reader, cd *hivev1.ClusterDeployment) (*Cluster, error) {
+	ref := cd.Spec.ClusterInstallRef
+	if ref == nil || ref.Kind != "AgentClusterInstall" || ref.Group != hiveextv1.GroupVersion.Group {
+		return nil, nil
+	}
+	aci := &hiveextv1.AgentClusterInstall{}
+	if err := r.Get(ctx, types.NamespacedName{Namespace: cd.Namespace, Name: ref.Name}, aci); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return &Cluster{CD: cd, ACI: aci}, nil
+}
+
+// ForAgent returns the install an Agent is bound to; nil when unbound or
+// when its ClusterDeployment or AgentClusterInstall is missing.
+func ForAgent(ctx context.Context, r client.Reader, a *agentinstallv1.Agent) (*Cluster, error) {
+	ref := a.Spec.ClusterDeploymentName
+	if ref == nil || ref.Name == "" {
+		return nil, nil
+	}
+	ns := ref.Namespace
+	if ns == "" {
+		ns = a.Namespace
+	}
+	cd := &hivev1.ClusterDeployment{}
+	if err := r.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, cd); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return ForDeployment(ctx, r, cd)
+}
+
+// Agents returns the Agents bound to a ClusterDeployment, by name.
+func Agents(ctx context.Context, r client.Reader, cd *hivev1.ClusterDeployment) ([]agentinstallv1.Agent, error) {
+	l := &agentinstallv1.AgentList{}
+	if err := r.List(ctx, l, client.MatchingFields{ClusterDeploymentIndex: cd.Namespace + "/" + cd.Name}); err != nil {
+		return nil, err
+	}
+	return l.Items, nil
+}
+
+// Role is an Agent's effective role: spec.role unless empty or
+// auto-assign, else the suggested status.role.
+func Role(a *agentinstallv1.Agent) string {
+	if r := a.Spec.Role; r != "" && r != agentinstallv1.HostRoleAutoAssign {
+		return string(r)
+	}
+	if a.Status.Role != "" {
+		return string(a.Status.Role)
+	}
+	return string(agentinstallv1.HostRoleAutoAssign)
+}
+
+// Hostname is an Agent's effective hostname.
+func Hostname(a *agentinstallv1.Agent) string {
+	if a.Spec.Hostname != "" {
+		return a.Spec.Hostname
+	}
+	return a.Status.Inventory.Hostname
+}
+
+// ConnectedCondition is the Agent condition whose lastHeartbeatTime
+// records the agent's last contact.
+const ConnectedCondition agentinstallv1.ConditionType = "Connected"
+
+// LastContact is when the agent last contacted the service; zero when never.
+func LastContact(a *agentinstallv1.Agent) time.Time {
+	for _, c := range a.Status.Conditions {
+		if c.Type == ConnectedCondition {
+			return c.LastHeartbeatTime.Time
+		}
+	}
+	return time.Time{}
+}
+
+// SetLastContact records a contact at now.
+func SetLastContact(a *agentinstallv1.Agent, now time.Time) {
+	for i := range a.Status.Conditions {
+		if a.Status.Conditions[i].Type == ConnectedCondition {
+			a.Status.Conditions[i].LastHeartbeatTime = metav1.NewTime(now)
+			return
+		}
+	}
+	a.Status.Conditions = append(a.Status.Conditions, agentinstallv1.Condition{
+		Type: ConnectedCondition, Status: corev1.ConditionUnknown, Reason: "NotAvailable", Message: "Information not available",
+		LastHeartbeatTime: metav1.NewTime(now), LastTransitionTime: metav1.NewTime(now),
+	})
+}
+
+// Install-state Secret: what the service made when the install started.
+const (
+	InstallStateSuffix   = "-install-state"
+	KeyRootCACert        = "root-ca.crt"
+	KeyRootCAKey         = "root-ca.key"
+	KeyAdminKubeconfig   = "kubeconfig"
+	KeyInstallConfig     = "install-config.yaml"
+	KeyKubeadminPassword = "password"
+	KeyClusterID         = "cluster-id"
+	// AdminKubeconfigSuffix and AdminPasswordSuffix name the outputs:
+	// <cd>-admin-kubeconfig (key kubeconfig) and <cd>-admin-password
+	// (keys username, password).
+	AdminKubeconfigSuffix = "-admin-kubeconfig"
+	AdminPasswordSuffix   = "-admin-password"
+)
+
+// InstallStateName is the install-state Secret of an install.
+func InstallStateName(aci *hiveextv1.AgentClusterInstall) string { return aci.Name + InstallStateSuffix }
+
+// InstallState reads an install's install-state Secret; nil when missing.
+func InstallState(ctx context.Context, r client.Reader, aci *hiveextv1.AgentClusterInstall) (*corev1.Secret, error) {
+	s := &corev1.Secret{}
+	if err := r.Get(ctx, types.NamespacedName{Namespace: aci.Namespace, Name: InstallStateName(aci)}, s); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return s, nil
+}
+
+// PullSecret reads a pull secret (key .dockerconfigjson).
+func PullSecret(ctx context.Context, r client.Reader, ns string, ref *corev1.LocalObjectReference) ([]byte, error) {
+	if ref == nil || ref.Name == "" {
+		return nil, fmt.Errorf("no pull secret reference")
+	}
+	s := &corev1.Secret{}
+	if err := r.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, s); err != nil {
+		return nil, err
+	}
+	data := s.Data[corev1.DockerConfigJsonKey]
+	if len(data) == 0 {
+		return nil, fmt.Errorf("secret %s/%s has no %s", ns, ref.Name, corev1.DockerConfigJsonKey)
+	}
+	return data, nil
+}
+
+// OpenshiftVersion reads the OpenShift version from a release image's tag,
+// e.g. quay.io/openshift-release-dev/ocp-release:4.16.3-x86_64 → 4.16.3.
+func OpenshiftVersion(releaseImage string) string {
+	i := strings.LastIndex(releaseImage, ":")
+	if i < 0 || strings.Contains(releaseImage[i:], "/") {
+		return ""
+	}
+	tag := releaseImage[i+1:]
+	if j := strings.Index(tag, "-"); j > 0 {
+		tag = tag[:j]
+	}
+	return tag
+}
+
+// MinorVersion is "4.16" of "4.16.3".
+func MinorVersion(v string) string {
+	parts := strings.SplitN(v, ".", 3)
+	if len(parts) < 2 {
+		return v
+	}
+	return parts[0] + "." + parts[1]
+}
+
+// ImageSet reads an install's ClusterImageSet.
+func ImageSet(ctx context.Context, r client.Reader, c *Cluster) (*hivev1.ClusterImageSet, error) {
+	if c.ACI.Spec.ImageSetRef == nil || c.ACI.Spec.ImageSetRef.Name == "" {
+		return nil, fmt.Errorf("the AgentClusterInstall has no imageSetRef")
+	}
+	is := &hivev1.ClusterImageSet{}
+	if err := r.Get(ctx, types.NamespacedName{Name: c.ACI.Spec.ImageSetRef.Name}, is); err != nil {
+		return nil, fmt.Errorf("ClusterImageSet %s: %w", c.ACI.Spec.ImageSetRef.Name, err)
+	}
+	return is, nil
+}
+
+// OSImage finds the OS image of an OpenShift version and architecture in
+// the AgentServiceConfig "agent".
+func OSImage(ctx context.Context, r client.Reader, version, arch string) (assistedapi.OSImage, error) {
+	if arch == "" {
+		arch = "x86_64"
+	}
+	asc := &agentinstallv1.AgentServiceConfig{}
+	if err := r.Get(ctx, types.NamespacedName{Name: agentinstallv1.AgentServiceConfigName}, asc); err != nil {
+		return assistedapi.OSImage{}, fmt.Errorf("AgentServiceConfig %s: %w", agentinstallv1.AgentServiceConfigName, err)
+	}
+	minor := MinorVersion(version)
+	for _, im := range asc.Spec.OSImages {
+		a := im.CPUArchitecture
+		if a == "" {
+			a = "x86_64"
+		}
+		if a == arch && (im.OpenshiftVersion == minor || im.OpenshiftVersion == version) {
+			out := assistedapi.OSImage{URL: im.URL}
+			if t, sum, ok := strings.Cut(im.Checksum, ":"); ok {
+				out.ChecksumType, out.Checksum = t, sum
+			}
+			return out, nil
+		}
+	}
+	return assistedapi.OSImage{}, fmt.Errorf("AgentServiceConfig %s has no OS image for OpenShift %s on %s", agentinstallv1.AgentServiceConfigName, minor, arch)
+}
+
+// InstallerArgs parses an Agent's spec.installerArgs (a JSON array).
+func InstallerArgs(a *agentinstallv1.Agent) ([]string, error) {
+	if a.Spec.InstallerArgs == "" {
+		return nil, nil
+	}
+	var args []string
+	if err := json.Unmarshal([]byte(a.Spec.InstallerArgs), &args); err != nil {
+		return nil, fmt.Errorf("installerArgs: %w", err)
+	}
+	return args, nil
+}
