@@ -34,13 +34,23 @@ type Logf func(format string, args ...any)
 // NICs are logged, not returned: a NIC without DHCP must not stop the one
 // that has it.
 func Setup(ctx context.Context, logf Logf, netcfg *deployapi.NetworkConfig) error {
+	if err := Prepare(logf); err != nil {
+		return err
+	}
+	return Network(ctx, logf, netcfg)
+}
+
+// Prepare is Setup but the network: it mounts the kernel's filesystems and
+// loads the modules, after which the NICs are there (to choose a network
+// configuration by their MAC addresses).
+func Prepare(logf Logf) error {
 	if err := Mount(); err != nil {
 		return err
 	}
 	LoadModules(logf)
 	// Drivers probe devices asynchronously: give NICs and disks a moment.
 	waitFor(3*time.Second, func() bool { return len(nics()) > 0 })
-	return Network(ctx, logf, netcfg)
+	return nil
 }
 
 // Mount mounts /proc, /sys, /dev (devtmpfs), /run and /tmp.

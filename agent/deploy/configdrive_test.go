@@ -53,6 +53,11 @@ var instructions = &deployapi.Instructions{
 	MetaData:    []byte(`{"uuid":"0c6b3e9a","name":"host-0"}`),
 }
 
+// writeConfigDrive writes the config drive of ins as the agent's deploy does.
+func writeConfigDrive(a *agent, dev BlockDevice, ins *deployapi.Instructions) error {
+	return WriteConfigDrive(dev, configdrive.Contents{UserData: ins.UserData, NetworkData: ins.NetworkData, MetaData: ins.MetaData}, a.opts.Logf)
+}
+
 func newTestAgent(devs ...BlockDevice) (*agent, *[]string) {
 	var logs []string
 	return &agent{opts: Options{Devices: devs, Logf: func(format string, args ...any) {
@@ -68,7 +73,7 @@ func TestConfigDriveRoundTrip(t *testing.T) {
 	image := bytes.Clone(d.b[512 : 4<<20])
 	a, _ := newTestAgent(d)
 
-	g.Expect(a.writeConfigDrive(d, instructions)).To(Succeed())
+	g.Expect(writeConfigDrive(a, d, instructions)).To(Succeed())
 
 	g.Expect(d.b[512:4<<20]).To(Equal(image), "the image is left as it was, but its partition table")
 	cd, ok, err := configdrive.Read(d, int64(len(d.b)))
@@ -90,13 +95,13 @@ func TestConfigDriveWithoutPartitionTable(t *testing.T) {
 	g := NewWithT(t)
 	d := imageDisk(true)
 	a, logs := newTestAgent(d)
-	g.Expect(a.writeConfigDrive(d, instructions)).To(MatchError(
+	g.Expect(writeConfigDrive(a, d, instructions)).To(MatchError(
 		"writing the config drive to /dev/mem: the image has no partition table (neither GPT nor MBR) to add the config drive partition to"))
 	_, ok, err := configdrive.Read(d, int64(len(d.b)))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(ok).To(BeFalse())
 
-	g.Expect(a.writeConfigDrive(simDisk{d}, instructions)).To(Succeed())
+	g.Expect(writeConfigDrive(a, simDisk{d}, instructions)).To(Succeed())
 	g.Expect(*logs).To(ConsistOf("The image on /dev/mem has no partition table: writing the config drive to the end of the disk without a partition"))
 	cd, ok, err := configdrive.Read(d, int64(len(d.b)))
 	g.Expect(err).NotTo(HaveOccurred())
@@ -116,7 +121,7 @@ func TestWriteConfigDriveTooLarge(t *testing.T) {
 	d := imageDisk(false)
 	before := bytes.Clone(d.b)
 	a, _ := newTestAgent(d)
-	err := a.writeConfigDrive(d, &deployapi.Instructions{UserData: make([]byte, deployapi.ConfigDriveSize/2)})
+	err := writeConfigDrive(a, d, &deployapi.Instructions{UserData: make([]byte, deployapi.ConfigDriveSize/2)})
 	g.Expect(err).To(MatchError(MatchRegexp(`^writing the config drive to /dev/mem: the config drive data is \d+ bytes \(2 versions of user data, metadata and network data\), more than the 67108864 of a config drive$`)))
 	g.Expect(bytes.Equal(d.b, before)).To(BeTrue(), "nothing is written")
 }

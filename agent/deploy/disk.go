@@ -84,50 +84,76 @@ func (a *agent) deploy(ctx context.Context, ins *deployapi.Instructions) (string
 	if ins.Image == nil || ins.Image.URL == "" {
 		return "", 0, fmt.Errorf("no image to deploy")
 	}
-	if f := ins.Image.Format; f != "" && f != "raw" {
-		return "", 0, fmt.Errorf("image format %q is not supported by the metalshift deploy agent: use a raw image", f)
-	}
 	dev, err := chooseDevice(a.opts.Devices, ins.RootDeviceHints)
 	if err != nil {
 		return "", 0, err
 	}
 	info := dev.Info()
-	h, err := newHash(ins.Image.ChecksumType, ins.Image.Checksum)
-	if err != nil {
-		return info.Name, 0, err
-	}
 	a.opts.Logf("Writing %s to %s for request %s", ins.Image.URL, info.Name, ins.Generation)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ins.Image.URL, nil)
-	if err != nil {
-		return info.Name, 0, err
-	}
-	resp, err := a.opts.HTTP.Do(req)
-	if err != nil {
-		return info.Name, 0, fmt.Errorf("downloading the image: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return info.Name, 0, fmt.Errorf("downloading the image %s: %s", ins.Image.URL, resp.Status)
-	}
-	limit := info.SizeBytes - configdrive.Reserved
-	n, err := copyToDevice(dev, io.TeeReader(resp.Body, h), limit)
+	n, err := WriteImage(ctx, a.opts.HTTP, dev, *ins.Image)
 	if err != nil {
 		return info.Name, n, err
 	}
-	if got := hex.EncodeToString(h.Sum(nil)); !strings.EqualFold(got, ins.Image.Checksum) {
-		return info.Name, n, fmt.Errorf("image checksum mismatch: got %s, want %s", got, ins.Image.Checksum)
-	}
-	if err := a.writeConfigDrive(dev, ins); err != nil {
+	cd := configdrive.Contents{UserData: ins.UserData, NetworkData: ins.NetworkData, MetaData: ins.MetaData}
+	if err := WriteConfigDrive(dev, cd, a.opts.Logf); err != nil {
 		return info.Name, n, err
 	}
 	// A real disk: what was written is on it before the agent says done
 	// (and the host is rebooted).
+	return info.Name, n, Flush(dev)
+}
+
+// WriteImage streams the raw image img from its URL to the start of dev,
+// leaving room for a config drive at the end, and verifies its checksum
+// (img.ChecksumType md5, sha256, sha512, or "" / "auto" to tell by the
+// checksum's length). It returns the bytes written.
+func WriteImage(ctx context.Context, client *http.Client, dev BlockDevice, img deployapi.Image) (int64, error) {
+	if img.URL == "" {
+		return 0, errors.New("no image URL")
+	}
+	if f := img.Format; f != "" && f != "raw" {
+		return 0, fmt.Errorf("image format %q is not supported by the metalshift deploy agent: use a raw image", f)
+	}
+	info := dev.Info()
+	h, err := newHash(img.ChecksumType, img.Checksum)
+	if err != nil {
+		return 0, err
+	}
+	if client == nil {
+		client = http.DefaultClient
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, img.URL, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("downloading the image: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("downloading the image %s: %s", img.URL, resp.Status)
+	}
+	limit := info.SizeBytes - configdrive.Reserved
+	n, err := copyToDevice(dev, io.TeeReader(resp.Body, h), limit)
+	if err != nil {
+		return n, err
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); !strings.EqualFold(got, img.Checksum) {
+		return n, fmt.Errorf("image checksum mismatch: got %s, want %s", got, img.Checksum)
+	}
+	return n, nil
+}
+
+// Flush makes what was written to dev durable when the device can tell
+// (a real disk's Sync); other devices need nothing.
+func Flush(dev BlockDevice) error {
 	if s, ok := dev.(interface{ Sync() error }); ok {
 		if err := s.Sync(); err != nil {
-			return info.Name, n, fmt.Errorf("flushing %s: %w", info.Name, err)
+			return fmt.Errorf("flushing %s: %w", dev.Info().Name, err)
 		}
 	}
-	return info.Name, n, nil
+	return nil
 }
 
 func copyToDevice(dev BlockDevice, r io.Reader, limit int64) (int64, error) {
@@ -162,14 +188,17 @@ type UnpartitionedConfigDrive interface {
 	UnpartitionedConfigDrive() bool
 }
 
-// writeConfigDrive puts the config drive in a partition at the end of the
-// disk, as Ironic does; see package configdrive.
-func (a *agent) writeConfigDrive(dev BlockDevice, ins *deployapi.Instructions) error {
+// WriteConfigDrive puts the config drive in a partition at the end of the
+// disk, as Ironic does; see package configdrive. A device that is an
+// UnpartitionedConfigDrive takes it without a partition when the image has
+// no partition table (said through logf, which may be nil).
+func WriteConfigDrive(dev BlockDevice, cd configdrive.Contents, logf func(format string, args ...any)) error {
 	info := dev.Info()
-	cd := configdrive.Contents{UserData: ins.UserData, NetworkData: ins.NetworkData, MetaData: ins.MetaData}
 	err := configdrive.Write(dev, info.SizeBytes, cd)
 	if u, ok := dev.(UnpartitionedConfigDrive); ok && u.UnpartitionedConfigDrive() && errors.Is(err, configdrive.ErrNoPartitionTable) {
-		a.opts.Logf("The image on %s has no partition table: writing the config drive to the end of the disk without a partition", info.Name)
+		if logf != nil {
+			logf("The image on %s has no partition table: writing the config drive to the end of the disk without a partition", info.Name)
+		}
 		err = configdrive.WriteUnpartitioned(dev, info.SizeBytes, cd)
 	}
 	if err != nil {
@@ -188,10 +217,8 @@ func (a *agent) clean() error {
 			return fmt.Errorf("cleaning %s: %w", info.Name, err)
 		}
 		// On the disk before done is reported (and the host powered off).
-		if s, ok := d.(interface{ Sync() error }); ok {
-			if err := s.Sync(); err != nil {
-				return fmt.Errorf("flushing %s: %w", info.Name, err)
-			}
+		if err := Flush(d); err != nil {
+			return err
 		}
 	}
 	return nil

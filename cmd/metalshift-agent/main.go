@@ -1,9 +1,12 @@
 // Command metalshift-agent is the agent that runs on a machine the hub
 // provisions, booted from the deploy image: it asks the host engine's
 // deploy server for work (write an image and a config drive, clean the
-// disks) on the machine's real block devices, and reports. `inventory`
-// prints what it sees of the machine. It is one static binary (CGO off);
-// the discovery role of the agent-based install joins it later.
+// disks) on the machine's real block devices, and reports. Booted from an
+// InfraEnv's discovery image (the boot configuration has a discovery
+// section) it is the discovery agent of the agent-based install instead:
+// it registers with the agent service, runs its steps and installs the
+// host (agent/discovery). `inventory` prints what it sees of the machine.
+// It is one static binary (CGO off).
 package main
 
 import (
@@ -23,6 +26,7 @@ import (
 
 	"github.com/metalshift/metalshift/agent/boot"
 	"github.com/metalshift/metalshift/agent/deploy"
+	"github.com/metalshift/metalshift/agent/discovery"
 	"github.com/metalshift/metalshift/agent/host"
 	deployapi "github.com/metalshift/metalshift/api/deploy/v1"
 )
@@ -52,8 +56,9 @@ func run(args []string) error {
 	fs.StringVar(&paths.Dev, "dev", paths.Dev, "Where the device nodes are")
 	config := fs.String("config", deployapi.BootConfigFile, "Boot configuration (JSON), as the live image's host initrd puts it")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: metalshift-agent [flags] [deploy|inventory]\n\n"+
-			"  deploy     ask the deploy server for work and do it (default)\n"+
+		fmt.Fprintf(fs.Output(), "Usage: metalshift-agent [flags] [deploy|discovery|inventory]\n\n"+
+			"  deploy     ask the deploy server for work and do it (default without a discovery section)\n"+
+			"  discovery  register with the agent service, run its steps, install the host (default with one)\n"+
 			"  inventory  print what the agent sees of this machine (JSON)\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
@@ -63,7 +68,7 @@ func run(args []string) error {
 		}
 		return usageError{err}
 	}
-	role := "deploy"
+	role := ""
 	if fs.NArg() > 0 {
 		role = fs.Arg(0)
 	}
@@ -76,15 +81,30 @@ func run(args []string) error {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(inv)
-	case "deploy":
+	case "", "deploy", "discovery":
 		cfg, err := bootConfig(*config)
 		if err != nil {
 			return err
 		}
-		return deployRole(cfg, paths)
+		switch {
+		case role == "deploy" && cfg.Discovery != nil:
+			return fmt.Errorf("%s is a discovery image's configuration: run the discovery role", *config)
+		case role == "discovery" && cfg.Discovery == nil:
+			return fmt.Errorf("%s has no discovery section: run the deploy role", *config)
+		}
+		return agentRole(cfg, paths)
 	default:
-		return usageError{fmt.Errorf("unknown role %q: deploy or inventory", role)}
+		return usageError{fmt.Errorf("unknown role %q: deploy, discovery or inventory", role)}
 	}
+}
+
+// agentRole runs the discovery agent when the boot configuration has a
+// discovery section, else the deploy agent.
+func agentRole(cfg deployapi.BootConfig, paths host.Paths) error {
+	if cfg.Discovery != nil {
+		return discoveryRole(*cfg.Discovery, paths)
+	}
+	return deployRole(cfg, paths)
 }
 
 // bootConfig reads the boot configuration from file.
@@ -101,6 +121,12 @@ func bootConfig(file string) (deployapi.BootConfig, error) {
 	if err := json.Unmarshal(b, &cfg); err != nil {
 		return cfg, fmt.Errorf("%s: %w", file, err)
 	}
+	if d := cfg.Discovery; d != nil {
+		if d.ServiceURL == "" || d.InfraEnvID == "" || d.Token == "" {
+			return cfg, fmt.Errorf("%s: discovery.serviceURL, discovery.infraEnvID and discovery.token are required", file)
+		}
+		return cfg, nil
+	}
 	if cfg.EngineURL == "" || cfg.HostID == "" || cfg.Token == "" {
 		return cfg, fmt.Errorf("%s: engineURL, hostID and token are required", file)
 	}
@@ -108,21 +134,14 @@ func bootConfig(file string) (deployapi.BootConfig, error) {
 }
 
 // initMain runs the agent as the live image's init: it prepares the
-// machine, then runs the deploy role until the machine is powered off.
+// machine, then runs the deploy or discovery role until the machine is
+// powered off or rebooted.
 // It never returns: PID 1 exiting panics the kernel.
 func initMain() {
 	log.SetFlags(log.Ltime)
 	log.SetPrefix("metalshift-agent: ")
 	go boot.Reap()
-	// The host initrd is unpacked before init runs: the configuration is
-	// there before anything is mounted.
-	var netcfg *deployapi.NetworkConfig
-	if cfg, err := bootConfig(deployapi.BootConfigFile); err == nil && cfg.NetworkData != "" {
-		if netcfg, err = deployapi.ParseNetworkConfig([]byte(cfg.NetworkData)); err != nil {
-			log.Printf("Ignoring the network data: %v", err)
-		}
-	}
-	netErr := boot.Setup(context.Background(), log.Printf, netcfg)
+	netcfg, netErr := initNetwork()
 	if netErr != nil {
 		log.Printf("Network: %v", netErr)
 	}
@@ -143,11 +162,40 @@ func initMain() {
 		}
 		cfg, err := bootConfig(deployapi.BootConfigFile)
 		if err == nil {
-			err = deployRole(cfg, host.Linux)
+			err = agentRole(cfg, host.Linux)
 		}
 		log.Printf("%v; trying again in 30s", err)
 		time.Sleep(30 * time.Second)
 	}
+}
+
+// initNetwork mounts the kernel's filesystems, loads the modules and
+// configures the network with the host's network data, or for a discovery
+// image with its InfraEnv's static network for this machine's NICs. The
+// configuration is returned for later attempts.
+func initNetwork() (*deployapi.NetworkConfig, error) {
+	prepErr := boot.Prepare(log.Printf)
+	// The host initrd is unpacked before init runs: the configuration is
+	// there before anything is mounted.
+	var netcfg *deployapi.NetworkConfig
+	cfg, err := bootConfig(deployapi.BootConfigFile)
+	switch {
+	case err != nil:
+	case cfg.Discovery != nil && len(cfg.Discovery.StaticNetwork) > 0:
+		if netcfg, err = discovery.StaticNetwork(cfg.Discovery.StaticNetwork, nicMACs()); err != nil {
+			log.Printf("Ignoring the static network configuration: %v", err)
+		} else if netcfg == nil {
+			log.Printf("No static network configuration of the InfraEnv names this machine's MAC addresses: DHCP")
+		}
+	case cfg.NetworkData != "":
+		if netcfg, err = deployapi.ParseNetworkConfig([]byte(cfg.NetworkData)); err != nil {
+			log.Printf("Ignoring the network data: %v", err)
+		}
+	}
+	if prepErr != nil {
+		return netcfg, prepErr
+	}
+	return netcfg, boot.Network(context.Background(), log.Printf, netcfg)
 }
 
 func deployRole(cfg deployapi.BootConfig, paths host.Paths) error {

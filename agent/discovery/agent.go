@@ -1,0 +1,363 @@
+package discovery
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/metalshift/metalshift/agent/deploy"
+	assistedapi "github.com/metalshift/metalshift/api/assisted/v2"
+	deployapi "github.com/metalshift/metalshift/api/deploy/v1"
+)
+
+// Options configure a run of the discovery agent.
+type Options struct {
+	// Config is the discovery section of the boot configuration.
+	Config deployapi.Discovery
+	// HostID is the machine's UUID (SMBIOS system UUID); the Agent object
+	// is named after it.
+	HostID string
+	// Devices are the machine's disks.
+	Devices []deploy.BlockDevice
+	// HTTP is the client for the service and image downloads; nil means
+	// http.DefaultClient.
+	HTTP *http.Client
+	// Inventory reads the machine's inventory in the REST shape; nil fails
+	// inventory steps.
+	Inventory func() (*assistedapi.Inventory, error)
+	// Logf receives one line per step and per problem; nil discards them.
+	// Neither the token nor Ignition content is ever logged.
+	Logf func(format string, args ...any)
+	// Reboot is called at the end of a successful install ("Rebooting"):
+	// the real agent reboots the machine, the simulator resets its
+	// machine. nil fails installs before they write anything.
+	Reboot func(ctx context.Context) error
+	// RunBootstrap runs the bootstrap Ignition in the live environment
+	// (role bootstrap of a multi-node cluster): it must start the
+	// cluster's temporary control plane and keep it running until ctx
+	// ends. nil: installs with role bootstrap fail with a clear message.
+	RunBootstrap func(ctx context.Context, ignition []byte) error
+	// ControlPlaneReady reports how many master Nodes are Ready in the
+	// cluster whose admin kubeconfig is given (the bootstrap host's
+	// "Waiting for control plane"); nil: ask the cluster with client-go,
+	// with the kubeconfig the bootstrap Ignition writes at
+	// bootstrapnode.AdminKubeconfigPath.
+	ControlPlaneReady func(ctx context.Context, kubeconfig []byte) (int, error)
+	// PollInterval, when set, caps the pause between polls (which is
+	// otherwise what the service says, next_instruction_seconds) and the
+	// retry and wait intervals: for tests.
+	PollInterval time.Duration
+	// Version is the discovery_agent_version the agent registers with.
+	Version string
+}
+
+// defaultInstructionInterval is the pause between polls when the service
+// does not say (upstream's default).
+const defaultInstructionInterval = 60 * time.Second
+
+// maxRetryInterval is the longest pause between attempts of a request
+// that failed for a reason that may pass (network, 5xx).
+const maxRetryInterval = 30 * time.Second
+
+// errReregister ends a poll loop: the service asked the agent to register
+// again (post_step_action exit), or no longer knows the host.
+var errReregister = errors.New("registering again")
+
+// Run registers the host with the agent service and runs the instructions
+// it gets until ctx ends (nil) or the service refuses the agent (an error
+// naming the status: 401, 403, 404 or 409 on registration). After a
+// successful install it reboots the machine and waits for ctx to end.
+func Run(ctx context.Context, opts Options) error {
+	if opts.HTTP == nil {
+		opts.HTTP = http.DefaultClient
+	}
+	if opts.Logf == nil {
+		opts.Logf = func(string, ...any) {}
+	}
+	if opts.ControlPlaneReady == nil {
+		opts.ControlPlaneReady = controlPlaneReady
+	}
+	a := &agent{opts: opts}
+	for {
+		host, err := a.register(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		a.opts.Logf("Registered host %s with infra-env %s: %s", opts.HostID, opts.Config.InfraEnvID, host.Status)
+		err = a.serve(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case errors.Is(err, errReregister):
+			continue
+		default:
+			return err
+		}
+	}
+}
+
+type agent struct {
+	opts Options
+	// next is the service's last next_instruction_seconds.
+	next int64
+}
+
+// register posts HostCreateParams until the service answers; transient
+// errors are retried, refusals returned.
+func (a *agent) register(ctx context.Context) (*assistedapi.Host, error) {
+	path := assistedapi.Path(assistedapi.RegisterPath, a.opts.Config.InfraEnvID)
+	params := assistedapi.HostCreateParams{HostID: a.opts.HostID, DiscoveryAgentVersion: a.opts.Version}
+	host := &assistedapi.Host{}
+	err := a.retry(ctx, 0, "Registering", func() error {
+		return a.call(ctx, http.MethodPost, path, nil, params, host)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("registering host %s with infra-env %s: %w", a.opts.HostID, a.opts.Config.InfraEnvID, err)
+	}
+	return host, nil
+}
+
+// serve polls for instructions and runs them until ctx ends, the service
+// asks the agent to register again (errReregister) or refuses it.
+func (a *agent) serve(ctx context.Context) error {
+	for {
+		steps, err := a.instructions(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case statusIs(err, http.StatusNotFound):
+			a.opts.Logf("The service no longer knows host %s: registering again", a.opts.HostID)
+			return errReregister
+		case statusIs(err, http.StatusUnauthorized, http.StatusForbidden):
+			return fmt.Errorf("asking for instructions: %w", err)
+		case err != nil:
+			a.opts.Logf("Asking for instructions: %v", err)
+		default:
+			a.next = steps.NextInstructionSeconds
+			for _, st := range steps.Instructions {
+				rebooted, err := a.runStep(ctx, st)
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				if err != nil {
+					return err
+				}
+				if rebooted {
+					<-ctx.Done()
+					return ctx.Err()
+				}
+			}
+			if steps.PostStepAction == assistedapi.PostStepExit {
+				a.opts.Logf("The service asks the agent to register again")
+				return errReregister
+			}
+		}
+		if !sleep(ctx, a.interval()) {
+			return ctx.Err()
+		}
+	}
+}
+
+func (a *agent) instructions(ctx context.Context) (*assistedapi.Steps, error) {
+	steps := &assistedapi.Steps{}
+	path := assistedapi.Path(assistedapi.InstructionsPath, a.opts.Config.InfraEnvID, a.opts.HostID)
+	if err := a.call(ctx, http.MethodGet, path, nil, nil, steps); err != nil {
+		return nil, err
+	}
+	return steps, nil
+}
+
+// interval is the pause between polls.
+func (a *agent) interval() time.Duration {
+	d := time.Duration(a.next) * time.Second
+	if d <= 0 {
+		d = defaultInstructionInterval
+	}
+	return a.cap(d)
+}
+
+// cap shortens d to PollInterval when that is set.
+func (a *agent) cap(d time.Duration) time.Duration {
+	if a.opts.PollInterval > 0 && d > a.opts.PollInterval {
+		return a.opts.PollInterval
+	}
+	return d
+}
+
+// heartbeat keeps polling for instructions while a long step runs, so that
+// the service sees the host connected, as upstream's agent keeps polling
+// while its installer runs. What it gets is left: the service repeats
+// instructions that got no reply.
+func (a *agent) heartbeat(ctx context.Context, every time.Duration) {
+	for sleep(ctx, every) {
+		_, _ = a.instructions(ctx)
+	}
+}
+
+// reply posts a step's result, retrying transient errors a few times.
+func (a *agent) reply(ctx context.Context, r assistedapi.StepReply) {
+	path := assistedapi.Path(assistedapi.InstructionsPath, a.opts.Config.InfraEnvID, a.opts.HostID)
+	err := a.retry(ctx, 5, "Replying to step "+r.StepID, func() error {
+		return a.call(ctx, http.MethodPost, path, nil, r, nil)
+	})
+	if err != nil && ctx.Err() == nil {
+		a.opts.Logf("Replying to step %s (%s): %v", r.StepType, r.StepID, err)
+	}
+}
+
+// progress reports an installation stage; a report the service refuses is
+// logged, not fatal, as upstream's installer does.
+func (a *agent) progress(ctx context.Context, stage assistedapi.HostStage, info string) {
+	path := assistedapi.Path(assistedapi.ProgressPath, a.opts.Config.InfraEnvID, a.opts.HostID)
+	p := assistedapi.HostProgress{CurrentStage: stage, ProgressInfo: info}
+	err := a.retry(ctx, 5, "Reporting stage "+string(stage), func() error {
+		return a.call(ctx, http.MethodPut, path, nil, p, nil)
+	})
+	if err != nil && ctx.Err() == nil {
+		a.opts.Logf("Reporting stage %q: %v", stage, err)
+	}
+}
+
+// file downloads a file of the cluster from the service (an Ignition).
+func (a *agent) file(ctx context.Context, clusterID, name string) ([]byte, error) {
+	path := assistedapi.Path(assistedapi.FilesPath, clusterID)
+	var data []byte
+	err := a.retry(ctx, 5, "Downloading "+name, func() error {
+		var buf bytes.Buffer
+		err := a.call(ctx, http.MethodGet, path, url.Values{"file_name": {name}}, nil, &buf)
+		data = buf.Bytes()
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("downloading %s: %w", name, err)
+	}
+	return data, nil
+}
+
+// statusError is an answer of the service other than 2xx.
+type statusError struct {
+	method, url string
+	code        int
+	status      string
+	body        string
+}
+
+func (e *statusError) Error() string {
+	if e.body == "" {
+		return fmt.Sprintf("%s %s: %s", e.method, e.url, e.status)
+	}
+	return fmt.Sprintf("%s %s: %s: %s", e.method, e.url, e.status, e.body)
+}
+
+// statusIs tells whether err is an answer with one of codes.
+func statusIs(err error, codes ...int) bool {
+	var se *statusError
+	if !errors.As(err, &se) {
+		return false
+	}
+	for _, c := range codes {
+		if se.code == c {
+			return true
+		}
+	}
+	return false
+}
+
+// transient tells whether a request that failed with err may succeed when
+// tried again: network errors, 5xx, 408 and 429.
+func transient(err error) bool {
+	var se *statusError
+	if errors.As(err, &se) {
+		return se.code >= 500 || se.code == http.StatusRequestTimeout || se.code == http.StatusTooManyRequests
+	}
+	return !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+}
+
+// retry runs f until it succeeds, fails for good, ctx ends or, when
+// attempts > 0, it was tried that often; the pause doubles from 1s to 30s
+// (capped by PollInterval). Each failure is logged with what.
+func (a *agent) retry(ctx context.Context, attempts int, what string, f func() error) error {
+	pause := a.cap(time.Second)
+	for i := 1; ; i++ {
+		err := f()
+		if err == nil || !transient(err) || ctx.Err() != nil || (attempts > 0 && i >= attempts) {
+			return err
+		}
+		a.opts.Logf("%s: %v; trying again in %s", what, err, pause)
+		if !sleep(ctx, pause) {
+			return err
+		}
+		pause = a.cap(min(2*pause, maxRetryInterval))
+	}
+}
+
+// call sends a request to the service with the agent's token: in, when
+// not nil, as JSON; the answer is decoded into out (JSON), or copied when
+// out is an io.Writer.
+func (a *agent) call(ctx context.Context, method, path string, query url.Values, in, out any) error {
+	u := strings.TrimSuffix(a.opts.Config.ServiceURL, "/") + path
+	if len(query) > 0 {
+		u += "?" + query.Encode()
+	}
+	var body io.Reader
+	if in != nil {
+		data, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(data)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, body)
+	if err != nil {
+		return err
+	}
+	req.Header.Set(assistedapi.AuthHeader, a.opts.Config.Token)
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := a.opts.HTTP.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+		return &statusError{method: method, url: u, code: resp.StatusCode, status: resp.Status, body: string(bytes.TrimSpace(msg))}
+	}
+	switch o := out.(type) {
+	case nil:
+		return nil
+	case io.Writer:
+		if _, err := io.Copy(o, resp.Body); err != nil {
+			return fmt.Errorf("%s %s: reading the answer: %w", method, u, err)
+		}
+	default:
+		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+			return fmt.Errorf("%s %s: decoding the answer: %w", method, u, err)
+		}
+	}
+	return nil
+}
+
+// sleep waits d or until ctx ends; it tells whether ctx is still alive.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

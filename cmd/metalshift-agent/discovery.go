@@ -1,0 +1,236 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/metalshift/metalshift/agent/deploy"
+	"github.com/metalshift/metalshift/agent/discovery"
+	"github.com/metalshift/metalshift/agent/host"
+	assistedapi "github.com/metalshift/metalshift/api/assisted/v2"
+	deployapi "github.com/metalshift/metalshift/api/deploy/v1"
+)
+
+// discoveryRole runs the discovery agent of the agent-based install on
+// this machine until it is rebooted into the installed OS.
+func discoveryRole(cfg deployapi.Discovery, paths host.Paths) error {
+	hostID, err := machineUUID(paths)
+	if err != nil {
+		return err
+	}
+	disks, err := host.Disks(paths)
+	if err != nil {
+		return err
+	}
+	devs := make([]deploy.BlockDevice, 0, len(disks))
+	for _, d := range disks {
+		devs = append(devs, d)
+	}
+	httpClient, err := discoveryClient(cfg)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	log.Printf("Discovery agent for host %s, infra-env %s, agent service %s", hostID, cfg.InfraEnvID, cfg.ServiceURL)
+	return discovery.Run(ctx, discovery.Options{
+		Config:  cfg,
+		HostID:  hostID,
+		Devices: devs,
+		HTTP:    httpClient,
+		Logf:    log.Printf,
+		Inventory: func() (*assistedapi.Inventory, error) {
+			return readInventory(paths)
+		},
+		Reboot:  reboot,
+		Version: agentVersion(),
+	})
+}
+
+// machineUUID is the SMBIOS system UUID, lowercase: the host's ID.
+func machineUUID(paths host.Paths) (string, error) {
+	file := filepath.Join(paths.Sys, "class", "dmi", "id", "product_uuid")
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", fmt.Errorf("reading the machine's UUID: %w", err)
+	}
+	id := strings.ToLower(strings.TrimSpace(string(b)))
+	if id == "" {
+		return "", fmt.Errorf("the machine has no UUID (%s is empty)", file)
+	}
+	return id, nil
+}
+
+// readInventory is the inventory step's: the machine as agent/host reads
+// it, with the addresses and default routes the live system has.
+func readInventory(paths host.Paths) (*assistedapi.Inventory, error) {
+	inv, err := host.ReadInventory(paths)
+	if err != nil {
+		return nil, err
+	}
+	hostname, _ := os.Hostname()
+	out := discovery.FromDeployInventory(inv, hostname)
+	for i := range out.Interfaces {
+		itf := &out.Interfaces[i]
+		itf.IPV4Addresses, itf.IPV6Addresses = addresses(itf.Name)
+		if n, err := net.InterfaceByName(itf.Name); err == nil {
+			itf.Mtu = int64(n.MTU)
+		}
+	}
+	out.Routes = defaultRoutes(paths)
+	out.Timestamp = time.Now().Unix()
+	return out, nil
+}
+
+// addresses are an interface's global addresses in CIDR notation.
+func addresses(name string) (v4, v6 []string) {
+	v4, v6 = []string{}, []string{}
+	itf, err := net.InterfaceByName(name)
+	if err != nil {
+		return v4, v6
+	}
+	addrs, _ := itf.Addrs()
+	for _, a := range addrs {
+		ipnet, ok := a.(*net.IPNet)
+		if !ok || ipnet.IP.IsLinkLocalUnicast() || ipnet.IP.IsLoopback() {
+			continue
+		}
+		if ipnet.IP.To4() != nil {
+			v4 = append(v4, ipnet.String())
+		} else {
+			v6 = append(v6, ipnet.String())
+		}
+	}
+	return v4, v6
+}
+
+// defaultRoutes reads the IPv4 and IPv6 default routes from procfs.
+func defaultRoutes(paths host.Paths) []assistedapi.Route {
+	var routes []assistedapi.Route
+	// /proc/net/route: Iface Destination Gateway ... in little-endian hex.
+	eachLine(filepath.Join(paths.Proc, "net", "route"), func(f []string) {
+		if len(f) < 3 || f[1] != "00000000" {
+			return
+		}
+		gw, err := hex.DecodeString(f[2])
+		if err != nil || len(gw) != 4 {
+			return
+		}
+		routes = append(routes, assistedapi.Route{Interface: f[0], Destination: "0.0.0.0",
+			Gateway: net.IPv4(gw[3], gw[2], gw[1], gw[0]).String(), Family: unix.AF_INET})
+	})
+	// /proc/net/ipv6_route: dest plen src plen gateway metric refcnt use flags iface.
+	eachLine(filepath.Join(paths.Proc, "net", "ipv6_route"), func(f []string) {
+		if len(f) < 10 || f[0] != strings.Repeat("0", 32) || f[1] != "00" || f[9] == "lo" {
+			return
+		}
+		gw, err := hex.DecodeString(f[4])
+		if err != nil || len(gw) != 16 {
+			return
+		}
+		routes = append(routes, assistedapi.Route{Interface: f[9], Destination: "::", Gateway: net.IP(gw).String(), Family: unix.AF_INET6})
+	})
+	return routes
+}
+
+func eachLine(file string, f func(fields []string)) {
+	fh, err := os.Open(file)
+	if err != nil {
+		return
+	}
+	defer fh.Close()
+	sc := bufio.NewScanner(fh)
+	for sc.Scan() {
+		f(strings.Fields(sc.Text()))
+	}
+}
+
+// nicMACs are the MAC addresses of the machine's network interfaces.
+func nicMACs() []string {
+	itfs, _ := net.Interfaces()
+	var macs []string
+	for _, itf := range itfs {
+		if len(itf.HardwareAddr) > 0 && itf.Flags&net.FlagLoopback == 0 {
+			macs = append(macs, itf.HardwareAddr.String())
+		}
+	}
+	return macs
+}
+
+// discoveryClient trusts the service's CA and the InfraEnv's trust bundle
+// besides the system's roots, and goes through the InfraEnv's proxy.
+func discoveryClient(cfg deployapi.Discovery) (*http.Client, error) {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	if pem := strings.TrimSpace(cfg.CACert + "\n" + cfg.AdditionalTrustBundle); pem != "" {
+		pool, err := x509.SystemCertPool()
+		if err != nil {
+			pool = x509.NewCertPool()
+		}
+		if !pool.AppendCertsFromPEM([]byte(pem)) {
+			return nil, errors.New("the discovery configuration's caCert and additionalTrustBundle hold no PEM certificate")
+		}
+		t.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	}
+	// http.ProxyFromEnvironment reads the environment once, on first use:
+	// nothing was requested before the agent role starts.
+	for k, v := range map[string]string{"HTTP_PROXY": cfg.HTTPProxy, "HTTPS_PROXY": cfg.HTTPSProxy, "NO_PROXY": cfg.NoProxy} {
+		if v != "" {
+			if err := os.Setenv(k, v); err != nil {
+				return nil, err
+			}
+		}
+	}
+	t.Proxy = http.ProxyFromEnvironment
+	t.ResponseHeaderTimeout = time.Minute
+	return &http.Client{Transport: t}, nil
+}
+
+// reboot flushes the disks and restarts the machine: with the reboot
+// system call as the live image's init, else with reboot(8).
+func reboot(ctx context.Context) error {
+	unix.Sync()
+	if os.Getpid() == 1 {
+		return unix.Reboot(unix.LINUX_REBOOT_CMD_RESTART)
+	}
+	if out, err := exec.CommandContext(ctx, "reboot").CombinedOutput(); err != nil {
+		return fmt.Errorf("reboot: %w: %s", err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// agentVersion is the discovery_agent_version the agent registers with:
+// its module version, or the commit it was built from.
+func agentVersion() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "metalshift-agent"
+	}
+	v := bi.Main.Version
+	for _, s := range bi.Settings {
+		if s.Key == "vcs.revision" && len(s.Value) >= 12 && (v == "" || v == "(devel)") {
+			v = s.Value[:12]
+		}
+	}
+	if v == "" {
+		v = "(devel)"
+	}
+	return "metalshift-agent/" + v
+}
