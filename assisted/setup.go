@@ -2,18 +2,52 @@ package assisted
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
 
+	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	agentinstallv1 "github.com/metalshift/metalshift/api/agentinstall/v1beta1"
 	hivev1 "github.com/metalshift/metalshift/api/hive/v1"
 	hiveextv1 "github.com/metalshift/metalshift/api/hiveext/v1beta1"
+	"github.com/metalshift/metalshift/assisted/pkg/record"
+	"github.com/metalshift/metalshift/assisted/reconcilers/agent"
+	"github.com/metalshift/metalshift/assisted/reconcilers/agentclusterinstall"
+	"github.com/metalshift/metalshift/assisted/reconcilers/infraenv"
+	"github.com/metalshift/metalshift/assisted/server"
 	"github.com/metalshift/metalshift/component"
+	"github.com/metalshift/metalshift/imageservice"
 )
 
-// Component is the agent-based install as a part of the hub: its API
-// groups' types and CRDs, and no controller yet.
+// Options configure the agent service.
+type Options struct {
+	// ListenAddr is where the service's HTTP server (agent REST API and
+	// discovery images) listens; empty disables the service.
+	ListenAddr string
+	// URL is how hosts reach the server; default http://<ListenAddr>.
+	URL string
+	// PollInterval is how often agents ask for instructions; 0 means 60s.
+	PollInterval time.Duration
+	// LiveImageDir holds the live images; empty serves the light images.
+	LiveImageDir string
+	// Key signs agent tokens and image URLs; empty means the hub's
+	// signing key.
+	Key []byte
+}
+
+// Component is the agent-based install as a part of the hub: the
+// agent-install, extensions.hive and hive APIs, the agent service's server
+// at --agent-service-listen-address and its controllers. Without that
+// flag the hub only serves the CRDs.
 func Component() component.Component {
+	var o Options
 	return component.Component{
 		Name:        "agent-install",
 		AddToScheme: AddToScheme,
@@ -22,8 +56,85 @@ func Component() component.Component {
 			"crd/bases/extensions.hive.openshift.io_*.yaml",
 			"crd/bases/hive.openshift.io_*.yaml",
 		},
-		Setup: func(context.Context, *component.Hub) error { return nil },
+		Flags: func(fs *pflag.FlagSet) {
+			fs.StringVar(&o.ListenAddr, "agent-service-listen-address", "", "Where the agent service (the agent-based install's REST API and discovery images) listens; empty disables it")
+			fs.StringVar(&o.URL, "agent-service-url", "", "How hosts reach the agent service (default http://<agent-service-listen-address>)")
+			fs.DurationVar(&o.PollInterval, "agent-poll-interval", 0, "How often discovery agents ask for instructions (default 60s, as upstream)")
+		},
+		Complete: func(hub *component.Options) error {
+			if o.ListenAddr != "" && len(hub.SigningKey) == 0 {
+				return errors.New("--signing-key-file is required with --agent-service-listen-address")
+			}
+			return nil
+		},
+		Setup: func(ctx context.Context, hub *component.Hub) error {
+			if o.ListenAddr == "" {
+				ctrl.LoggerFrom(ctx).Info("Agent service disabled: no --agent-service-listen-address")
+				return nil
+			}
+			return Setup(ctx, hub, o)
+		},
 	}
+}
+
+// Setup starts the agent service's server and registers its controllers.
+func Setup(ctx context.Context, hub *component.Hub, o Options) error {
+	mgr := hub.Manager
+	if o.URL == "" {
+		o.URL = "http://" + o.ListenAddr
+	}
+	idx := mgr.GetFieldIndexer()
+	if err := idx.IndexField(ctx, &agentinstallv1.InfraEnv{}, server.UIDIndex, server.IndexUID); err != nil {
+		return err
+	}
+	if err := idx.IndexField(ctx, &hiveextv1.AgentClusterInstall{}, server.UIDIndex, server.IndexUID); err != nil {
+		return err
+	}
+	if err := idx.IndexField(ctx, &agentinstallv1.Agent{}, record.ClusterDeploymentIndex, record.IndexClusterDeployment); err != nil {
+		return err
+	}
+	var images *imageservice.Images
+	if o.LiveImageDir != "" {
+		var err error
+		if images, err = imageservice.LoadImages(o.LiveImageDir); err != nil {
+			return fmt.Errorf("loading the live images: %w", err)
+		}
+	}
+	if len(o.Key) == 0 {
+		o.Key = hub.SigningKey
+	}
+	srv, err := server.New(server.Options{Client: mgr.GetClient(), Key: o.Key, BaseURL: o.URL, Clock: hub.Clock,
+		PollInterval: o.PollInterval, Images: images})
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(&manager.Server{
+		Name:            "agent-service",
+		Server:          &http.Server{Addr: o.ListenAddr, Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second},
+		ShutdownTimeout: ptr.To(5 * time.Second),
+	}); err != nil {
+		return err
+	}
+	opts := controller.Options{MaxConcurrentReconciles: 10}
+	//nolint:staticcheck // core/v1 Events, which kubectl describe shows for these objects; the events.k8s.io recorder comes with the move to it hub-wide
+	recorder := mgr.GetEventRecorderFor("metalshift-agent-service")
+	if err := (&infraenv.Reconciler{Client: mgr.GetClient(), Recorder: recorder, Clock: hub.Clock,
+		Images: imagesAdapter{srv}}).SetupWithManager(mgr, opts); err != nil {
+		return err
+	}
+	if err := (&agent.Reconciler{Client: mgr.GetClient(), Clock: hub.Clock}).SetupWithManager(mgr, opts); err != nil {
+		return err
+	}
+	return (&agentclusterinstall.Reconciler{Client: mgr.GetClient(), Recorder: recorder,
+		Clock: hub.Clock}).SetupWithManager(mgr, opts)
+}
+
+// imagesAdapter gives the InfraEnv reconciler the server's image URLs.
+type imagesAdapter struct{ *server.Server }
+
+func (a imagesAdapter) URLs(ie *agentinstallv1.InfraEnv, digest string, now time.Time) infraenv.URLs {
+	u := a.ImageURLs(ie, digest, now)
+	return infraenv.URLs{ISO: u.ISO, IPXEScript: u.IPXEScript, Kernel: u.Kernel, Initrd: u.Initrd, Expires: u.Expires}
 }
 
 // AddToScheme adds the types of the agent-based install's API groups:

@@ -12,6 +12,8 @@ import (
 
 	"github.com/metalshift/metalshift/agent/configdrive"
 	"github.com/metalshift/metalshift/agent/deploy"
+	"github.com/metalshift/metalshift/agent/discovery"
+	assistedapi "github.com/metalshift/metalshift/api/assisted/v2"
 	deployapi "github.com/metalshift/metalshift/api/deploy/v1"
 	"github.com/metalshift/metalshift/imageservice"
 	"github.com/metalshift/metalshift/sim/machine"
@@ -19,9 +21,10 @@ import (
 
 // What a machine runs, as machine.BootedOS reports it.
 const (
-	OSDeployAgent = "deploy-agent"
-	OSDisk        = "disk"
-	OSNone        = "no bootable device"
+	OSDeployAgent    = "deploy-agent"
+	OSDiscoveryAgent = "discovery-agent"
+	OSDisk           = "disk"
+	OSNone           = "no bootable device"
 )
 
 // Firmware boots simulated machines.
@@ -36,6 +39,10 @@ type Firmware struct {
 	// OnDiskBoot, when set, runs when a machine boots a disk written by the
 	// deploy agent, with the config drive it found (the installed OS).
 	OnDiskBoot func(ctx context.Context, m *machine.Machine, cd configdrive.Contents)
+	// OnBootstrap, when set, runs a bootstrap Ignition in the live
+	// environment of a discovery image (the bootstrap master of an
+	// agent-based install) until ctx ends.
+	OnBootstrap func(ctx context.Context, m *machine.Machine, ignition []byte)
 	// Console, when set, also gets every console line, as "<machine>: <line>".
 	Console io.Writer
 	// MediaRetries is how many more times virtual media is read after a
@@ -181,6 +188,9 @@ func (f *Firmware) bootPXE(ctx context.Context, m *machine.Machine) error {
 }
 
 func (f *Firmware) runAgent(ctx context.Context, m *machine.Machine, cfg deployapi.BootConfig) error {
+	if cfg.Discovery != nil {
+		return f.runDiscovery(ctx, m, *cfg.Discovery)
+	}
 	m.SetBootedOS(OSDeployAgent)
 	f.logf(m, "Deploy agent started for %s", cfg.HostID)
 	devs := make([]deploy.BlockDevice, 0, len(m.Hardware.Disks))
@@ -192,6 +202,43 @@ func (f *Firmware) runAgent(ctx context.Context, m *machine.Machine, cfg deploya
 		Logf:      func(format string, args ...any) { f.logf(m, format, args...) },
 		Inventory: func() (*deployapi.Inventory, error) { return inventory(m, devs), nil },
 	})
+}
+
+// runDiscovery runs the discovery agent of an InfraEnv's image: the same
+// code as on a real machine, with the machine's synthetic inventory and
+// disks; its reboot resets the machine.
+func (f *Firmware) runDiscovery(ctx context.Context, m *machine.Machine, cfg deployapi.Discovery) error {
+	m.SetBootedOS(OSDiscoveryAgent)
+	f.logf(m, "Discovery agent started for infra env %s", cfg.InfraEnvID)
+	devs := make([]deploy.BlockDevice, 0, len(m.Hardware.Disks))
+	for _, d := range m.Hardware.Disks {
+		devs = append(devs, blockDevice{d})
+	}
+	opts := discovery.Options{
+		Config: cfg, HostID: m.UUID, Devices: devs, HTTP: f.HTTP, PollInterval: f.AgentPollInterval, Version: "metalshift-sim",
+		Logf: func(format string, args ...any) { f.logf(m, format, args...) },
+		Inventory: func() (*assistedapi.Inventory, error) {
+			inv := discovery.FromDeployInventory(inventory(m, devs), strings.ToLower(m.ID))
+			for i, n := range m.Hardware.NICs {
+				if n.IP != "" && i < len(inv.Interfaces) {
+					inv.Interfaces[i].IPV4Addresses = []string{n.IP + "/24"}
+				}
+			}
+			return inv, nil
+		},
+		Reboot: func(context.Context) error {
+			f.logf(m, "Rebooting")
+			go m.GuestReset(ctx)
+			return nil
+		},
+	}
+	if f.OnBootstrap != nil {
+		opts.RunBootstrap = func(bctx context.Context, ign []byte) error {
+			f.OnBootstrap(bctx, m, ign)
+			return nil
+		}
+	}
+	return discovery.Run(ctx, opts)
 }
 
 // inventory is what an agent on m would find.

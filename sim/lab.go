@@ -157,6 +157,9 @@ func NewLab(opts LabOptions) *Lab {
 		l.Firmware.OnDiskBoot = func(ctx context.Context, m *machine.Machine, cd configdrive.Contents) {
 			w.Run(ctx, cluster.Machine{ID: m.ID, IP: m.Hardware.NICs[0].IP, UserData: cd.UserData, MetaData: cd.MetaData})
 		}
+		l.Firmware.OnBootstrap = func(ctx context.Context, m *machine.Machine, ign []byte) {
+			w.Run(ctx, cluster.Machine{ID: m.ID + "-bootstrap", IP: m.Hardware.NICs[0].IP, UserData: ign})
+		}
 	}
 	for i := range opts.Hosts {
 		l.add(NewMachine(opts.NamePrefix, i, opts.Subnet, opts.MACOctet, opts.DiskSizeBytes), i)

@@ -36,7 +36,10 @@ const (
 
 // bootstrapFiles is what the bootstrap service reads from /opt/openshift.
 type bootstrapFiles struct {
-	installConfig   *installconfig.InstallConfig
+	installConfig *installconfig.InstallConfig
+	// vip is where the API answers: the install-config's API VIP, or the
+	// bootstrapping machine's address when it has none.
+	vip             string
 	ca              certs.KeyPair
 	adminKubeconfig []byte
 	release         string
@@ -77,7 +80,7 @@ func (c *Cluster) Client() client.Client { return c.client }
 func (w *World) acquire(ctx context.Context, f bootstrapFiles) (*Cluster, error) {
 	w.startMu.Lock()
 	defer w.startMu.Unlock()
-	vip := f.installConfig.APIVIP()
+	vip := f.vip
 	if c := w.join(vip); c != nil {
 		return c, nil
 	}
@@ -125,7 +128,7 @@ func (w *World) start(ctx context.Context, f bootstrapFiles) (_ *Cluster, reterr
 	}
 	sum := sha256.Sum256(f.ca.Cert)
 	c := &Cluster{
-		w: w, name: ic.Metadata.Name, domain: ic.ClusterDomain(), vip: ic.APIVIP(), files: f,
+		w: w, name: ic.Metadata.Name, domain: ic.ClusterDomain(), vip: f.vip, files: f,
 		dir:   filepath.Join(w.dir, ic.Metadata.Name+"-"+hex.EncodeToString(sum[:4])),
 		names: []string{ic.APIHost(), ic.APIInternalHost()},
 	}

@@ -221,8 +221,15 @@ func (w *World) runBootstrap(ctx context.Context, m Machine, cfg types.Config) e
 	if err != nil {
 		return fmt.Errorf("bootkube: %w", err)
 	}
+	// Without API VIPs (a single node with user-managed networking) the
+	// API answers at the node's own address.
+	vip := ic.APIVIP()
+	if vip == "" {
+		vip = m.IP
+	}
 	b := bootstrapFiles{
 		installConfig:   ic,
+		vip:             vip,
 		ca:              certs.KeyPair{Cert: files[bootstrapnode.RootCACertPath], Key: files[bootstrapnode.RootCAKeyPath]},
 		adminKubeconfig: files[bootstrapnode.AdminKubeconfigPath],
 		release:         string(files[bootstrapnode.ReleaseVersionPath]),
@@ -248,8 +255,31 @@ func (w *World) runBootstrap(ctx context.Context, m Machine, cfg types.Config) e
 		}
 	}
 	defer w.release(c)
+	if role, ok := files[bootstrapnode.BootstrapInPlacePath]; ok {
+		// Bootstrap in place: the same machine is the cluster's node.
+		md, _ := json.Marshal(metadata{Name: strings.ToLower(m.ID), Hostname: hostname(cfg, m)})
+		return w.kubelet(ctx, Machine{ID: m.ID, IP: m.IP, MetaData: md}, metadata{Name: strings.ToLower(m.ID), Hostname: hostname(cfg, m)},
+			strings.TrimSpace(string(role)), ic.KubernetesVersion(), c.kubelet)
+	}
 	<-ctx.Done()
 	return nil
+}
+
+// hostname is the node name of a machine: the config's /etc/hostname, else
+// the machine's ID.
+func hostname(cfg types.Config, m Machine) string {
+	var md metadata
+	if json.Unmarshal(m.MetaData, &md) == nil && md.Hostname != "" {
+		return md.Hostname
+	}
+	for _, f := range cfg.Storage.Files {
+		if f.Path == "/etc/hostname" && f.Contents.Source != nil {
+			if data, err := decodeDataURL(*f.Contents.Source); err == nil {
+				return strings.TrimSpace(string(data))
+			}
+		}
+	}
+	return strings.ToLower(m.ID)
 }
 
 // runNode runs the kubelet with the kubeconfig the machine-config-server

@@ -51,6 +51,7 @@ type State struct {
 func InstallConfig(in Inputs) (*installconfig.InstallConfig, error) {
 	aci, cd := in.ACI, in.CD
 	req := aci.Spec.ProvisionRequirements
+	//nolint:gosec // provisionRequirements are small counts (validated by the CRD)
 	ic := &installconfig.InstallConfig{
 		APIVersion: "v1", BaseDomain: cd.Spec.BaseDomain, Metadata: installconfig.Metadata{Name: cd.Spec.ClusterName},
 		ControlPlane: installconfig.MachinePool{Name: installconfig.RoleMaster, Replicas: ptr.To(int32(req.ControlPlaneAgents))},

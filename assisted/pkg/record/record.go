@@ -21,6 +21,7 @@ import (
 	assistedapi "github.com/metalshift/metalshift/api/assisted/v2"
 	hivev1 "github.com/metalshift/metalshift/api/hive/v1"
 	hiveextv1 "github.com/metalshift/metalshift/api/hiveext/v1beta1"
+	"github.com/metalshift/metalshift/assisted/pkg/validations"
 )
 
 // ClusterDeploymentIndex indexes Agents by "<namespace>/<name>" of
@@ -166,7 +167,9 @@ const (
 )
 
 // InstallStateName is the install-state Secret of an install.
-func InstallStateName(aci *hiveextv1.AgentClusterInstall) string { return aci.Name + InstallStateSuffix }
+func InstallStateName(aci *hiveextv1.AgentClusterInstall) string {
+	return aci.Name + InstallStateSuffix
+}
 
 // InstallState reads an install's install-state Secret; nil when missing.
 func InstallState(ctx context.Context, r client.Reader, aci *hiveextv1.AgentClusterInstall) (*corev1.Secret, error) {
@@ -268,4 +271,26 @@ func InstallerArgs(a *agentinstallv1.Agent) ([]string, error) {
 		return nil, fmt.Errorf("installerArgs: %w", err)
 	}
 	return args, nil
+}
+
+// MachineNetworks are an install's machine networks: the ACI's, or for a
+// single node with none, the network of the node's address (upstream fills
+// it in the same way).
+func MachineNetworks(c *Cluster, agents []agentinstallv1.Agent) []string {
+	var out []string
+	for _, m := range c.ACI.Spec.Networking.MachineNetwork {
+		out = append(out, m.CIDR)
+	}
+	if len(out) > 0 || !c.SNO() {
+		return out
+	}
+	for i := range agents {
+		if agents[i].Status.Inventory.ReportTime == nil {
+			continue
+		}
+		if n := validations.SNOMachineNetwork(InventoryFromCR(&agents[i].Status.Inventory)); n != "" {
+			return []string{n}
+		}
+	}
+	return nil
 }

@@ -1,0 +1,289 @@
+// Package agent reconciles Agents: from an Agent's record (inventory,
+// reports, last contact) and its cluster it computes the host's
+// validations, status (status.debugInfo.state) and conditions, suggests its
+// role and picks its installation disk.
+package agent
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"sort"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+
+	"github.com/coreos/ignition/v2/config/v3_4"
+
+	agentinstallv1 "github.com/metalshift/metalshift/api/agentinstall/v1beta1"
+	assistedapi "github.com/metalshift/metalshift/api/assisted/v2"
+	hivev1 "github.com/metalshift/metalshift/api/hive/v1"
+	hiveextv1 "github.com/metalshift/metalshift/api/hiveext/v1beta1"
+	"github.com/metalshift/metalshift/assisted/pkg/conditions"
+	"github.com/metalshift/metalshift/assisted/pkg/hoststate"
+	"github.com/metalshift/metalshift/assisted/pkg/record"
+	"github.com/metalshift/metalshift/assisted/pkg/validations"
+)
+
+// DisconnectedAfter is how long an agent may stay silent before its host
+// is disconnected (upstream: 3 minutes).
+const DisconnectedAfter = 3 * time.Minute
+
+// Reconciler reconciles Agents.
+type Reconciler struct {
+	Client client.Client
+	Clock  clock.PassiveClock
+}
+
+// +kubebuilder:rbac:groups=agent-install.openshift.io,resources=agents;agents/status,verbs=get;list;watch;create;update;patch;delete
+
+// SetupWithManager registers the reconciler.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&agentinstallv1.Agent{}).
+		Watches(&hiveextv1.AgentClusterInstall{}, handler.EnqueueRequestsFromMapFunc(r.agentsOfACI)).
+		WithOptions(opts).
+		Named("agent").
+		Complete(r)
+}
+
+// agentsOfACI wakes the Agents of an install when it changes (its state
+// drives theirs).
+func (r *Reconciler) agentsOfACI(ctx context.Context, o client.Object) []ctrl.Request {
+	aci := o.(*hiveextv1.AgentClusterInstall)
+	cd := &hivev1.ClusterDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: aci.Namespace, Name: aci.Spec.ClusterDeploymentRef.Name}}
+	agents, err := record.Agents(ctx, r.Client, cd)
+	if err != nil {
+		return nil
+	}
+	reqs := make([]ctrl.Request, 0, len(agents))
+	for _, a := range agents {
+		reqs = append(reqs, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&a)})
+	}
+	return reqs
+}
+
+// Reconcile computes an Agent's status.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	a := &agentinstallv1.Agent{}
+	if err := r.Client.Get(ctx, req.NamespacedName, a); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if a.DeletionTimestamp != nil {
+		return ctrl.Result{}, nil
+	}
+	c, err := record.ForAgent(ctx, r.Client, a)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	now := r.Clock.Now()
+	before := a.DeepCopy()
+	var siblings []agentinstallv1.Agent
+	if c != nil {
+		if siblings, err = record.Agents(ctx, r.Client, c.CD); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	version := ""
+	if c != nil {
+		if is, err := record.ImageSet(ctx, r.Client, c); err == nil {
+			version = record.OpenshiftVersion(is.Spec.ReleaseImage)
+		}
+	}
+	r.compute(a, c, siblings, version, now)
+	if !reflect.DeepEqual(before.Status, a.Status) {
+		if err := r.Client.Status().Update(ctx, a); err != nil {
+			if apierrors.IsConflict(err) {
+				return ctrl.Result{RequeueAfter: time.Second}, nil
+			}
+			return ctrl.Result{}, err
+		}
+	}
+	if record.MirrorAnnotations(a) {
+		if err := r.Client.Update(ctx, a); err != nil && !apierrors.IsConflict(err) {
+			return ctrl.Result{}, err
+		}
+	}
+	// Look again when the agent would be disconnected.
+	if last := record.LastContact(a); !last.IsZero() {
+		if wait := DisconnectedAfter - now.Sub(last); wait > 0 {
+			return ctrl.Result{RequeueAfter: wait + time.Second}, nil
+		}
+	}
+	return ctrl.Result{RequeueAfter: time.Minute}, nil
+}
+
+// compute sets a's status from its record and cluster.
+func (r *Reconciler) compute(a *agentinstallv1.Agent, c *record.Cluster, siblings []agentinstallv1.Agent, version string, now time.Time) {
+	st := &a.Status
+	hasInventory := st.Inventory.ReportTime != nil
+	if c != nil {
+		st.Role = agentinstallv1.HostRole(suggestRole(a, c, siblings))
+	} else if a.Spec.Role == agentinstallv1.HostRoleAutoAssign || a.Spec.Role == "" {
+		st.Role = ""
+	}
+	st.InstallationDiskID = installationDisk(a)
+	specErr := specError(a)
+	connected := now.Sub(record.LastContact(a)) < DisconnectedAfter
+	in := validations.HostInput{
+		Role: record.Role(a), Hostname: record.Hostname(a), Connected: connected, Bound: c != nil,
+		InstallationDisk: diskPath(a, st.InstallationDiskID),
+	}
+	if hasInventory {
+		in.Inventory = record.InventoryFromCR(&st.Inventory)
+	}
+	if st.NtpSources != nil {
+		in.NTPSources = []assistedapi.NTPSource{}
+		for _, s := range st.NtpSources {
+			in.NTPSources = append(in.NTPSources, assistedapi.NTPSource{SourceName: s.SourceName, SourceState: s.SourceState})
+		}
+	}
+	for _, d := range st.Inventory.Disks {
+		if d.Path == in.InstallationDisk && d.IoPerf.SyncDurationMilliseconds > 0 {
+			v := d.IoPerf.SyncDurationMilliseconds
+			in.DiskSpeedMs = &v
+		}
+	}
+	facts := hoststate.Facts{Status: st.DebugInfo.State, StatusInfo: st.DebugInfo.StateInfo, Bound: c != nil, Connected: connected, HasInventory: hasInventory,
+		Approved: a.Spec.Approved, Stage: assistedapi.HostStage(st.Progress.CurrentStage)}
+	if c != nil {
+		in.SNO, in.OpenshiftVersion, in.Day2 = c.SNO(), version, c.State() == "adding-hosts"
+		in.ClusterName, in.BaseDomain = c.CD.Spec.ClusterName, c.CD.Spec.BaseDomain
+		in.UserManagedNetworking = c.ACI.Spec.Networking.UserManagedNetworking != nil && *c.ACI.Spec.Networking.UserManagedNetworking
+		in.MachineNetworks = record.MachineNetworks(c, siblings)
+		for _, s := range siblings {
+			if s.Name != a.Name {
+				in.OtherHostnames = append(in.OtherHostnames, record.Hostname(&s))
+			}
+		}
+		facts.ClusterStatus = c.State()
+		facts.Day2 = c.State() == "adding-hosts"
+	}
+	v := validations.Host(in)
+	facts.Validations = v
+	state, info := hoststate.Refresh(facts)
+	if state != st.DebugInfo.State || info != st.DebugInfo.StateInfo {
+		st.DebugInfo.State, st.DebugInfo.StateInfo = state, info
+	}
+	st.ValidationsInfo = toStatus(v)
+	conds := []conditions.Cond{conditions.AgentSpecSynced(specErr, specErr != nil)}
+	conds = append(conds, conditions.Agent(state, info, a.Spec.Approved, st.Progress.CurrentStage, v)...)
+	setConditions(&st.Conditions, conds, now)
+}
+
+// specError is what keeps an Agent's spec from being applied.
+func specError(a *agentinstallv1.Agent) error {
+	if _, err := record.InstallerArgs(a); err != nil {
+		return err
+	}
+	if o := a.Spec.IgnitionConfigOverrides; o != "" {
+		if _, rpt, err := v3_4.ParseCompatibleVersion([]byte(o)); err != nil || rpt.IsFatal() {
+			return fmt.Errorf("ignitionConfigOverrides: invalid Ignition config: %v %s", err, rpt.String())
+		}
+	}
+	return nil
+}
+
+// suggestRole is status.role: the effective role of a host whose spec
+// says auto-assign — master while the cluster needs masters (hosts in
+// name order), else worker.
+func suggestRole(a *agentinstallv1.Agent, c *record.Cluster, siblings []agentinstallv1.Agent) string {
+	if r := a.Spec.Role; r != "" && r != agentinstallv1.HostRoleAutoAssign {
+		return string(r)
+	}
+	if a.Status.DebugInfo.State != "" && a.Status.Progress.CurrentStage != "" && a.Status.Role != "" {
+		return string(a.Status.Role) // fixed once installing
+	}
+	masters := c.ACI.Spec.ProvisionRequirements.ControlPlaneAgents
+	sort.Slice(siblings, func(i, j int) bool { return siblings[i].Name < siblings[j].Name })
+	for _, s := range siblings {
+		if s.Spec.Role == agentinstallv1.HostRoleMaster {
+			masters--
+		}
+	}
+	for _, s := range siblings {
+		if s.Spec.Role != "" && s.Spec.Role != agentinstallv1.HostRoleAutoAssign {
+			continue
+		}
+		if s.Name == a.Name {
+			if masters > 0 {
+				return string(agentinstallv1.HostRoleMaster)
+			}
+			return string(agentinstallv1.HostRoleWorker)
+		}
+		masters--
+	}
+	return string(agentinstallv1.HostRoleWorker)
+}
+
+// installationDisk is the disk the host installs to: the spec's, else the
+// first eligible one.
+func installationDisk(a *agentinstallv1.Agent) string {
+	for _, d := range a.Status.Inventory.Disks {
+		if (a.Spec.InstallationDiskID != "" && d.ID == a.Spec.InstallationDiskID) ||
+			(a.Spec.InstallationDiskPath != "" && d.Path == a.Spec.InstallationDiskPath) {
+			return d.ID
+		}
+	}
+	if a.Spec.InstallationDiskID != "" || a.Spec.InstallationDiskPath != "" {
+		return ""
+	}
+	for _, d := range a.Status.Inventory.Disks {
+		if d.InstallationEligibility.Eligible {
+			return d.ID
+		}
+	}
+	return ""
+}
+
+func diskPath(a *agentinstallv1.Agent, id string) string {
+	for _, d := range a.Status.Inventory.Disks {
+		if d.ID == id {
+			return d.Path
+		}
+	}
+	return ""
+}
+
+func toStatus(v validations.Results) agentinstallv1.ValidationsStatus {
+	out := agentinstallv1.ValidationsStatus{}
+	for cat, rs := range v {
+		list := agentinstallv1.ValidationsResults{}
+		for _, r := range rs {
+			list = append(list, agentinstallv1.ValidationResult{ID: r.ID, Status: r.Status, Message: r.Message})
+		}
+		out[cat] = list
+	}
+	return out
+}
+
+// setConditions sets conds in order, keeping transition times of
+// unchanged statuses and the Connected condition's heartbeat.
+func setConditions(list *[]agentinstallv1.Condition, conds []conditions.Cond, now time.Time) {
+	old := map[agentinstallv1.ConditionType]agentinstallv1.Condition{}
+	for _, c := range *list {
+		old[c.Type] = c
+	}
+	out := make([]agentinstallv1.Condition, 0, len(conds))
+	for _, c := range conds {
+		n := agentinstallv1.Condition{Type: agentinstallv1.ConditionType(c.Type), Status: c.Status, Reason: c.Reason, Message: c.Message,
+			LastTransitionTime: metav1.NewTime(now)}
+		if o, ok := old[n.Type]; ok {
+			n.LastHeartbeatTime = o.LastHeartbeatTime
+			if o.Status == n.Status && !o.LastTransitionTime.IsZero() {
+				n.LastTransitionTime = o.LastTransitionTime
+			}
+		}
+		out = append(out, n)
+	}
+	*list = out
+}

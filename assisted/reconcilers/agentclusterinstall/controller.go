@@ -1,0 +1,402 @@
+// Package agentclusterinstall reconciles AgentClusterInstalls and their
+// ClusterDeployments: the cluster's validations, status and conditions;
+// starting the install when its requirements are met (choosing the
+// bootstrap master, making the install state); following the installed
+// cluster (its Nodes and ClusterVersion) to the end; and what Hive would do
+// with the result (installed, clusterMetadata, the admin Secrets, the
+// install conditions mirrored on the ClusterDeployment).
+package agentclusterinstall
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+
+	agentinstallv1 "github.com/metalshift/metalshift/api/agentinstall/v1beta1"
+	assistedapi "github.com/metalshift/metalshift/api/assisted/v2"
+	hivev1 "github.com/metalshift/metalshift/api/hive/v1"
+	hiveextv1 "github.com/metalshift/metalshift/api/hiveext/v1beta1"
+	"github.com/metalshift/metalshift/assisted/pkg/clusterstate"
+	"github.com/metalshift/metalshift/assisted/pkg/conditions"
+	"github.com/metalshift/metalshift/assisted/pkg/hoststate"
+	"github.com/metalshift/metalshift/assisted/pkg/installstate"
+	rec "github.com/metalshift/metalshift/assisted/pkg/record"
+	"github.com/metalshift/metalshift/assisted/pkg/validations"
+)
+
+// Reconciler reconciles AgentClusterInstalls.
+type Reconciler struct {
+	Client   client.Client
+	Recorder record.EventRecorder
+	Clock    clock.PassiveClock
+	// Spoke reads the installed cluster with its admin kubeconfig.
+	Spoke SpokeReader
+}
+
+// +kubebuilder:rbac:groups=extensions.hive.openshift.io,resources=agentclusterinstalls;agentclusterinstalls/status,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=hive.openshift.io,resources=clusterdeployments;clusterdeployments/status;clusterimagesets,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=agent-install.openshift.io,resources=agentserviceconfigs,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;delete
+
+// SetupWithManager registers the reconciler.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
+	if r.Spoke == nil {
+		r.Spoke = KubeconfigSpoke{}
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&hiveextv1.AgentClusterInstall{}).
+		Watches(&hivev1.ClusterDeployment{}, handler.EnqueueRequestsFromMapFunc(aciOfCD)).
+		Watches(&agentinstallv1.Agent{}, handler.EnqueueRequestsFromMapFunc(r.aciOfAgent)).
+		WithOptions(opts).
+		Named("agentclusterinstall").
+		Complete(r)
+}
+
+func aciOfCD(_ context.Context, o client.Object) []ctrl.Request {
+	cd := o.(*hivev1.ClusterDeployment)
+	if ref := cd.Spec.ClusterInstallRef; ref != nil && ref.Kind == "AgentClusterInstall" {
+		return []ctrl.Request{{NamespacedName: types.NamespacedName{Namespace: cd.Namespace, Name: ref.Name}}}
+	}
+	return nil
+}
+
+func (r *Reconciler) aciOfAgent(ctx context.Context, o client.Object) []ctrl.Request {
+	a := o.(*agentinstallv1.Agent)
+	c, err := rec.ForAgent(ctx, r.Client, a)
+	if err != nil || c == nil {
+		return nil
+	}
+	return []ctrl.Request{{NamespacedName: client.ObjectKeyFromObject(c.ACI)}}
+}
+
+// Reconcile moves an install along.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	aci := &hiveextv1.AgentClusterInstall{}
+	if err := r.Client.Get(ctx, req.NamespacedName, aci); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if aci.DeletionTimestamp != nil {
+		return ctrl.Result{}, nil
+	}
+	cd := &hivev1.ClusterDeployment{}
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: aci.Namespace, Name: aci.Spec.ClusterDeploymentRef.Name}, cd); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, r.writeStatus(ctx, aci, func(st *hiveextv1.AgentClusterInstallStatus) {
+				setACIConditions(st, []conditions.Cond{conditions.ACISpecSynced(fmt.Errorf("ClusterDeployment %s not found", aci.Spec.ClusterDeploymentRef.Name), false)}, r.Clock.Now())
+			})
+		}
+		return ctrl.Result{}, err
+	}
+	c := &rec.Cluster{CD: cd, ACI: aci}
+	agents, err := rec.Agents(ctx, r.Client, cd)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	sort.Slice(agents, func(i, j int) bool { return agents[i].Name < agents[j].Name })
+	in := &install{r: r, c: c, agents: agents, now: r.Clock.Now()}
+	return in.run(ctx)
+}
+
+// install is one reconcile of an install.
+type install struct {
+	r      *Reconciler
+	c      *rec.Cluster
+	agents []agentinstallv1.Agent
+	now    time.Time
+
+	version string
+	specErr error
+	input   bool
+}
+
+func (in *install) run(ctx context.Context) (ctrl.Result, error) {
+	c := in.c
+	if is, err := rec.ImageSet(ctx, in.r.Client, c); err != nil {
+		in.specErr, in.input = err, c.ACI.Spec.ImageSetRef == nil
+	} else {
+		in.version = rec.OpenshiftVersion(is.Spec.ReleaseImage)
+		if in.version == "" {
+			in.specErr, in.input = fmt.Errorf("failed to get release image '%s'. Please ensure the releaseImage field in ClusterImageSet '%s' is valid", is.Spec.ReleaseImage, is.Name), true
+		} else if _, err := rec.OSImage(ctx, in.r.Client, in.version, ""); err != nil {
+			in.specErr = err
+		}
+	}
+	if in.specErr == nil {
+		if _, err := rec.PullSecret(ctx, in.r.Client, c.CD.Namespace, c.CD.Spec.PullSecretRef); err != nil {
+			in.specErr, in.input = err, c.CD.Spec.PullSecretRef == nil
+		}
+	}
+	facts, v := in.facts(ctx)
+	state, info := clusterstate.Refresh(facts)
+	requeue := 30 * time.Second
+	switch {
+	case state == clusterstate.StatusPreparingForInstallation && in.specErr != nil && facts.Status != state:
+		// Not started: what the install needs is missing (SpecSynced says what).
+		state, info = facts.Status, facts.StatusInfo
+	case state == clusterstate.StatusPreparingForInstallation && !in.prepared(facts):
+		if err := in.prepare(ctx); err != nil {
+			return ctrl.Result{}, err
+		}
+		in.r.Recorder.Event(c.ACI, corev1.EventTypeNormal, "InstallationStarted", "The installation started: the requirements are met")
+		requeue = time.Second
+	case state == clusterstate.StatusInstalling || state == clusterstate.StatusFinalizing || state == clusterstate.StatusPreparingForInstallation:
+		requeue = 2 * time.Second
+		if err := in.follow(ctx); err != nil {
+			ctrl.LoggerFrom(ctx).Info("Following the installed cluster", "error", err.Error())
+		}
+	case state == clusterstate.StatusInstalled || state == clusterstate.StatusAddingHosts:
+		if err := in.complete(ctx); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if err := in.writeStatus(ctx, state, info, v); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: requeue}, nil
+}
+
+// facts are what the cluster state machine reads.
+func (in *install) facts(ctx context.Context) (clusterstate.Facts, validations.Results) {
+	c := in.c
+	req := c.ACI.Spec.ProvisionRequirements
+	ci := validations.ClusterInput{
+		SNO: c.SNO(), OpenshiftVersion: in.version, APIVIPs: installstate.APIVIPs(c.ACI), IngressVIPs: installstate.IngressVIPs(c.ACI),
+		BaseDomain: c.CD.Spec.BaseDomain, NetworkType: c.ACI.Spec.Networking.NetworkType, ServiceNetworks: c.ACI.Spec.Networking.ServiceNetwork,
+		PullSecretSet: c.CD.Spec.PullSecretRef != nil, RequiredMasters: req.ControlPlaneAgents, RequiredWorkers: req.WorkerAgents,
+		UserManagedNetworking: c.ACI.Spec.Networking.UserManagedNetworking != nil && *c.ACI.Spec.Networking.UserManagedNetworking,
+	}
+	ci.MachineNetworks = rec.MachineNetworks(c, in.agents)
+	for _, n := range c.ACI.Spec.Networking.ClusterNetwork {
+		ci.ClusterNetworks = append(ci.ClusterNetworks, n.CIDR)
+	}
+	f := clusterstate.Facts{Status: c.State(), StatusInfo: c.ACI.Status.DebugInfo.StateInfo, Held: c.ACI.Spec.HoldInstallation || c.CD.Annotations["hive.openshift.io/reconcile-pause"] == "true",
+		HostsRequired: req.ControlPlaneAgents + req.WorkerAgents + req.ArbiterAgents, SNO: c.SNO(), Day2: !c.SNO()}
+	masters, workers := 0, 0
+	for i := range in.agents {
+		a := &in.agents[i]
+		role, state := rec.Role(a), a.Status.DebugInfo.State
+		ci.Hosts = append(ci.Hosts, validations.ClusterHost{Role: role, Status: state, Approved: a.Spec.Approved})
+		f.HostStatuses = append(f.HostStatuses, clusterstate.HostSummary{Role: role, Bootstrap: a.Status.Bootstrap, Status: state,
+			Stage: assistedapi.HostStage(a.Status.Progress.CurrentStage)})
+		if !a.Spec.Approved {
+			f.UnapprovedAgents++
+		}
+		if synced := conditionStatus(a, "SpecSynced"); synced == corev1.ConditionFalse {
+			f.UnsyncedAgents++
+		}
+		switch role {
+		case "master":
+			masters++
+		case "worker":
+			workers++
+		}
+		if a.Spec.Approved && (state == hoststate.StatusKnown) {
+			f.HostsReady++
+		}
+	}
+	f.RoleCountsMatch = masters == req.ControlPlaneAgents && workers == req.WorkerAgents
+	v := validations.Cluster(ci)
+	f.Validations = v
+	sec, _ := rec.InstallState(ctx, in.r.Client, c.ACI)
+	f.PreparationDone = sec != nil && in.prepared(clusterstate.Facts{PreparationDone: true})
+	f.Installed = c.ACI.Status.DebugInfo.State == clusterstate.StatusInstalled || in.spokeInstalled(ctx, sec)
+	return f, v
+}
+
+func conditionStatus(a *agentinstallv1.Agent, t string) corev1.ConditionStatus {
+	for _, c := range a.Status.Conditions {
+		if string(c.Type) == t {
+			return c.Status
+		}
+	}
+	return corev1.ConditionUnknown
+}
+
+// prepare starts the install: the bootstrap master (the last master by
+// name, as upstream) and the install state.
+func (in *install) prepare(ctx context.Context) error {
+	c := in.c
+	var bootstrap *agentinstallv1.Agent
+	for i := range in.agents {
+		if rec.Role(&in.agents[i]) == "master" {
+			bootstrap = &in.agents[i]
+		}
+	}
+	if bootstrap == nil {
+		return fmt.Errorf("no master to bootstrap the cluster")
+	}
+	addr := ""
+	if c.SNO() {
+		addr = hostAddress(bootstrap)
+	}
+	if sec, err := rec.InstallState(ctx, in.r.Client, c.ACI); err != nil {
+		return err
+	} else if sec == nil {
+		st, err := installstate.New(installstate.Inputs{CD: c.CD, ACI: c.ACI, Version: in.version, SNOAddress: addr})
+		if err != nil {
+			return err
+		}
+		sec = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: c.ACI.Namespace, Name: rec.InstallStateName(c.ACI)}, Data: st.Data()}
+		if err := controllerutil.SetControllerReference(c.ACI, sec, in.r.Client.Scheme()); err != nil {
+			return err
+		}
+		if err := in.r.Client.Create(ctx, sec); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+	}
+	return retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		a := &agentinstallv1.Agent{}
+		if err := in.r.Client.Get(ctx, client.ObjectKeyFromObject(bootstrap), a); err != nil {
+			return err
+		}
+		if a.Status.Bootstrap {
+			return nil
+		}
+		a.Status.Bootstrap = true
+		return in.r.Client.Status().Update(ctx, a)
+	})
+}
+
+// prepared tells whether the install state exists and a bootstrap master
+// was chosen.
+func (in *install) prepared(f clusterstate.Facts) bool {
+	if !f.PreparationDone {
+		return false
+	}
+	for i := range in.agents {
+		if in.agents[i].Status.Bootstrap {
+			return true
+		}
+	}
+	return false
+}
+
+// hostAddress is a host's first IPv4 address, without its prefix length.
+func hostAddress(a *agentinstallv1.Agent) string {
+	for _, n := range a.Status.Inventory.Interfaces {
+		if len(n.IPV4Addresses) > 0 {
+			ip := n.IPV4Addresses[0]
+			if i := indexByte(ip, '/'); i >= 0 {
+				return ip[:i]
+			}
+			return ip
+		}
+	}
+	return ""
+}
+
+func indexByte(s string, b byte) int {
+	for i := 0; i < len(s); i++ {
+		if s[i] == b {
+			return i
+		}
+	}
+	return -1
+}
+
+// writeStatus writes the install's status and its mirror on the
+// ClusterDeployment.
+func (in *install) writeStatus(ctx context.Context, state, info string, v validations.Results) error {
+	c := in.c
+	req := c.ACI.Spec.ProvisionRequirements
+	counts := conditions.ACIInput{Status: state, StatusInfo: info, Held: c.ACI.Spec.HoldInstallation, V: v,
+		RequiredMasters: req.ControlPlaneAgents, RequiredArbiters: req.ArbiterAgents, RequiredWorkers: req.WorkerAgents}
+	var hosts []clusterstate.HostSummary
+	for i := range in.agents {
+		a := &in.agents[i]
+		switch rec.Role(a) {
+		case "master":
+			counts.Masters++
+		case "worker":
+			counts.Workers++
+		case "arbiter":
+			counts.Arbiters++
+		}
+		if !a.Spec.Approved {
+			counts.Unapproved++
+		}
+		if conditionStatus(a, "SpecSynced") == corev1.ConditionFalse {
+			counts.Unsynced++
+		}
+		hosts = append(hosts, clusterstate.HostSummary{Role: rec.Role(a), Bootstrap: a.Status.Bootstrap, Status: a.Status.DebugInfo.State,
+			Stage: assistedapi.HostStage(a.Status.Progress.CurrentStage)})
+	}
+	conds := append([]conditions.Cond{conditions.ACISpecSynced(in.specErr, in.input)}, conditions.ACI(counts)...)
+	if err := in.r.writeStatus(ctx, c.ACI, func(st *hiveextv1.AgentClusterInstallStatus) {
+		st.DebugInfo.State, st.DebugInfo.StateInfo = state, info
+		st.Progress.TotalPercentage = clusterstate.Progress(hosts, c.SNO())
+		st.ValidationsInfo = toStatus(v)
+		st.ControlPlaneAgentsDiscovered, st.WorkerAgentsDiscovered = counts.Masters, counts.Workers
+		setACIConditions(st, conds, in.now)
+	}); err != nil {
+		return err
+	}
+	return in.r.mirrorConditions(ctx, c.CD, c.ACI.Status.Conditions)
+}
+
+func (r *Reconciler) writeStatus(ctx context.Context, aci *hiveextv1.AgentClusterInstall, change func(*hiveextv1.AgentClusterInstallStatus)) error {
+	before := aci.Status.DeepCopy()
+	change(&aci.Status)
+	if reflect.DeepEqual(*before, aci.Status) {
+		return nil
+	}
+	if err := r.Client.Status().Update(ctx, aci); err != nil && !apierrors.IsConflict(err) {
+		return err
+	}
+	return nil
+}
+
+func toStatus(v validations.Results) hiveextv1.ValidationsStatus {
+	out := hiveextv1.ValidationsStatus{}
+	for cat, rs := range v {
+		list := hiveextv1.ValidationsResults{}
+		for _, r := range rs {
+			list = append(list, hiveextv1.ValidationResult{ID: r.ID, Status: r.Status, Message: r.Message})
+		}
+		out[cat] = list
+	}
+	return out
+}
+
+// setACIConditions sets conds in order, keeping the transition times of
+// unchanged statuses.
+func setACIConditions(st *hiveextv1.AgentClusterInstallStatus, conds []conditions.Cond, now time.Time) {
+	old := map[string]hivev1.ClusterInstallCondition{}
+	for _, c := range st.Conditions {
+		old[c.Type] = c
+	}
+	out := make([]hivev1.ClusterInstallCondition, 0, len(conds))
+	for _, c := range conds {
+		n := hivev1.ClusterInstallCondition{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message,
+			LastTransitionTime: metav1.NewTime(now), LastProbeTime: metav1.NewTime(now)}
+		if o, ok := old[c.Type]; ok {
+			n.LastProbeTime = o.LastProbeTime
+			if o.Status == n.Status {
+				n.LastTransitionTime = o.LastTransitionTime
+			}
+			if o.Status != n.Status || o.Reason != n.Reason || o.Message != n.Message {
+				n.LastProbeTime = metav1.NewTime(now)
+			}
+		}
+		out = append(out, n)
+	}
+	st.Conditions = out
+}

@@ -1,0 +1,244 @@
+package agentclusterinstall
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	agentinstallv1 "github.com/metalshift/metalshift/api/agentinstall/v1beta1"
+	assistedapi "github.com/metalshift/metalshift/api/assisted/v2"
+	configv1 "github.com/metalshift/metalshift/api/config/v1"
+	hivev1 "github.com/metalshift/metalshift/api/hive/v1"
+	"github.com/metalshift/metalshift/assisted/pkg/hoststate"
+	"github.com/metalshift/metalshift/assisted/pkg/installstate"
+	rec "github.com/metalshift/metalshift/assisted/pkg/record"
+)
+
+// SpokeView is what the hub reads of an installed cluster.
+type SpokeView struct {
+	// Nodes are the cluster's Nodes by name: Ready or not.
+	Nodes map[string]bool
+	// Available is ClusterVersion version's Available condition.
+	Available bool
+}
+
+// SpokeReader reads an installed cluster with its admin kubeconfig.
+type SpokeReader interface {
+	Read(ctx context.Context, kubeconfig []byte) (*SpokeView, error)
+}
+
+// KubeconfigSpoke reads the cluster's API.
+type KubeconfigSpoke struct{}
+
+// Read implements SpokeReader.
+func (KubeconfigSpoke) Read(ctx context.Context, kubeconfig []byte) (*SpokeView, error) {
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Timeout = 5 * time.Second
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = configv1.AddToScheme(scheme)
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, err
+	}
+	nodes := &corev1.NodeList{}
+	if err := c.List(ctx, nodes); err != nil {
+		return nil, err
+	}
+	v := &SpokeView{Nodes: map[string]bool{}}
+	for _, n := range nodes.Items {
+		ready := false
+		for _, cond := range n.Status.Conditions {
+			if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+				ready = true
+			}
+		}
+		v.Nodes[n.Name] = ready
+	}
+	cv := &configv1.ClusterVersion{}
+	if err := c.Get(ctx, types.NamespacedName{Name: "version"}, cv); err == nil {
+		for _, cond := range cv.Status.Conditions {
+			if cond.Type == "Available" && cond.Status == "True" {
+				v.Available = true
+			}
+		}
+	}
+	return v, nil
+}
+
+// spokeState reads the installed cluster once per reconcile.
+func (in *install) spoke(ctx context.Context, sec *corev1.Secret) (*SpokeView, error) {
+	if sec == nil {
+		return nil, errors.New("no install state")
+	}
+	st, err := installstate.FromData(sec.Data)
+	if err != nil {
+		return nil, err
+	}
+	return in.r.Spoke.Read(ctx, st.AdminKubeconfig)
+}
+
+// spokeInstalled tells whether the installed cluster reports its version
+// Available, once every host rebooted into it.
+func (in *install) spokeInstalled(ctx context.Context, sec *corev1.Secret) bool {
+	if sec == nil || len(in.agents) == 0 {
+		return false
+	}
+	for i := range in.agents {
+		switch assistedapi.HostStage(in.agents[i].Status.Progress.CurrentStage) {
+		case assistedapi.StageJoined, assistedapi.StageDone:
+		default:
+			return false
+		}
+	}
+	v, err := in.spoke(ctx, sec)
+	return err == nil && v.Available
+}
+
+// follow moves the hosts that rebooted into the installed cluster through
+// Joined (their Node registered) and Done (it is Ready), as upstream's
+// in-cluster controller reports them.
+func (in *install) follow(ctx context.Context) error {
+	rebooted := false
+	for i := range in.agents {
+		switch assistedapi.HostStage(in.agents[i].Status.Progress.CurrentStage) {
+		case assistedapi.StageRebooting, assistedapi.StageConfiguring, assistedapi.StageWaitingForIgnition, assistedapi.StageJoined:
+			rebooted = true
+		}
+	}
+	if !rebooted {
+		return nil
+	}
+	sec, err := rec.InstallState(ctx, in.r.Client, in.c.ACI)
+	if err != nil {
+		return err
+	}
+	v, err := in.spoke(ctx, sec)
+	if err != nil {
+		return err
+	}
+	now := metav1.NewTime(in.now)
+	for i := range in.agents {
+		a := &in.agents[i]
+		cur := assistedapi.HostStage(a.Status.Progress.CurrentStage)
+		if cur == assistedapi.StageDone || cur == assistedapi.StageFailed || cur == "" {
+			continue
+		}
+		ready, ok := v.Nodes[rec.Hostname(a)]
+		if !ok {
+			continue
+		}
+		next := assistedapi.StageJoined
+		if ready {
+			next = assistedapi.StageDone
+		}
+		if next == cur {
+			continue
+		}
+		role, bootstrap, sno := rec.Role(a), a.Status.Bootstrap, in.c.SNO()
+		if hoststate.StageAllowed(role, bootstrap, sno, cur, next) != nil {
+			continue
+		}
+		if rec.SetStage(a, next, "", hoststate.Stages(role, bootstrap, sno), hoststate.Percentage(role, bootstrap, sno, next), now) {
+			if err := in.r.Client.Status().Update(ctx, a); err != nil && !apierrors.IsConflict(err) {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// complete does what Hive does once the install completed: the admin
+// Secrets, clusterMetadata on both objects, installed: true.
+func (in *install) complete(ctx context.Context) error {
+	c := in.c
+	sec, err := rec.InstallState(ctx, in.r.Client, c.ACI)
+	if err != nil || sec == nil {
+		return err
+	}
+	st, err := installstate.FromData(sec.Data)
+	if err != nil {
+		return err
+	}
+	kcName, pwName := c.CD.Name+rec.AdminKubeconfigSuffix, c.CD.Name+rec.AdminPasswordSuffix
+	for name, data := range map[string]map[string][]byte{
+		kcName: {"kubeconfig": st.AdminKubeconfig},
+		pwName: {"username": []byte("kubeadmin"), "password": []byte(st.KubeadminPassword)},
+	} {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: c.CD.Namespace, Name: name}}
+		if _, err := controllerutil.CreateOrUpdate(ctx, in.r.Client, s, func() error {
+			s.Data = data
+			return controllerutil.SetOwnerReference(c.CD, s, in.r.Client.Scheme())
+		}); err != nil {
+			return err
+		}
+	}
+	md := &hivev1.ClusterMetadata{ClusterID: string(c.ACI.UID), InfraID: string(c.ACI.UID),
+		AdminKubeconfigSecretRef: corev1.LocalObjectReference{Name: kcName}, AdminPasswordSecretRef: &corev1.LocalObjectReference{Name: pwName}}
+	if c.ACI.Spec.ClusterMetadata == nil {
+		c.ACI.Spec.ClusterMetadata = md
+		if err := in.r.Client.Update(ctx, c.ACI); err != nil {
+			return err
+		}
+	}
+	if c.CD.Spec.ClusterMetadata == nil || !c.CD.Spec.Installed {
+		c.CD.Spec.ClusterMetadata = c.ACI.Spec.ClusterMetadata
+		c.CD.Spec.Installed = true
+		if err := in.r.Client.Update(ctx, c.CD); err != nil {
+			return err
+		}
+		in.r.Recorder.Event(c.CD, corev1.EventTypeNormal, "Installed", "The cluster is installed; its admin kubeconfig is in Secret "+kcName)
+	}
+	return nil
+}
+
+// mirrorConditions copies the install's conditions to the
+// ClusterDeployment as ClusterInstall<Type>, as Hive does.
+func (r *Reconciler) mirrorConditions(ctx context.Context, cd *hivev1.ClusterDeployment, conds []hivev1.ClusterInstallCondition) error {
+	var out []hivev1.ClusterDeploymentCondition
+	for _, c := range cd.Status.Conditions {
+		if len(c.Type) < len("ClusterInstall") || c.Type[:len("ClusterInstall")] != "ClusterInstall" {
+			out = append(out, c)
+		}
+	}
+	for _, c := range conds {
+		out = append(out, hivev1.ClusterDeploymentCondition{Type: "ClusterInstall" + c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message,
+			LastProbeTime: c.LastProbeTime, LastTransitionTime: c.LastTransitionTime})
+	}
+	before := cd.Status.Conditions
+	cd.Status.Conditions = out
+	if conditionsEqual(before, out) {
+		return nil
+	}
+	if err := r.Client.Status().Update(ctx, cd); err != nil && !apierrors.IsConflict(err) {
+		return err
+	}
+	return nil
+}
+
+func conditionsEqual(a, b []hivev1.ClusterDeploymentCondition) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Type != b[i].Type || a[i].Status != b[i].Status || a[i].Reason != b[i].Reason || a[i].Message != b[i].Message {
+			return false
+		}
+	}
+	return true
+}
+
+var _ = agentinstallv1.GroupVersion

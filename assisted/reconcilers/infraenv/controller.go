@@ -1,0 +1,181 @@
+// Package infraenv reconciles InfraEnvs: it mints the signed URLs of an
+// InfraEnv's discovery image (ISO and iPXE artifacts), new ones with a new
+// createdTime whenever what the image carries changes, and reports
+// ImageCreated.
+package infraenv
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+
+	agentinstallv1 "github.com/metalshift/metalshift/api/agentinstall/v1beta1"
+	deployapi "github.com/metalshift/metalshift/api/deploy/v1"
+	hivev1 "github.com/metalshift/metalshift/api/hive/v1"
+	"github.com/metalshift/metalshift/assisted/pkg/conditions"
+	rec "github.com/metalshift/metalshift/assisted/pkg/record"
+)
+
+// Annotations recording the current image: its digest and when its URLs expire.
+const (
+	DigestAnnotation  = "metalshift.io/discovery-image-digest"
+	ExpiresAnnotation = "metalshift.io/discovery-image-expires"
+)
+
+// renewBefore is how long before its URLs expire an image gets new ones.
+const renewBefore = 24 * time.Hour
+
+// URLs are an image's signed URLs.
+type URLs struct {
+	ISO, IPXEScript, Kernel, Initrd string
+	Expires                         time.Time
+}
+
+// Images makes discovery images: the agent service's server.
+type Images interface {
+	DiscoveryConfig(ctx context.Context, ie *agentinstallv1.InfraEnv) (deployapi.BootConfig, string, error)
+	URLs(ie *agentinstallv1.InfraEnv, digest string, now time.Time) URLs
+}
+
+// Reconciler reconciles InfraEnvs.
+type Reconciler struct {
+	Client   client.Client
+	Recorder record.EventRecorder
+	Clock    clock.PassiveClock
+	Images   Images
+}
+
+// +kubebuilder:rbac:groups=agent-install.openshift.io,resources=infraenvs;infraenvs/status;nmstateconfigs,verbs=get;list;watch;update;patch
+
+// SetupWithManager registers the reconciler.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&agentinstallv1.InfraEnv{}).
+		Watches(&agentinstallv1.NMStateConfig{}, handler.EnqueueRequestsFromMapFunc(r.allInfraEnvs)).
+		WithOptions(opts).
+		Named("infraenv").
+		Complete(r)
+}
+
+// allInfraEnvs wakes every InfraEnv: an NMStateConfig may be selected by
+// any (selectors are cluster-wide).
+func (r *Reconciler) allInfraEnvs(ctx context.Context, _ client.Object) []ctrl.Request {
+	l := &agentinstallv1.InfraEnvList{}
+	if err := r.Client.List(ctx, l); err != nil {
+		return nil
+	}
+	reqs := make([]ctrl.Request, 0, len(l.Items))
+	for _, ie := range l.Items {
+		reqs = append(reqs, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&ie)})
+	}
+	return reqs
+}
+
+// Reconcile keeps an InfraEnv's image URLs current.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	ie := &agentinstallv1.InfraEnv{}
+	if err := r.Client.Get(ctx, req.NamespacedName, ie); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if ie.DeletionTimestamp != nil {
+		return ctrl.Result{}, nil
+	}
+	now := r.Clock.Now()
+	before := ie.DeepCopy()
+	ie.Status.AgentLabelSelector = metav1.LabelSelector{MatchLabels: map[string]string{agentinstallv1.InfraEnvNameLabel: ie.Name}}
+	cond, requeue, err := r.image(ctx, ie, now)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	setCondition(&ie.Status.Conditions, cond, now)
+	if !reflect.DeepEqual(before.Annotations, ie.Annotations) {
+		status := ie.Status
+		if err := r.Client.Update(ctx, ie); err != nil {
+			return ctrl.Result{}, err
+		}
+		ie.Status = status
+	}
+	if !reflect.DeepEqual(before.Status, ie.Status) {
+		if err := r.Client.Status().Update(ctx, ie); err != nil {
+			return ctrl.Result{}, err
+		}
+		if before.Status.ISODownloadURL != ie.Status.ISODownloadURL && ie.Status.ISODownloadURL != "" {
+			r.Recorder.Event(ie, corev1.EventTypeNormal, "ImageCreated", "The discovery image was created")
+		}
+	}
+	return ctrl.Result{RequeueAfter: requeue}, nil
+}
+
+// image updates ie's image URLs and returns its ImageCreated condition.
+func (r *Reconciler) image(ctx context.Context, ie *agentinstallv1.InfraEnv, now time.Time) (conditions.Cond, time.Duration, error) {
+	if ref := ie.Spec.ClusterRef; ref != nil {
+		cd := &hivev1.ClusterDeployment{}
+		if err := r.Client.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, cd); err != nil {
+			if client.IgnoreNotFound(err) != nil {
+				return conditions.Cond{}, 0, err
+			}
+			clearImage(ie)
+			return conditions.Cond{Type: "ImageCreated", Status: corev1.ConditionUnknown, Reason: "MissingClusterDeployment",
+				Message: "ClusterDeployment is missing: " + err.Error()}, 30 * time.Second, nil
+		}
+	}
+	if _, err := rec.PullSecret(ctx, r.Client, ie.Namespace, ie.Spec.PullSecretRef); err != nil {
+		clearImage(ie)
+		return conditions.ImageCreated(err, ie.Spec.PullSecretRef == nil), 30 * time.Second, nil
+	}
+	_, digest, err := r.Images.DiscoveryConfig(ctx, ie)
+	if err != nil {
+		clearImage(ie)
+		return conditions.ImageCreated(err, errors.Is(err, rec.ErrInput)), 0, nil
+	}
+	exp, _ := strconv.ParseInt(ie.Annotations[ExpiresAnnotation], 10, 64)
+	if ie.Annotations[DigestAnnotation] != digest || ie.Status.ISODownloadURL == "" || time.Unix(exp, 0).Sub(now) < renewBefore {
+		u := r.Images.URLs(ie, digest, now)
+		if ie.Annotations == nil {
+			ie.Annotations = map[string]string{}
+		}
+		ie.Annotations[DigestAnnotation] = digest
+		ie.Annotations[ExpiresAnnotation] = strconv.FormatInt(u.Expires.Unix(), 10)
+		ie.Status.ISODownloadURL = u.ISO
+		ie.Status.BootArtifacts = agentinstallv1.BootArtifacts{KernelURL: u.Kernel, InitrdURL: u.Initrd, IpxeScriptURL: u.IPXEScript}
+		t := metav1.NewTime(now)
+		ie.Status.CreatedTime = &t
+		exp = u.Expires.Unix()
+	}
+	return conditions.ImageCreated(nil, false), time.Unix(exp, 0).Sub(now) - renewBefore + time.Second, nil
+}
+
+func clearImage(ie *agentinstallv1.InfraEnv) {
+	ie.Status.ISODownloadURL, ie.Status.CreatedTime = "", nil
+	ie.Status.BootArtifacts = agentinstallv1.BootArtifacts{}
+}
+
+func setCondition(list *[]agentinstallv1.Condition, c conditions.Cond, now time.Time) {
+	for i := range *list {
+		o := &(*list)[i]
+		if string(o.Type) == c.Type {
+			if o.Status != c.Status {
+				o.LastTransitionTime = metav1.NewTime(now)
+			}
+			o.Status, o.Reason, o.Message = c.Status, c.Reason, c.Message
+			return
+		}
+	}
+	*list = append(*list, agentinstallv1.Condition{Type: agentinstallv1.ConditionType(c.Type), Status: c.Status, Reason: c.Reason,
+		Message: c.Message, LastTransitionTime: metav1.NewTime(now)})
+}

@@ -1,0 +1,166 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+
+	agentinstallv1 "github.com/metalshift/metalshift/api/agentinstall/v1beta1"
+	assistedapi "github.com/metalshift/metalshift/api/assisted/v2"
+	deployapi "github.com/metalshift/metalshift/api/deploy/v1"
+	"github.com/metalshift/metalshift/assisted/pkg/record"
+	"github.com/metalshift/metalshift/imageservice"
+)
+
+// Image paths; {id} is the InfraEnv's ID.
+const (
+	imagePrefix   = "/images/infra-envs/"
+	isoFile       = "discovery.iso"
+	ipxeFile      = "ipxe-script"
+	kernelFile    = "kernel"
+	initrdFile    = "initrd"
+	configFile    = "config.img"
+	imageURLValid = 7 * 24 * time.Hour
+)
+
+// ImageURLs are the signed URLs of an InfraEnv's discovery image.
+type ImageURLs struct {
+	ISO, IPXEScript, Kernel, Initrd string
+	Expires                         time.Time
+}
+
+// ImageURLs signs the URLs of the image of ie whose content has digest,
+// valid from now for a week. A new digest (the image changed) makes new
+// URLs; the old ones stop working.
+func (s *Server) ImageURLs(ie *agentinstallv1.InfraEnv, digest string, now time.Time) ImageURLs {
+	exp := now.Add(imageURLValid).Truncate(time.Second)
+	return ImageURLs{ISO: s.signed(ie, digest, isoFile, exp), IPXEScript: s.signed(ie, digest, ipxeFile, exp),
+		Kernel: s.signed(ie, digest, kernelFile, exp), Initrd: s.signed(ie, digest, initrdFile, exp), Expires: exp}
+}
+
+func (s *Server) signed(ie *agentinstallv1.InfraEnv, digest, file string, exp time.Time) string {
+	path := imagePrefix + string(ie.UID) + "/" + file
+	return s.opts.BaseURL + path + "?" + deployapi.SignURLQuery(s.opts.Key, path, string(ie.UID)+"."+digest, exp)
+}
+
+func (s *Server) imageRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("GET "+imagePrefix+"{id}/{file}", s.serveImage)
+}
+
+func (s *Server) serveImage(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	q := r.URL.Query()
+	id, digest := r.PathValue("id"), ""
+	if host := q.Get("host"); len(host) > len(id)+1 && host[:len(id)] == id && host[len(id)] == '.' {
+		digest = host[len(id)+1:]
+	}
+	if digest == "" || deployapi.VerifyURL(s.opts.Key, r.URL.Path, q.Get("host"), q.Get("expires"), q.Get("signature"), s.opts.Clock.Now()) != nil {
+		http.Error(w, "invalid or expired image URL", http.StatusForbidden)
+		return
+	}
+	ie, err := s.infraEnvByID(ctx, id)
+	if err != nil {
+		http.Error(w, "infra env not found", http.StatusNotFound)
+		return
+	}
+	cfg, current, err := s.DiscoveryConfig(ctx, ie)
+	if err != nil {
+		http.Error(w, "the image cannot be made: "+err.Error(), http.StatusConflict)
+		return
+	}
+	if current != digest {
+		http.Error(w, "the InfraEnv's image changed: download it from its new status.isoDownloadURL", http.StatusGone)
+		return
+	}
+	unix, _ := strconv.ParseInt(q.Get("expires"), 10, 64)
+	exp := time.Unix(unix, 0)
+	w.Header().Set("Cache-Control", "no-store")
+	switch r.PathValue("file") {
+	case isoFile:
+		iso, err := s.opts.Images.ISO(cfg)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusConflict)
+			return
+		}
+		w.Header().Set("Content-Type", "application/x-iso9660-image")
+		http.ServeContent(w, r, isoFile, s.opts.Images.ModTime, iso)
+	case ipxeFile:
+		w.Header().Set("Content-Type", "text/plain")
+		//nolint:gosec // not HTML: an iPXE script, an initrd or an Ignition config, with their content types
+		_, _ = w.Write([]byte(imageservice.DeployIPXEScript(s.signed(ie, digest, kernelFile, exp), s.signed(ie, digest, initrdFile, exp),
+			s.signed(ie, digest, configFile, exp))))
+	case kernelFile:
+		http.ServeContent(w, r, kernelFile, s.opts.Images.ModTime, s.opts.Images.Kernel())
+	case initrdFile:
+		http.ServeContent(w, r, initrdFile, s.opts.Images.ModTime, s.opts.Images.Initrd())
+	case configFile:
+		data, err := imageservice.HostInitrd(cfg)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusConflict)
+			return
+		}
+		//nolint:gosec // not HTML: an iPXE script, an initrd or an Ignition config, with their content types
+		_, _ = w.Write(data)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+// DiscoveryConfig is the boot configuration the image of ie carries, and
+// its digest: what changes the image. It fails when the configuration
+// cannot be made (NMStateConfigs that do not validate, an image region too
+// small for it).
+func (s *Server) DiscoveryConfig(ctx context.Context, ie *agentinstallv1.InfraEnv) (deployapi.BootConfig, string, error) {
+	d := &deployapi.Discovery{
+		ServiceURL: s.opts.BaseURL, InfraEnvID: string(ie.UID), Token: "",
+		NTPSources:       append(append([]string(nil), ie.Spec.AdditionalNTPSources...), ie.Spec.NTPSources...),
+		SSHAuthorizedKey: ie.Spec.SSHAuthorizedKey, AdditionalTrustBundle: ie.Spec.AdditionalTrustBundle,
+	}
+	if p := ie.Spec.Proxy; p != nil {
+		d.HTTPProxy, d.HTTPSProxy, d.NoProxy = p.HTTPProxy, p.HTTPSProxy, p.NoProxy
+	}
+	for _, k := range ie.Spec.KernelArguments {
+		d.KernelArguments = append(d.KernelArguments, deployapi.KernelArgument{Operation: k.Operation, Value: k.Value})
+	}
+	static, err := record.StaticNetwork(ctx, s.opts.Client, ie)
+	if err != nil {
+		return deployapi.BootConfig{}, "", err
+	}
+	d.StaticNetwork = static
+	digest := record.Digest(d, ie.Spec.IgnitionConfigOverride, string(ie.Spec.ImageType), ie.Spec.CpuArchitecture)
+	d.Token = assistedToken(s.opts.Key, ie)
+	cfg := deployapi.BootConfig{Discovery: d}
+	if _, err := imageservice.HostRegion(cfg); err != nil {
+		return cfg, "", err
+	}
+	return cfg, digest, nil
+}
+
+// validHostID tells whether id is a host ID: a UUID.
+func validHostID(id string) bool {
+	_, err := uuid.Parse(id)
+	return err == nil && len(id) == 36
+}
+
+func randomID() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+var errNoEvents = errors.New("events are not recorded yet")
+
+func (s *Server) events(w http.ResponseWriter, r *http.Request) {
+	apiError(w, http.StatusNotImplemented, fmt.Sprint(errNoEvents))
+}
+
+func assistedToken(key []byte, ie *agentinstallv1.InfraEnv) string {
+	return assistedapi.SignAgentToken(key, string(ie.UID))
+}
