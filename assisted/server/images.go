@@ -4,8 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -155,10 +153,9 @@ func randomID() string {
 	return hex.EncodeToString(b)
 }
 
-var errNoEvents = errors.New("events are not recorded yet")
-
-func (s *Server) events(w http.ResponseWriter, r *http.Request) {
-	apiError(w, http.StatusNotImplemented, fmt.Sprint(errNoEvents))
+// events is status.debugInfo.eventsURL's route; events are not served yet.
+func (s *Server) events(w http.ResponseWriter, _ *http.Request) {
+	apiError(w, http.StatusNotImplemented, "events are not recorded yet")
 }
 
 func assistedToken(key []byte, ie *agentinstallv1.InfraEnv) string {

@@ -14,6 +14,7 @@ import (
 	agentinstallv1 "github.com/metalshift/metalshift/api/agentinstall/v1beta1"
 	assistedapi "github.com/metalshift/metalshift/api/assisted/v2"
 	hivev1 "github.com/metalshift/metalshift/api/hive/v1"
+	hiveextv1 "github.com/metalshift/metalshift/api/hiveext/v1beta1"
 	"github.com/metalshift/metalshift/assisted/pkg/installstate"
 	"github.com/metalshift/metalshift/assisted/pkg/record"
 )
@@ -75,22 +76,12 @@ func (s *Server) files(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusNotFound, "cluster not found")
 		return
 	}
-	a := &agentinstallv1.Agent{}
-	if err := s.opts.Client.Get(ctx, types.NamespacedName{Namespace: aci.Namespace, Name: rest}, a); err != nil {
-		// Agents may live in another namespace than the cluster.
-		a = nil
-		if cd := (&hivev1.ClusterDeployment{}); s.opts.Client.Get(ctx, types.NamespacedName{Namespace: aci.Namespace, Name: aci.Spec.ClusterDeploymentRef.Name}, cd) == nil {
-			agents, _ := record.Agents(ctx, s.opts.Client, cd)
-			for i := range agents {
-				if agents[i].Name == rest {
-					a = &agents[i]
-				}
-			}
-		}
-		if a == nil {
-			apiError(w, http.StatusNotFound, "host not found")
-			return
-		}
+	// The host's Agent is one of the cluster's (it may live in another
+	// namespace than the cluster).
+	a, err := s.clusterAgent(ctx, aci, rest)
+	if err != nil {
+		apiError(w, http.StatusNotFound, "host not found")
+		return
 	}
 	ie := &agentinstallv1.InfraEnv{}
 	if err := s.opts.Client.Get(ctx, types.NamespacedName{Namespace: a.Namespace, Name: a.Labels[agentinstallv1.InfraEnvNameLabel]}, ie); err != nil {
@@ -102,7 +93,7 @@ func (s *Server) files(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c, err := record.ForAgent(ctx, s.opts.Client, a)
-	if err != nil || c == nil || c.ACI.UID != aci.UID {
+	if err != nil || c == nil || c.ACI.UID != aci.UID { // unbound since
 		apiError(w, http.StatusNotFound, "the host is not bound to this cluster")
 		return
 	}
@@ -115,6 +106,25 @@ func (s *Server) files(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	//nolint:gosec // not HTML: an iPXE script, an initrd or an Ignition config, with their content types
 	_, _ = w.Write(data)
+}
+
+// clusterAgent returns the Agent named id among those bound to aci's
+// ClusterDeployment.
+func (s *Server) clusterAgent(ctx context.Context, aci *hiveextv1.AgentClusterInstall, id string) (*agentinstallv1.Agent, error) {
+	cd := &hivev1.ClusterDeployment{}
+	if err := s.opts.Client.Get(ctx, types.NamespacedName{Namespace: aci.Namespace, Name: aci.Spec.ClusterDeploymentRef.Name}, cd); err != nil {
+		return nil, err
+	}
+	agents, err := record.Agents(ctx, s.opts.Client, cd)
+	if err != nil {
+		return nil, err
+	}
+	for i := range agents {
+		if agents[i].Name == id {
+			return &agents[i], nil
+		}
+	}
+	return nil, fmt.Errorf("host %s is not bound to cluster %s", id, aci.UID)
 }
 
 func (s *Server) renderIgnition(ctx context.Context, c *record.Cluster, a *agentinstallv1.Agent, role string) ([]byte, error) {

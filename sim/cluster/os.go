@@ -257,9 +257,8 @@ func (w *World) runBootstrap(ctx context.Context, m Machine, cfg types.Config) e
 	defer w.release(c)
 	if role, ok := files[bootstrapnode.BootstrapInPlacePath]; ok {
 		// Bootstrap in place: the same machine is the cluster's node.
-		md, _ := json.Marshal(metadata{Name: strings.ToLower(m.ID), Hostname: hostname(cfg, m)})
-		return w.kubelet(ctx, Machine{ID: m.ID, IP: m.IP, MetaData: md}, metadata{Name: strings.ToLower(m.ID), Hostname: hostname(cfg, m)},
-			strings.TrimSpace(string(role)), ic.KubernetesVersion(), c.kubelet)
+		md := metadata{Name: strings.ToLower(m.ID), Hostname: hostname(cfg, m)}
+		return w.kubelet(ctx, m, md, strings.TrimSpace(string(role)), ic.KubernetesVersion(), c.kubelet)
 	}
 	<-ctx.Done()
 	return nil

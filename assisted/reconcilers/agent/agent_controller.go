@@ -171,9 +171,7 @@ func (r *Reconciler) compute(a *agentinstallv1.Agent, c *record.Cluster, sibling
 	v := validations.Host(in)
 	facts.Validations = v
 	state, info := hoststate.Refresh(facts)
-	if state != st.DebugInfo.State || info != st.DebugInfo.StateInfo {
-		st.DebugInfo.State, st.DebugInfo.StateInfo = state, info
-	}
+	st.DebugInfo.State, st.DebugInfo.StateInfo = state, info
 	st.ValidationsInfo = toStatus(v)
 	conds := []conditions.Cond{conditions.AgentSpecSynced(specErr, specErr != nil)}
 	conds = append(conds, conditions.Agent(state, info, a.Spec.Approved, st.Progress.CurrentStage, v)...)

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -125,6 +126,18 @@ type install struct {
 	version string
 	specErr error
 	input   bool
+
+	// state is the install-state Secret (nil before the install), read
+	// once per reconcile; spoke is what the installed cluster reported,
+	// read at most once.
+	state      *corev1.Secret
+	spokeView  *SpokeView
+	spokeErr   error
+	spokeTried bool
+	// counts are the hosts per role and their approval and sync, from the
+	// one pass over the Agents.
+	counts conditions.ACIInput
+	hosts  []clusterstate.HostSummary
 }
 
 func (in *install) run(ctx context.Context) (ctrl.Result, error) {
@@ -144,6 +157,10 @@ func (in *install) run(ctx context.Context) (ctrl.Result, error) {
 			in.specErr, in.input = err, c.CD.Spec.PullSecretRef == nil
 		}
 	}
+	var err error
+	if in.state, err = rec.InstallState(ctx, in.r.Client, c.ACI); err != nil {
+		return ctrl.Result{}, err
+	}
 	facts, v := in.facts(ctx)
 	state, info := clusterstate.Refresh(facts)
 	requeue := 30 * time.Second
@@ -151,7 +168,7 @@ func (in *install) run(ctx context.Context) (ctrl.Result, error) {
 	case state == clusterstate.StatusPreparingForInstallation && in.specErr != nil && facts.Status != state:
 		// Not started: what the install needs is missing (SpecSynced says what).
 		state, info = facts.Status, facts.StatusInfo
-	case state == clusterstate.StatusPreparingForInstallation && !in.prepared(facts):
+	case state == clusterstate.StatusPreparingForInstallation && !facts.PreparationDone:
 		if err := in.prepare(ctx); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -189,35 +206,39 @@ func (in *install) facts(ctx context.Context) (clusterstate.Facts, validations.R
 	}
 	f := clusterstate.Facts{Status: c.State(), StatusInfo: c.ACI.Status.DebugInfo.StateInfo, Held: c.ACI.Spec.HoldInstallation || c.CD.Annotations["hive.openshift.io/reconcile-pause"] == "true",
 		HostsRequired: req.ControlPlaneAgents + req.WorkerAgents + req.ArbiterAgents, SNO: c.SNO(), Day2: !c.SNO()}
-	masters, workers := 0, 0
+	n := &in.counts
+	*n = conditions.ACIInput{Held: c.ACI.Spec.HoldInstallation,
+		RequiredMasters: req.ControlPlaneAgents, RequiredArbiters: req.ArbiterAgents, RequiredWorkers: req.WorkerAgents}
 	for i := range in.agents {
 		a := &in.agents[i]
 		role, state := rec.Role(a), a.Status.DebugInfo.State
 		ci.Hosts = append(ci.Hosts, validations.ClusterHost{Role: role, Status: state, Approved: a.Spec.Approved})
-		f.HostStatuses = append(f.HostStatuses, clusterstate.HostSummary{Role: role, Bootstrap: a.Status.Bootstrap, Status: state,
+		in.hosts = append(in.hosts, clusterstate.HostSummary{Role: role, Bootstrap: a.Status.Bootstrap, Status: state,
 			Stage: assistedapi.HostStage(a.Status.Progress.CurrentStage)})
 		if !a.Spec.Approved {
-			f.UnapprovedAgents++
+			n.Unapproved++
 		}
-		if synced := conditionStatus(a, "SpecSynced"); synced == corev1.ConditionFalse {
-			f.UnsyncedAgents++
+		if conditionStatus(a, "SpecSynced") == corev1.ConditionFalse {
+			n.Unsynced++
 		}
 		switch role {
 		case "master":
-			masters++
+			n.Masters++
 		case "worker":
-			workers++
+			n.Workers++
+		case "arbiter":
+			n.Arbiters++
 		}
-		if a.Spec.Approved && (state == hoststate.StatusKnown) {
+		if a.Spec.Approved && state == hoststate.StatusKnown {
 			f.HostsReady++
 		}
 	}
-	f.RoleCountsMatch = masters == req.ControlPlaneAgents && workers == req.WorkerAgents
+	f.HostStatuses, f.UnapprovedAgents, f.UnsyncedAgents = in.hosts, n.Unapproved, n.Unsynced
+	f.RoleCountsMatch = n.Masters == req.ControlPlaneAgents && n.Workers == req.WorkerAgents
 	v := validations.Cluster(ci)
 	f.Validations = v
-	sec, _ := rec.InstallState(ctx, in.r.Client, c.ACI)
-	f.PreparationDone = sec != nil && in.prepared(clusterstate.Facts{PreparationDone: true})
-	f.Installed = c.ACI.Status.DebugInfo.State == clusterstate.StatusInstalled || in.spokeInstalled(ctx, sec)
+	f.PreparationDone = in.prepared()
+	f.Installed = c.ACI.Status.DebugInfo.State == clusterstate.StatusInstalled || in.spokeInstalled(ctx)
 	return f, v
 }
 
@@ -247,14 +268,12 @@ func (in *install) prepare(ctx context.Context) error {
 	if c.SNO() {
 		addr = hostAddress(bootstrap)
 	}
-	if sec, err := rec.InstallState(ctx, in.r.Client, c.ACI); err != nil {
-		return err
-	} else if sec == nil {
+	if in.state == nil {
 		st, err := installstate.New(installstate.Inputs{CD: c.CD, ACI: c.ACI, Version: in.version, SNOAddress: addr})
 		if err != nil {
 			return err
 		}
-		sec = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: c.ACI.Namespace, Name: rec.InstallStateName(c.ACI)}, Data: st.Data()}
+		sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: c.ACI.Namespace, Name: rec.InstallStateName(c.ACI)}, Data: st.Data()}
 		if err := controllerutil.SetControllerReference(c.ACI, sec, in.r.Client.Scheme()); err != nil {
 			return err
 		}
@@ -277,8 +296,8 @@ func (in *install) prepare(ctx context.Context) error {
 
 // prepared tells whether the install state exists and a bootstrap master
 // was chosen.
-func (in *install) prepared(f clusterstate.Facts) bool {
-	if !f.PreparationDone {
+func (in *install) prepared() bool {
+	if in.state == nil {
 		return false
 	}
 	for i := range in.agents {
@@ -293,56 +312,23 @@ func (in *install) prepared(f clusterstate.Facts) bool {
 func hostAddress(a *agentinstallv1.Agent) string {
 	for _, n := range a.Status.Inventory.Interfaces {
 		if len(n.IPV4Addresses) > 0 {
-			ip := n.IPV4Addresses[0]
-			if i := indexByte(ip, '/'); i >= 0 {
-				return ip[:i]
-			}
+			ip, _, _ := strings.Cut(n.IPV4Addresses[0], "/")
 			return ip
 		}
 	}
 	return ""
 }
 
-func indexByte(s string, b byte) int {
-	for i := 0; i < len(s); i++ {
-		if s[i] == b {
-			return i
-		}
-	}
-	return -1
-}
-
 // writeStatus writes the install's status and its mirror on the
 // ClusterDeployment.
 func (in *install) writeStatus(ctx context.Context, state, info string, v validations.Results) error {
 	c := in.c
-	req := c.ACI.Spec.ProvisionRequirements
-	counts := conditions.ACIInput{Status: state, StatusInfo: info, Held: c.ACI.Spec.HoldInstallation, V: v,
-		RequiredMasters: req.ControlPlaneAgents, RequiredArbiters: req.ArbiterAgents, RequiredWorkers: req.WorkerAgents}
-	var hosts []clusterstate.HostSummary
-	for i := range in.agents {
-		a := &in.agents[i]
-		switch rec.Role(a) {
-		case "master":
-			counts.Masters++
-		case "worker":
-			counts.Workers++
-		case "arbiter":
-			counts.Arbiters++
-		}
-		if !a.Spec.Approved {
-			counts.Unapproved++
-		}
-		if conditionStatus(a, "SpecSynced") == corev1.ConditionFalse {
-			counts.Unsynced++
-		}
-		hosts = append(hosts, clusterstate.HostSummary{Role: rec.Role(a), Bootstrap: a.Status.Bootstrap, Status: a.Status.DebugInfo.State,
-			Stage: assistedapi.HostStage(a.Status.Progress.CurrentStage)})
-	}
+	counts := in.counts
+	counts.Status, counts.StatusInfo, counts.V = state, info, v
 	conds := append([]conditions.Cond{conditions.ACISpecSynced(in.specErr, in.input)}, conditions.ACI(counts)...)
 	if err := in.r.writeStatus(ctx, c.ACI, func(st *hiveextv1.AgentClusterInstallStatus) {
 		st.DebugInfo.State, st.DebugInfo.StateInfo = state, info
-		st.Progress.TotalPercentage = clusterstate.Progress(hosts, c.SNO())
+		st.Progress.TotalPercentage = clusterstate.Progress(in.hosts, c.SNO())
 		st.ValidationsInfo = toStatus(v)
 		st.ControlPlaneAgentsDiscovered, st.WorkerAgentsDiscovered = counts.Masters, counts.Workers
 		setACIConditions(st, conds, in.now)

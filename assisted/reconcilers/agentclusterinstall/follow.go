@@ -10,12 +10,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	agentinstallv1 "github.com/metalshift/metalshift/api/agentinstall/v1beta1"
 	assistedapi "github.com/metalshift/metalshift/api/assisted/v2"
 	configv1 "github.com/metalshift/metalshift/api/config/v1"
 	hivev1 "github.com/metalshift/metalshift/api/hive/v1"
@@ -37,6 +37,14 @@ type SpokeReader interface {
 	Read(ctx context.Context, kubeconfig []byte) (*SpokeView, error)
 }
 
+// spokeScheme holds the types the hub reads in an installed cluster.
+var spokeScheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(configv1.AddToScheme(s))
+	return s
+}()
+
 // KubeconfigSpoke reads the cluster's API.
 type KubeconfigSpoke struct{}
 
@@ -47,10 +55,7 @@ func (KubeconfigSpoke) Read(ctx context.Context, kubeconfig []byte) (*SpokeView,
 		return nil, err
 	}
 	cfg.Timeout = 5 * time.Second
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = configv1.AddToScheme(scheme)
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	c, err := client.New(cfg, client.Options{Scheme: spokeScheme})
 	if err != nil {
 		return nil, err
 	}
@@ -79,22 +84,29 @@ func (KubeconfigSpoke) Read(ctx context.Context, kubeconfig []byte) (*SpokeView,
 	return v, nil
 }
 
-// spokeState reads the installed cluster once per reconcile.
-func (in *install) spoke(ctx context.Context, sec *corev1.Secret) (*SpokeView, error) {
-	if sec == nil {
-		return nil, errors.New("no install state")
+// spoke reads the installed cluster, once per reconcile.
+func (in *install) spoke(ctx context.Context) (*SpokeView, error) {
+	if in.spokeTried {
+		return in.spokeView, in.spokeErr
 	}
-	st, err := installstate.FromData(sec.Data)
+	in.spokeTried = true
+	if in.state == nil {
+		in.spokeErr = errors.New("no install state")
+		return nil, in.spokeErr
+	}
+	st, err := installstate.FromData(in.state.Data)
 	if err != nil {
+		in.spokeErr = err
 		return nil, err
 	}
-	return in.r.Spoke.Read(ctx, st.AdminKubeconfig)
+	in.spokeView, in.spokeErr = in.r.Spoke.Read(ctx, st.AdminKubeconfig)
+	return in.spokeView, in.spokeErr
 }
 
 // spokeInstalled tells whether the installed cluster reports its version
 // Available, once every host rebooted into it.
-func (in *install) spokeInstalled(ctx context.Context, sec *corev1.Secret) bool {
-	if sec == nil || len(in.agents) == 0 {
+func (in *install) spokeInstalled(ctx context.Context) bool {
+	if in.state == nil || len(in.agents) == 0 {
 		return false
 	}
 	for i := range in.agents {
@@ -104,7 +116,7 @@ func (in *install) spokeInstalled(ctx context.Context, sec *corev1.Secret) bool 
 			return false
 		}
 	}
-	v, err := in.spoke(ctx, sec)
+	v, err := in.spoke(ctx)
 	return err == nil && v.Available
 }
 
@@ -122,11 +134,7 @@ func (in *install) follow(ctx context.Context) error {
 	if !rebooted {
 		return nil
 	}
-	sec, err := rec.InstallState(ctx, in.r.Client, in.c.ACI)
-	if err != nil {
-		return err
-	}
-	v, err := in.spoke(ctx, sec)
+	v, err := in.spoke(ctx)
 	if err != nil {
 		return err
 	}
@@ -165,11 +173,10 @@ func (in *install) follow(ctx context.Context) error {
 // Secrets, clusterMetadata on both objects, installed: true.
 func (in *install) complete(ctx context.Context) error {
 	c := in.c
-	sec, err := rec.InstallState(ctx, in.r.Client, c.ACI)
-	if err != nil || sec == nil {
-		return err
+	if in.state == nil {
+		return nil
 	}
-	st, err := installstate.FromData(sec.Data)
+	st, err := installstate.FromData(in.state.Data)
 	if err != nil {
 		return err
 	}
@@ -240,5 +247,3 @@ func conditionsEqual(a, b []hivev1.ClusterDeploymentCondition) bool {
 	}
 	return true
 }
-
-var _ = agentinstallv1.GroupVersion
