@@ -57,7 +57,7 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := s.opts.Clock.Now()
-	if err := s.updateAgent(ctx, key, func(a *agentinstallv1.Agent) bool {
+	agent, err = s.updateAgent(ctx, key, func(a *agentinstallv1.Agent) bool {
 		bound := a.Spec.ClusterDeploymentName != nil
 		a.Status.DebugInfo.State = hoststate.Register(a.Status.DebugInfo.State, bound)
 		a.Status.DebugInfo.StateInfo = ""
@@ -66,11 +66,8 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 		}
 		record.SetLastContact(a, now)
 		return true
-	}); err != nil {
-		apiError(w, http.StatusInternalServerError, err.Error())
-		return
-	}
-	if err := s.opts.Client.Get(ctx, key, agent); err != nil {
+	})
+	if err != nil {
 		apiError(w, http.StatusInternalServerError, err.Error())
 		return
 	}
@@ -136,12 +133,14 @@ func (s *Server) agent(w http.ResponseWriter, r *http.Request) (*agentinstallv1.
 
 // updateAgent applies change to the latest Agent's status and writes it
 // when change says it changed something, retrying conflicts: the agent
-// controller and other replicas write the same object.
-func (s *Server) updateAgent(ctx context.Context, key types.NamespacedName, change func(*agentinstallv1.Agent) bool) error {
+// controller and other replicas write the same object. It returns the
+// Agent as written.
+func (s *Server) updateAgent(ctx context.Context, key types.NamespacedName, change func(*agentinstallv1.Agent) bool) (*agentinstallv1.Agent, error) {
+	a := &agentinstallv1.Agent{}
 	// A NotFound is retried too: an Agent just created may not be in the
 	// cache yet.
-	return retry.OnError(retry.DefaultBackoff, func(err error) bool { return apierrors.IsConflict(err) || apierrors.IsNotFound(err) }, func() error {
-		a := &agentinstallv1.Agent{}
+	err := retry.OnError(retry.DefaultBackoff, func(err error) bool { return apierrors.IsConflict(err) || apierrors.IsNotFound(err) }, func() error {
+		a = &agentinstallv1.Agent{}
 		if err := s.opts.Client.Get(ctx, key, a); err != nil {
 			return err
 		}
@@ -150,6 +149,7 @@ func (s *Server) updateAgent(ctx context.Context, key types.NamespacedName, chan
 		}
 		return s.opts.Client.Status().Update(ctx, a)
 	})
+	return a, err
 }
 
 func (s *Server) instructions(w http.ResponseWriter, r *http.Request) {
@@ -160,7 +160,7 @@ func (s *Server) instructions(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	now := s.opts.Clock.Now()
 	if now.Sub(record.LastContact(a)) >= heartbeatEvery {
-		if err := s.updateAgent(ctx, agentKey(a), func(a *agentinstallv1.Agent) bool {
+		if _, err := s.updateAgent(ctx, agentKey(a), func(a *agentinstallv1.Agent) bool {
 			record.SetLastContact(a, now)
 			return true
 		}); err != nil {

@@ -156,7 +156,7 @@ func (s *Server) stepReply(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	if err := s.updateAgent(r.Context(), agentKey(a), change); err != nil {
+	if _, err := s.updateAgent(r.Context(), agentKey(a), change); err != nil {
 		apiError(w, http.StatusInternalServerError, err.Error())
 		return
 	}
@@ -189,7 +189,7 @@ func (s *Server) progress(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := metav1.NewTime(s.opts.Clock.Now())
-	if err := s.updateAgent(ctx, agentKey(a), func(a *agentinstallv1.Agent) bool {
+	if _, err := s.updateAgent(ctx, agentKey(a), func(a *agentinstallv1.Agent) bool {
 		return record.SetStage(a, p.CurrentStage, p.ProgressInfo, hoststate.Stages(role, bootstrap, sno),
 			hoststate.Percentage(role, bootstrap, sno, p.CurrentStage), now)
 	}); err != nil {
