@@ -67,7 +67,8 @@ func bootISO(g *WithT, m *machine.Machine, url string) {
 
 // install objects in the seed's shapes: a ClusterImageSet, the pull
 // secret, a ClusterDeployment and its AgentClusterInstall, an InfraEnv.
-func installObjects(ns, name string, masters, workers int, apiVIP string) []client.Object {
+// Without VIPs the cluster has user-managed networking.
+func installObjects(ns, name string, masters, workers int, apiVIP, ingressVIP string) []client.Object {
 	meta := func(n string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: n, Namespace: ns} }
 	aci := &hiveextv1.AgentClusterInstall{ObjectMeta: meta(name), Spec: hiveextv1.AgentClusterInstallSpec{
 		ImageSetRef:          &hivev1.ClusterImageSetReference{Name: "openshift-v4.16.3"},
@@ -82,7 +83,7 @@ func installObjects(ns, name string, masters, workers int, apiVIP string) []clie
 	if apiVIP == "" {
 		aci.Spec.Networking.UserManagedNetworking = ptr.To(true)
 	} else {
-		aci.Spec.APIVIPs = []string{apiVIP}
+		aci.Spec.APIVIPs, aci.Spec.IngressVIPs = []string{apiVIP}, []string{ingressVIP}
 	}
 	return []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
@@ -135,7 +136,7 @@ func TestSingleNode(t *testing.T) {
 	ctx := context.Background()
 	serviceObjects(t, g)
 	const ns, name = "sno", "sno"
-	for _, o := range installObjects(ns, name, 1, 0, "") {
+	for _, o := range installObjects(ns, name, 1, 0, "", "") {
 		g.Expect(env.Client.Create(ctx, o)).To(Succeed())
 	}
 	lab := world(t, 1, "127.77.1")
@@ -168,16 +169,9 @@ func TestSingleNode(t *testing.T) {
 	// kubectl -n sno patch agents.agent-install.openshift.io <id> -p '{"spec":{"approved":true}}' --type merge
 	g.Expect(env.Client.Patch(ctx, agent, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"approved":true}}`)))).To(Succeed())
 
-	g.Eventually(func() string {
-		_ = env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, aci)
-		_ = env.Client.Get(ctx, client.ObjectKeyFromObject(agent), agent)
-		if m := condMessage(aci, "Completed"); m != "The installation has completed: Cluster is installed" {
-			return fmt.Sprintf("%s (cluster %s: %s; host %s: %s, stage %q)", m, aci.Status.DebugInfo.State, aci.Status.DebugInfo.StateInfo,
-				agent.Status.DebugInfo.State, agent.Status.DebugInfo.StateInfo, agent.Status.Progress.CurrentStage)
-		}
-		return "completed"
-	}).Should(Equal("completed"))
+	aci = waitCompleted(g, ns, name)
 	for typ, msg := range map[string]string{
+		"Completed":  "The installation has completed: Cluster is installed",
 		"SpecSynced": "The Spec has been successfully applied", "Validated": "The cluster's validations are passing",
 		"RequirementsMet": "The cluster installation stopped", "Failed": "The installation has not failed",
 		"Stopped": "The installation has stopped because it completed successfully",
@@ -190,6 +184,38 @@ func TestSingleNode(t *testing.T) {
 		return cd.Spec.Installed && cd.Spec.ClusterMetadata != nil
 	}).Should(BeTrue())
 	g.Expect(cd.Spec.ClusterMetadata.AdminKubeconfigSecretRef.Name).To(Equal(name + "-admin-kubeconfig"))
+	nodes := spokeNodes(g, ns, name)
+	g.Expect(nodes.Items).To(HaveLen(1))
+	g.Expect(env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: lab.Machines[0].UUID}, agent)).To(Succeed())
+	g.Expect(agent.Status.Progress.CurrentStage).To(Equal("Done"))
+}
+
+// waitCompleted waits for the AgentClusterInstall's Completed condition to
+// be True (a multi-node cluster goes on to adding-hosts, so the message
+// varies), showing the cluster's and its hosts' states while it waits.
+func waitCompleted(g *WithT, ns, name string) *hiveextv1.AgentClusterInstall {
+	ctx := context.Background()
+	aci := &hiveextv1.AgentClusterInstall{}
+	g.Eventually(func() string {
+		_ = env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, aci)
+		if m := condMessage(aci, "Completed"); !condTrue(aci, "Completed") {
+			agents := &agentinstallv1.AgentList{}
+			_ = env.Client.List(ctx, agents, client.InNamespace(ns))
+			s := fmt.Sprintf("%s (cluster %s: %s; %s", m, aci.Status.DebugInfo.State, aci.Status.DebugInfo.StateInfo, condMessage(aci, "Validated"))
+			for _, a := range agents.Items {
+				s += fmt.Sprintf("; host %s: %s: %s, stage %q", a.Name, a.Status.DebugInfo.State, a.Status.DebugInfo.StateInfo, a.Status.Progress.CurrentStage)
+			}
+			return s + ")"
+		}
+		return "completed"
+	}).Should(Equal("completed"))
+	return aci
+}
+
+// spokeNodes lists the installed cluster's Nodes with the admin kubeconfig
+// the ClusterDeployment's Secret holds.
+func spokeNodes(g *WithT, ns, name string) *corev1.NodeList {
+	ctx := context.Background()
 	sec := &corev1.Secret{}
 	g.Expect(env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name + "-admin-kubeconfig"}, sec)).To(Succeed())
 	cfg, err := clientcmd.RESTConfigFromKubeConfig(sec.Data["kubeconfig"])
@@ -198,9 +224,16 @@ func TestSingleNode(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	nodes := &corev1.NodeList{}
 	g.Expect(spoke.List(ctx, nodes)).To(Succeed())
-	g.Expect(nodes.Items).To(HaveLen(1))
-	g.Expect(env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: lab.Machines[0].UUID}, agent)).To(Succeed())
-	g.Expect(agent.Status.Progress.CurrentStage).To(Equal("Done"))
+	return nodes
+}
+
+func condTrue(aci *hiveextv1.AgentClusterInstall, t string) bool {
+	for _, c := range aci.Status.Conditions {
+		if c.Type == t {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 func condMessage(aci *hiveextv1.AgentClusterInstall, t string) string {

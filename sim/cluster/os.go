@@ -297,9 +297,21 @@ func (w *World) runNode(ctx context.Context, m Machine, cfg types.Config, mcsHos
 	if err := json.Unmarshal(m.MetaData, &md); err != nil {
 		return fmt.Errorf("kubelet: reading the config drive's metadata: %w", err)
 	}
-	c := w.join(w.Resolve(mcsHost))
-	if c == nil {
-		return fmt.Errorf("kubelet: no cluster answers at %s", mcsHost)
+	// The machine-config-server may answer before its cluster has finished
+	// starting; the kubelet retries until it does, as a real one would.
+	var c *Cluster
+	for attempt := 1; ; attempt++ {
+		if c = w.join(w.Resolve(mcsHost)); c != nil {
+			break
+		}
+		if attempt%30 == 0 {
+			w.opts.Logf("%s: kubelet: no cluster answers at %s yet", m.ID, mcsHost)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(time.Second):
+		}
 	}
 	defer w.release(c)
 	return w.kubelet(ctx, m, md, pool, c.files.installConfig.KubernetesVersion(), kubeconfig)

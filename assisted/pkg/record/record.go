@@ -273,23 +273,40 @@ func InstallerArgs(a *agentinstallv1.Agent) ([]string, error) {
 	return args, nil
 }
 
-// MachineNetworks are an install's machine networks: the ACI's, or for a
-// single node with none, the network of the node's address (upstream fills
-// it in the same way).
+// MachineNetworks are an install's machine networks: the ACI's; else for a
+// single node, the network of the node's address, and for more nodes the
+// network of a host address that holds the API VIP (upstream fills them in
+// the same ways).
 func MachineNetworks(c *Cluster, agents []agentinstallv1.Agent) []string {
 	var out []string
 	for _, m := range c.ACI.Spec.Networking.MachineNetwork {
 		out = append(out, m.CIDR)
 	}
-	if len(out) > 0 || !c.SNO() {
+	if len(out) > 0 {
 		return out
+	}
+	vips := append(append([]string(nil), c.ACI.Spec.APIVIPs...), c.ACI.Spec.IngressVIPs...)
+	if c.ACI.Spec.APIVIP != "" {
+		vips = append(vips, c.ACI.Spec.APIVIP)
+	}
+	if !c.SNO() && len(vips) == 0 {
+		return nil
 	}
 	for i := range agents {
 		if agents[i].Status.Inventory.ReportTime == nil {
 			continue
 		}
-		if n := validations.SNOMachineNetwork(InventoryFromCR(&agents[i].Status.Inventory)); n != "" {
-			return []string{n}
+		inv := InventoryFromCR(&agents[i].Status.Inventory)
+		if c.SNO() {
+			if n := validations.SNOMachineNetwork(inv); n != "" {
+				return []string{n}
+			}
+			continue
+		}
+		for _, vip := range vips {
+			if n := validations.VIPMachineNetwork(inv, vip); n != "" {
+				return []string{n}
+			}
 		}
 	}
 	return nil

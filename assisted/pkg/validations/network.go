@@ -80,6 +80,23 @@ func SNOMachineNetwork(inv *assistedapi.Inventory) string {
 	return ""
 }
 
+// VIPMachineNetwork returns the network of the inventory's interface
+// address that holds vip, as upstream derives a multi-node cluster's
+// machine network from its API VIP when the user gives none; "" if no
+// interface is on the VIP's network.
+func VIPMachineNetwork(inv *assistedapi.Inventory, vip string) string {
+	ip, err := netip.ParseAddr(vip)
+	if inv == nil || err != nil {
+		return ""
+	}
+	for _, p := range hostPrefixes(inv) {
+		if p.Bits() < p.Addr().BitLen() && p.Masked().Contains(ip) {
+			return p.Masked().String()
+		}
+	}
+	return ""
+}
+
 func isDefaultRoute(dst string) bool {
 	ip := net.ParseIP(dst)
 	return dst == "default" || ip != nil && ip.IsUnspecified()
