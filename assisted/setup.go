@@ -22,6 +22,7 @@ import (
 	"github.com/metalshift/metalshift/assisted/reconcilers/agentclusterinstall"
 	"github.com/metalshift/metalshift/assisted/reconcilers/infraenv"
 	"github.com/metalshift/metalshift/assisted/server"
+	"github.com/metalshift/metalshift/assisted/webhooks"
 	"github.com/metalshift/metalshift/component"
 	"github.com/metalshift/metalshift/imageservice"
 )
@@ -43,9 +44,10 @@ type Options struct {
 }
 
 // Component is the agent-based install as a part of the hub: the
-// agent-install, extensions.hive and hive APIs, the agent service's server
+// agent-install, extensions.hive and hive APIs with their admission
+// webhooks (when the manager serves webhooks), the agent service's server
 // at --agent-service-listen-address and its controllers. Without that
-// flag the hub only serves the CRDs.
+// flag the hub only serves the CRDs and their webhooks.
 func Component() component.Component {
 	var o Options
 	return component.Component{
@@ -68,6 +70,11 @@ func Component() component.Component {
 			return nil
 		},
 		Setup: func(ctx context.Context, hub *component.Hub) error {
+			if hub.Webhooks { // admission is part of the API: served with or without the service
+				if err := webhooks.SetupWithManager(hub.Manager); err != nil {
+					return err
+				}
+			}
 			if o.ListenAddr == "" {
 				ctrl.LoggerFrom(ctx).Info("Agent service disabled: no --agent-service-listen-address")
 				return nil

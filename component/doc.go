@@ -7,7 +7,8 @@
 // key) and sets the components up. The hub-wide flags are Options.
 //
 // The package also runs the upstream Cluster API core, unmodified, as the
-// components CAPICore and CAPIWebhooks, and holds HostWebhooks for tests.
+// components CAPICore and CAPIWebhooks, and holds HostWebhooks and
+// AgentInstallWebhooks for tests.
 //
 // Each metalshift component declares itself in its package's setup.go
 // (baremetal.Component, bootstrap.Component, ...); package manager lists

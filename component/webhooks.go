@@ -3,7 +3,13 @@ package component
 import (
 	"context"
 
+	"k8s.io/apimachinery/pkg/runtime"
+
+	agentinstallv1 "github.com/metalshift/metalshift/api/agentinstall/v1beta1"
+	hivev1 "github.com/metalshift/metalshift/api/hive/v1"
+	hiveextv1 "github.com/metalshift/metalshift/api/hiveext/v1beta1"
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
+	assistedwebhooks "github.com/metalshift/metalshift/assisted/webhooks"
 	"github.com/metalshift/metalshift/baremetal/webhooks"
 )
 
@@ -14,5 +20,23 @@ var HostWebhooks = Component{
 	Name: "host-webhooks", AddToScheme: metal3v1.AddToScheme,
 	Setup: func(_ context.Context, hub *Hub) error {
 		return (&webhooks.BareMetalHost{}).SetupWebhookWithManager(hub.Manager)
+	},
+}
+
+// AgentInstallWebhooks is only the agent-based install's admission
+// webhooks (the agent-install component registers them too), for
+// environments that test reconcilers without that component.
+var AgentInstallWebhooks = Component{
+	Name: "agent-install-webhooks",
+	AddToScheme: func(s *runtime.Scheme) error {
+		for _, add := range []func(*runtime.Scheme) error{agentinstallv1.AddToScheme, hiveextv1.AddToScheme, hivev1.AddToScheme} {
+			if err := add(s); err != nil {
+				return err
+			}
+		}
+		return nil
+	},
+	Setup: func(_ context.Context, hub *Hub) error {
+		return assistedwebhooks.SetupWithManager(hub.Manager)
 	},
 }

@@ -26,8 +26,8 @@ const (
 	HostRoleAutoAssign HostRole = "auto-assign"
 )
 
-// AgentSpec is what a person or a controller decides about a host.
-// +kubebuilder:validation:XValidation:rule="!has(self.installation_disk_id) || size(self.installation_disk_id) == 0 || !has(self.installation_disk_path) || size(self.installation_disk_path) == 0",message="installation_disk_id and installation_disk_path cannot both be set"
+// AgentSpec is what a person or a controller decides about a host; the
+// admission webhooks (assisted/webhooks) enforce the rules stated here.
 type AgentSpec struct {
 	// clusterDeploymentName binds the host to a cluster; immutable while it
 	// installs (except day-2 hosts).

@@ -33,10 +33,8 @@ const (
 	ImageTypeDisconnected ImageType = "disconnected-iso"
 )
 
-// InfraEnvSpec is a discovery image and how hosts booted from it join.
-// +kubebuilder:validation:XValidation:rule="has(self.clusterRef) == has(oldSelf.clusterRef) && (!has(self.clusterRef) || self.clusterRef == oldSelf.clusterRef)",message="clusterRef is immutable: it can be neither set, changed nor removed once the InfraEnv exists"
-// +kubebuilder:validation:XValidation:rule="(has(self.cpuArchitecture) ? self.cpuArchitecture : 'x86_64') == (has(oldSelf.cpuArchitecture) ? oldSelf.cpuArchitecture : 'x86_64')",message="cpuArchitecture is immutable"
-// +kubebuilder:validation:XValidation:rule="!has(self.clusterRef) || !has(self.osImageVersion) || size(self.osImageVersion) == 0",message="osImageVersion cannot be set with clusterRef: the cluster's release picks the discovery OS"
+// InfraEnvSpec is a discovery image and how hosts booted from it join; the
+// admission webhooks (assisted/webhooks) enforce the rules stated here.
 type InfraEnvSpec struct {
 	// proxy the discovered hosts use.
 	// +optional
@@ -83,7 +81,8 @@ type InfraEnvSpec struct {
 	// additionalTrustBundle is PEM CA certificates the hosts trust.
 	// +optional
 	AdditionalTrustBundle string `json:"additionalTrustBundle,omitempty"`
-	// osImageVersion picks the discovery OS; not with clusterRef.
+	// osImageVersion picks the discovery OS; not with clusterRef, but
+	// added to one once its cluster is installed (for day-2 hosts).
 	// +optional
 	OSImageVersion string `json:"osImageVersion,omitempty"`
 	// mirrorRegistryRef is a ConfigMap of mirror registries.

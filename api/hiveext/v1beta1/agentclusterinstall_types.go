@@ -7,8 +7,9 @@ import (
 	hivev1 "github.com/metalshift/metalshift/api/hive/v1"
 )
 
-// AgentClusterInstallSpec is the cluster to install with agents.
-// +kubebuilder:validation:XValidation:rule="has(self.imageSetRef) == has(oldSelf.imageSetRef) && (!has(self.imageSetRef) || self.imageSetRef == oldSelf.imageSetRef)",message="imageSetRef is immutable"
+// AgentClusterInstallSpec is the cluster to install with agents; the
+// admission webhooks (assisted/webhooks) default and enforce what is stated
+// here, and freeze the spec once the install started.
 type AgentClusterInstallSpec struct {
 	// imageSetRef is the ClusterImageSet of the release to install;
 	// immutable.
@@ -113,7 +114,9 @@ type Networking struct {
 	// +kubebuilder:validation:Enum=OpenShiftSDN;OVNKubernetes;CiscoACI;Cilium;Calico;None
 	NetworkType string `json:"networkType,omitempty"`
 	// userManagedNetworking: the user provides the load balancer and DNS;
-	// defaulted by the service (true for single-node and platform None).
+	// defaulted on admission (true for a single node or platform None,
+	// false for several nodes without a platform); false is refused for a
+	// single node.
 	// +optional
 	UserManagedNetworking *bool `json:"userManagedNetworking,omitempty"`
 }
