@@ -41,6 +41,10 @@ type Options struct {
 	// Key signs agent tokens and image URLs; empty means the hub's
 	// signing key.
 	Key []byte
+	// DisconnectedAfter is how long an agent may stay silent before its
+	// host is disconnected; 0 means upstream's 3 minutes. The service
+	// records last contacts three times as often.
+	DisconnectedAfter time.Duration
 }
 
 // Component is the agent-based install as a part of the hub: the
@@ -111,7 +115,7 @@ func Setup(ctx context.Context, hub *component.Hub, o Options) error {
 		o.Key = hub.SigningKey
 	}
 	srv, err := server.New(server.Options{Client: mgr.GetClient(), Key: o.Key, BaseURL: o.URL, Clock: hub.Clock,
-		PollInterval: o.PollInterval, Images: images})
+		PollInterval: o.PollInterval, Images: images, HeartbeatEvery: o.DisconnectedAfter / 3})
 	if err != nil {
 		return err
 	}
@@ -129,7 +133,7 @@ func Setup(ctx context.Context, hub *component.Hub, o Options) error {
 		Images: imagesAdapter{srv}}).SetupWithManager(mgr, opts); err != nil {
 		return err
 	}
-	if err := (&agent.Reconciler{Client: mgr.GetClient(), Clock: hub.Clock}).SetupWithManager(mgr, opts); err != nil {
+	if err := (&agent.Reconciler{Client: mgr.GetClient(), Clock: hub.Clock, DisconnectedAfter: o.DisconnectedAfter}).SetupWithManager(mgr, opts); err != nil {
 		return err
 	}
 	return (&agentclusterinstall.Reconciler{Client: mgr.GetClient(), Recorder: recorder,

@@ -58,7 +58,9 @@ type LabOptions struct {
 	// Subnet is the first three octets of the machines' IPs; default 192.0.2.
 	Subnet string
 	// MACOctet is the fourth octet of the machines' MAC addresses, so that
-	// labs sharing a provisioning network do not clash; default 0x6d.
+	// labs sharing a provisioning network do not clash; default 0x6d. It
+	// also tells the machines' UUIDs apart: agent-based installs name
+	// Agents after them.
 	MACOctet byte
 	// World, when set, runs what machines boot from their disks: the
 	// installed OpenShift cluster (see sim/cluster). Without it a booted
@@ -135,7 +137,7 @@ func NewLab(opts LabOptions) *Lab {
 		opts.Subnet = "192.0.2"
 	}
 	if opts.MACOctet == 0 {
-		opts.MACOctet = 0x6d
+		opts.MACOctet = defaultMACOctet
 	}
 	tempState := false
 	if opts.StateDir == "" && (opts.Backend == BackendQEMU || opts.LegacyBMC == LegacyBMCIPMI) {
@@ -147,7 +149,7 @@ func NewLab(opts LabOptions) *Lab {
 		l.QEMU = qemu.New(qemu.Options{StateDir: opts.StateDir, BootURL: opts.BootURL, GuestHostAlias: opts.GuestHostAlias,
 			MediaRetries: 30, Console: opts.Console})
 		for i := range opts.Hosts {
-			l.add(machine.New(fmt.Sprintf("%s-%d", opts.NamePrefix, i), machineUUID(i), qemu.SmallHardware(i, opts.MACOctet, opts.DiskSizeBytes)), i)
+			l.add(machine.New(fmt.Sprintf("%s-%d", opts.NamePrefix, i), machineUUID(i, opts.MACOctet), qemu.SmallHardware(i, opts.MACOctet, opts.DiskSizeBytes)), i)
 		}
 		return l
 	}
@@ -184,14 +186,21 @@ func (l *Lab) add(m *machine.Machine, i int) {
 	l.Machines = append(l.Machines, m)
 }
 
-// machineUUID is the UUID of machine number i.
-func machineUUID(i int) string { return fmt.Sprintf("6d657461-6c73-4869-8674-%012x", i) }
+// defaultMACOctet is LabOptions.MACOctet's default.
+const defaultMACOctet = 0x6d
+
+// machineUUID is the UUID of machine number i of the lab whose MACs have
+// macOctet: machines of labs with different octets have different UUIDs,
+// and those of the default octet keep the UUIDs they always had.
+func machineUUID(i int, macOctet byte) string {
+	return fmt.Sprintf("6d657461-6c73-4869-8674-%02x%010x", macOctet^defaultMACOctet, i)
+}
 
 // NewMachine returns machine number i with plausible, unique hardware.
 func NewMachine(prefix string, i int, subnet string, macOctet byte, diskSize int64) *machine.Machine {
 	id := fmt.Sprintf("%s-%d", prefix, i)
 	hi, lo := byte(i>>8&0xff), byte(i&0xff)
-	return machine.New(id, machineUUID(i), machine.Hardware{
+	return machine.New(id, machineUUID(i, macOctet), machine.Hardware{
 		Manufacturer: "Metalshift Sim", Model: "SimServer 2U", SerialNumber: fmt.Sprintf("MS%06d", i),
 		BIOSVersion: "2.4.1", BIOSVendor: "SimBIOS", BIOSDate: "2026-03-01",
 		CPUArch: "x86_64", CPUModel: "Simulated Xeon 6000", CPUCount: 32, CPUMHz: 2600, RAMMiB: 131072,

@@ -20,7 +20,7 @@ var (
 )
 
 // TestMain starts envtest with the agent service on a free port; agents
-// poll every second.
+// poll every second and are disconnected after 6 seconds of silence.
 func TestMain(m *testing.M) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -33,7 +33,8 @@ func TestMain(m *testing.M) {
 	c := assisted.Component()
 	c.Flags, c.Complete = nil, nil
 	c.Setup = func(ctx context.Context, hub *component.Hub) error {
-		return assisted.Setup(ctx, hub, assisted.Options{ListenAddr: serviceAddr, PollInterval: time.Second, Key: key})
+		return assisted.Setup(ctx, hub, assisted.Options{ListenAddr: serviceAddr, PollInterval: time.Second, Key: key,
+			DisconnectedAfter: 6 * time.Second})
 	}
 	os.Exit(testenv.Run(m, &env, testenv.Options{Components: []component.Component{c}}))
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
@@ -42,20 +43,40 @@ func osImage(t *testing.T) (string, string) {
 
 // world starts a simulated network with n machines on subnet.
 func world(t *testing.T, n int, subnet string) *sim.Lab {
-	w, err := cluster.New(cluster.Options{Logf: t.Logf})
+	console := &testWriter{t: t}
+	t.Cleanup(console.close) // runs last: machines still stopping log nowhere
+	w, err := cluster.New(cluster.Options{Logf: func(format string, args ...any) {
+		fmt.Fprintf(console, format, args...)
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(w.Close)
 	return sim.NewLab(sim.LabOptions{Hosts: n, World: w, Subnet: subnet, NamePrefix: "node", AgentPollInterval: time.Second,
-		Console: testWriter{t}})
+		Console: console})
 }
 
-type testWriter struct{ t *testing.T }
+// testWriter logs to the test until the test ends, and drops what comes
+// later (a powered-off machine's agent may still finish a write).
+type testWriter struct {
+	mu   sync.Mutex
+	t    *testing.T
+	done bool
+}
 
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(string(bytes.TrimRight(p, "\n")))
+func (w *testWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.done {
+		w.t.Log(string(bytes.TrimRight(p, "\n")))
+	}
 	return len(p), nil
+}
+
+func (w *testWriter) close() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.done = true
 }
 
 // bootISO does what a person does at a BMC: insert the ISO, boot from it once.

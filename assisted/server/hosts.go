@@ -23,9 +23,6 @@ import (
 // maxBody bounds a request body (an inventory is a few KiB).
 const maxBody = 4 << 20
 
-// heartbeatEvery is how stale the recorded last contact may get before an
-// instructions poll writes it again: a write per agent per minute at most.
-const heartbeatEvery = time.Minute
 
 func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 	ie, ok := s.infraEnv(w, r, r.PathValue("ie"))
@@ -159,7 +156,7 @@ func (s *Server) instructions(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	now := s.opts.Clock.Now()
-	if now.Sub(record.LastContact(a)) >= heartbeatEvery {
+	if now.Sub(record.LastContact(a)) >= s.opts.HeartbeatEvery {
 		if _, err := s.updateAgent(ctx, agentKey(a), func(a *agentinstallv1.Agent) bool {
 			record.SetLastContact(a, now)
 			return true

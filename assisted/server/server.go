@@ -43,6 +43,10 @@ type Options struct {
 	// Images are the live images discovery images are made of; nil means
 	// the light images (simulated machines only).
 	Images *imageservice.Images
+	// HeartbeatEvery is how stale an Agent's recorded last contact may get
+	// before a call from its agent records it again; 0 means a minute. It
+	// must be well below the controllers' disconnection timeout.
+	HeartbeatEvery time.Duration
 }
 
 // Server serves discovery agents and images. Create it with New.
@@ -54,6 +58,9 @@ type Server struct {
 func New(opts Options) (*Server, error) {
 	if len(opts.Key) < 16 {
 		return nil, errors.New("the agent service needs a signing key of at least 16 bytes")
+	}
+	if opts.HeartbeatEvery <= 0 {
+		opts.HeartbeatEvery = time.Minute
 	}
 	if opts.BaseURL == "" {
 		return nil, errors.New("the agent service needs its URL")

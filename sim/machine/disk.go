@@ -23,12 +23,25 @@ type Disk struct {
 	mu     sync.Mutex
 	chunks map[int64][]byte
 	writes int
+	// bad is a range of bad blocks [bad[0], bad[1]) that writes fail on.
+	bad [2]int64
 }
 
 const chunkSize = 64 << 10
 
 // ErrOutOfRange is returned for reads and writes beyond the end of the disk.
 var ErrOutOfRange = errors.New("beyond the end of the disk")
+
+// ErrIO is returned by writes to bad blocks (SetBadBlocks).
+var ErrIO = errors.New("input/output error")
+
+// SetBadBlocks makes writes that touch n bytes from off fail with ErrIO, as
+// a disk with bad sectors there does; n == 0 heals the disk.
+func (d *Disk) SetBadBlocks(off, n int64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.bad = [2]int64{off, off + n}
+}
 
 // Size returns the size of the disk in bytes.
 func (d *Disk) Size() int64 { return d.SizeBytes }
@@ -40,6 +53,9 @@ func (d *Disk) WriteAt(p []byte, off int64) (int, error) {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if off < d.bad[1] && off+int64(len(p)) > d.bad[0] {
+		return 0, ErrIO
+	}
 	if d.chunks == nil {
 		d.chunks = map[int64][]byte{}
 	}

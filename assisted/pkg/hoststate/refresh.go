@@ -30,8 +30,10 @@ type Facts struct {
 	Approved     bool
 	// ClusterStatus is the bound cluster's status, "" when unbound.
 	ClusterStatus string
-	// Stage is the last reported installation stage, "" before any.
-	Stage assistedapi.HostStage
+	// Stage is the last reported installation stage, "" before any, and
+	// ProgressInfo what the agent said with it.
+	Stage        assistedapi.HostStage
+	ProgressInfo string
 	// Day2: the cluster is installed and takes more hosts (adding-hosts).
 	Day2 bool
 	// StageTimedOut: the install step or the current stage took too long.
@@ -159,7 +161,11 @@ func refreshPreparing(f Facts) (string, string) {
 func refreshInstalling(f Facts) (string, string) {
 	switch {
 	case f.Stage == assistedapi.StageFailed:
-		return StatusError, keep(f, string(assistedapi.StageFailed))
+		// The status info is the agent's reason, as upstream has it.
+		if f.ProgressInfo != "" {
+			return StatusError, f.ProgressInfo
+		}
+		return StatusError, string(assistedapi.StageFailed)
 	case f.ClusterStatus == clusterError && !f.Day2:
 		return StatusError, InfoAbortingClusterError
 	case f.Stage == assistedapi.StageDone:

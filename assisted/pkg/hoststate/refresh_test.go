@@ -152,6 +152,11 @@ func TestRefreshInstalling(t *testing.T) {
 		"done":         {inst(StatusInstallingInProgress, assistedapi.StageDone), StatusInstalled, "Done"},
 		"day-2 done":   {func() Facts { f := inst(StatusInstallingInProgress, assistedapi.StageDone); f.Day2 = true; return f }(), StatusAddedToExistingCluster, "Done"},
 		"failed stage": {inst(StatusInstallingInProgress, assistedapi.StageFailed), StatusError, "Failed"},
+		"failed stage, reason": {func() Facts {
+			f := inst(StatusInstallingInProgress, assistedapi.StageFailed)
+			f.StatusInfo, f.ProgressInfo = "Writing image to disk", "writing /dev/sda: input/output error"
+			return f
+		}(), StatusError, "writing /dev/sda: input/output error"},
 		"cluster error": {func() Facts {
 			f := inst(StatusInstallingInProgress, assistedapi.StageRebooting)
 			f.ClusterStatus = "error"

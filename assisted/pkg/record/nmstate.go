@@ -18,9 +18,19 @@ import (
 	deployapi "github.com/metalshift/metalshift/api/deploy/v1"
 )
 
-// ErrInput marks errors in what a person wrote (an input error, not the
-// service's): conditions say "input error" for them.
+// ErrInput matches (errors.Is) the errors in what a person wrote, as
+// opposed to the service's own: conditions report them as input errors.
+// Their text is the inner error's alone, as upstream's messages have it.
 var ErrInput = errors.New("input error")
+
+// inputError marks err as an input error without changing its text.
+type inputError struct{ err error }
+
+func (e inputError) Error() string   { return e.err.Error() }
+func (e inputError) Unwrap() []error { return []error{ErrInput, e.err} }
+func inputErrorf(format string, args ...any) error {
+	return inputError{fmt.Errorf(format, args...)}
+}
 
 // StaticNetwork returns the NMStateConfigs an InfraEnv's
 // nmStateConfigLabelSelector selects (in every namespace, as upstream; an
@@ -33,7 +43,7 @@ func StaticNetwork(ctx context.Context, r client.Reader, ie *agentinstallv1.Infr
 	}
 	s, err := metav1.LabelSelectorAsSelector(&sel)
 	if err != nil {
-		return nil, fmt.Errorf("%w: nmStateConfigLabelSelector: %w", ErrInput, err)
+		return nil, inputErrorf("nmStateConfigLabelSelector: %w", err)
 	}
 	l := &agentinstallv1.NMStateConfigList{}
 	if err := r.List(ctx, l, client.MatchingLabelsSelector{Selector: s}); err != nil {
@@ -49,7 +59,7 @@ func StaticNetwork(ctx context.Context, r client.Reader, ie *agentinstallv1.Infr
 	for i, c := range l.Items {
 		h, err := staticHost(i, &c)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrInput, err)
+			return nil, inputError{err}
 		}
 		out = append(out, h)
 	}

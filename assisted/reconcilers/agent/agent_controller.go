@@ -35,10 +35,20 @@ import (
 // is disconnected (upstream: 3 minutes).
 const DisconnectedAfter = 3 * time.Minute
 
+// disconnectedAfter is the reconciler's timeout.
+func (r *Reconciler) disconnectedAfter() time.Duration {
+	if r.DisconnectedAfter > 0 {
+		return r.DisconnectedAfter
+	}
+	return DisconnectedAfter
+}
+
 // Reconciler reconciles Agents.
 type Reconciler struct {
 	Client client.Client
 	Clock  clock.PassiveClock
+	// DisconnectedAfter overrides the const DisconnectedAfter when > 0.
+	DisconnectedAfter time.Duration
 }
 
 // +kubebuilder:rbac:groups=agent-install.openshift.io,resources=agents;agents/status,verbs=get;list;watch;create;update;patch;delete
@@ -115,7 +125,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	// Look again when the agent would be disconnected.
 	if last := record.LastContact(a); !last.IsZero() {
-		if wait := DisconnectedAfter - now.Sub(last); wait > 0 {
+		if wait := r.disconnectedAfter() - now.Sub(last); wait > 0 {
 			return ctrl.Result{RequeueAfter: wait + time.Second}, nil
 		}
 	}
@@ -133,7 +143,7 @@ func (r *Reconciler) compute(a *agentinstallv1.Agent, c *record.Cluster, sibling
 	}
 	st.InstallationDiskID = installationDisk(a)
 	specErr := specError(a)
-	connected := now.Sub(record.LastContact(a)) < DisconnectedAfter
+	connected := now.Sub(record.LastContact(a)) < r.disconnectedAfter()
 	in := validations.HostInput{
 		Role: record.Role(a), Hostname: record.Hostname(a), Connected: connected, Bound: c != nil,
 		InstallationDisk: diskPath(a, st.InstallationDiskID),
@@ -154,7 +164,8 @@ func (r *Reconciler) compute(a *agentinstallv1.Agent, c *record.Cluster, sibling
 		}
 	}
 	facts := hoststate.Facts{Status: st.DebugInfo.State, StatusInfo: st.DebugInfo.StateInfo, Bound: c != nil, Connected: connected, HasInventory: hasInventory,
-		Approved: a.Spec.Approved, Stage: assistedapi.HostStage(st.Progress.CurrentStage)}
+		Approved: a.Spec.Approved, Stage: assistedapi.HostStage(st.Progress.CurrentStage),
+		ProgressInfo: st.Progress.ProgressInfo}
 	if c != nil {
 		in.SNO, in.OpenshiftVersion, in.Day2 = c.SNO(), version, c.State() == "adding-hosts"
 		in.ClusterName, in.BaseDomain = c.CD.Spec.ClusterName, c.CD.Spec.BaseDomain
