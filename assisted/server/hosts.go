@@ -23,7 +23,6 @@ import (
 // maxBody bounds a request body (an inventory is a few KiB).
 const maxBody = 4 << 20
 
-
 func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 	ie, ok := s.infraEnv(w, r, r.PathValue("ie"))
 	if !ok {

@@ -1,0 +1,75 @@
+package installtest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	agentinstallv1 "github.com/metalshift/metalshift/api/agentinstall/v1beta1"
+)
+
+// TestCompact: three machines boot the InfraEnv's ISO; once approved, one
+// of the masters bootstraps the other two and then joins itself; the
+// cluster comes up with three Nodes behind its API VIP and goes on to
+// accept day-2 hosts.
+func TestCompact(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end to end")
+	}
+	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(150 * time.Second)
+	g.SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
+	ctx := context.Background()
+	serviceObjects(t, g)
+	const ns, name = "compact", "compact"
+	for _, o := range installObjects(ns, name, 3, 0, "127.77.2.100", "127.77.2.101") {
+		g.Expect(env.Client.Create(ctx, o)).To(Succeed())
+	}
+	lab := world(t, 3, "127.77.2")
+	t.Cleanup(func() {
+		for _, m := range lab.Machines {
+			m.PowerOff()
+		}
+	})
+	ie := &agentinstallv1.InfraEnv{}
+	g.Eventually(func() string {
+		_ = env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, ie)
+		return ie.Status.ISODownloadURL
+	}).ShouldNot(BeEmpty())
+	for _, m := range lab.Machines {
+		bootISO(g, m, ie.Status.ISODownloadURL)
+	}
+	for _, m := range lab.Machines {
+		agent := &agentinstallv1.Agent{}
+		g.Eventually(func() error {
+			return env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: m.UUID}, agent)
+		}).Should(Succeed())
+		g.Expect(env.Client.Patch(ctx, agent, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"approved":true}}`)))).To(Succeed())
+	}
+	aci := waitCompleted(g, ns, name)
+	// Installed with more than one node, the cluster takes day-2 hosts.
+	for typ, msg := range map[string]string{
+		"Completed":       "The installation has completed: cluster is adding hosts to existing OCP cluster",
+		"RequirementsMet": "The cluster requirements are met",
+		"Stopped":         "The installation has stopped because it completed successfully",
+	} {
+		g.Expect(condMessage(aci, typ)).To(Equal(msg), typ)
+	}
+	nodes := spokeNodes(g, ns, name)
+	g.Expect(nodes.Items).To(HaveLen(3))
+	bootstraps := 0
+	for _, m := range lab.Machines {
+		agent := &agentinstallv1.Agent{}
+		g.Expect(env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: m.UUID}, agent)).To(Succeed())
+		g.Expect(agent.Status.Progress.CurrentStage).To(Equal("Done"), m.UUID)
+		g.Expect(agent.Status.Role).To(Equal(agentinstallv1.HostRoleMaster))
+		if agent.Status.Bootstrap {
+			bootstraps++
+		}
+	}
+	g.Expect(bootstraps).To(Equal(1))
+}
