@@ -119,6 +119,11 @@ type Options struct {
 	// SyncPeriod is the resync period of the informers; 0 means 10 minutes.
 	SyncPeriod time.Duration
 
+	// RestartableInProcess lets a process start the same controllers more
+	// than once (a test that stops its hub and starts another); without
+	// it controller names must be unique in the process.
+	RestartableInProcess bool
+
 	// WorkloadConnectionRetryInterval is how soon the ClusterCache retries
 	// to connect to a workload cluster whose API did not answer; 0 keeps
 	// Cluster API's 30s. A local hub, where a cluster's API comes up while

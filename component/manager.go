@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -50,6 +51,9 @@ func NewManager(ctx context.Context, cfg *rest.Config, name string, opts Options
 		LeaderElection:          opts.LeaderElection,
 		LeaderElectionID:        leaderElectionID(name, opts.WatchFilterValue),
 		LeaderElectionNamespace: opts.LeaderElectionNamespace,
+	}
+	if opts.RestartableInProcess {
+		mgrOpts.Controller.SkipNameValidation = ptr.To(true)
 	}
 	if opts.WebhookPort != 0 {
 		mgrOpts.WebhookServer = webhook.NewServer(webhook.Options{

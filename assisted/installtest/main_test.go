@@ -3,6 +3,8 @@ package installtest
 import (
 	"context"
 	"crypto/rand"
+	"errors"
+	"fmt"
 	"net"
 	"os"
 	"testing"
@@ -17,24 +19,77 @@ var (
 	env *testenv.Env
 	// serviceAddr is where the agent service listens.
 	serviceAddr string
+	// key signs the agents' tokens and the image URLs; every hub the tests
+	// start shares it, as the replicas of one hub share the signing key.
+	key = make([]byte, 32)
+	// stopHub stops the running hub.
+	stopHub func() error
+	// hubs counts the hubs started: each manager in a process needs a
+	// name of its own (it names the informers' metrics).
+	hubs int
 )
 
-// TestMain starts envtest with the agent service on a free port; agents
-// poll every second and are disconnected after 6 seconds of silence.
+// TestMain starts envtest (the admission webhooks included) and the hub:
+// the agent service and its controllers in a manager of their own, which
+// TestHubRestart stops and starts again. Agents poll every second and are
+// disconnected after 6 seconds of silence.
 func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		panic(err)
 	}
 	serviceAddr = l.Addr().String()
 	l.Close()
-	key := make([]byte, 32)
 	_, _ = rand.Read(key)
+	if env, err = testenv.Start(testenv.Options{}); err != nil {
+		fmt.Fprintln(os.Stderr, "testenv:", err)
+		return 1
+	}
+	defer func() {
+		if err := env.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "testenv: stopping:", err)
+		}
+	}()
+	if stopHub, err = startHub(); err != nil {
+		fmt.Fprintln(os.Stderr, "starting the hub:", err)
+		return 1
+	}
+	code := m.Run()
+	if err := stopHub(); err != nil {
+		fmt.Fprintln(os.Stderr, "stopping the hub:", err)
+		code = 1
+	}
+	return code
+}
+
+// startHub starts a manager running the agent service and its
+// controllers; stop stops it and returns once it has.
+func startHub() (stop func() error, err error) {
 	c := assisted.Component()
 	c.Flags, c.Complete = nil, nil
 	c.Setup = func(ctx context.Context, hub *component.Hub) error {
 		return assisted.Setup(ctx, hub, assisted.Options{ListenAddr: serviceAddr, PollInterval: time.Second, Key: key,
 			DisconnectedAfter: 6 * time.Second})
 	}
-	os.Exit(testenv.Run(m, &env, testenv.Options{Components: []component.Component{c}}))
+	ctx, cancel := context.WithCancel(context.Background())
+	hubs++
+	mgr, err := component.NewManager(ctx, env.Config, fmt.Sprintf("agent-service-%d", hubs), component.Options{RestartableInProcess: true}, []component.Component{c})
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	if !mgr.GetCache().WaitForCacheSync(ctx) {
+		cancel()
+		return nil, errors.Join(errors.New("the hub's caches did not sync"), <-done)
+	}
+	return func() error {
+		cancel()
+		return <-done
+	}, nil
 }
