@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
