@@ -114,7 +114,7 @@ func Setup(ctx context.Context, hub *component.Hub, o Options) error {
 	if len(o.Key) == 0 {
 		o.Key = hub.SigningKey
 	}
-	srv, err := server.New(server.Options{Client: mgr.GetClient(), Key: o.Key, BaseURL: o.URL, Clock: hub.Clock,
+	srv, err := server.New(server.Options{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Key: o.Key, BaseURL: o.URL, Clock: hub.Clock,
 		PollInterval: o.PollInterval, Images: images, HeartbeatEvery: o.DisconnectedAfter / 3})
 	if err != nil {
 		return err
@@ -130,14 +130,15 @@ func Setup(ctx context.Context, hub *component.Hub, o Options) error {
 	//nolint:staticcheck // core/v1 Events, which kubectl describe shows for these objects; the events.k8s.io recorder comes with the move to it hub-wide
 	recorder := mgr.GetEventRecorderFor("metalshift-agent-service")
 	if err := (&infraenv.Reconciler{Client: mgr.GetClient(), Recorder: recorder, Clock: hub.Clock,
-		Images: imagesAdapter{srv}}).SetupWithManager(mgr, opts); err != nil {
+		Images: imagesAdapter{srv}, EventsURL: srv.EventsURL}).SetupWithManager(mgr, opts); err != nil {
 		return err
 	}
-	if err := (&agent.Reconciler{Client: mgr.GetClient(), Clock: hub.Clock, DisconnectedAfter: o.DisconnectedAfter}).SetupWithManager(mgr, opts); err != nil {
+	if err := (&agent.Reconciler{Client: mgr.GetClient(), Recorder: recorder, Clock: hub.Clock,
+		DisconnectedAfter: o.DisconnectedAfter, EventsURL: srv.EventsURL}).SetupWithManager(mgr, opts); err != nil {
 		return err
 	}
 	return (&agentclusterinstall.Reconciler{Client: mgr.GetClient(), Recorder: recorder,
-		Clock: hub.Clock}).SetupWithManager(mgr, opts)
+		Clock: hub.Clock, EventsURL: srv.EventsURL}).SetupWithManager(mgr, opts)
 }
 
 // imagesAdapter gives the InfraEnv reconciler the server's image URLs.

@@ -6,9 +6,11 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -22,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	agentinstallv1 "github.com/metalshift/metalshift/api/agentinstall/v1beta1"
+	assistedapi "github.com/metalshift/metalshift/api/assisted/v2"
 	hivev1 "github.com/metalshift/metalshift/api/hive/v1"
 	hiveextv1 "github.com/metalshift/metalshift/api/hiveext/v1beta1"
 	"github.com/metalshift/metalshift/sim"
@@ -209,6 +212,33 @@ func TestSingleNode(t *testing.T) {
 	g.Expect(nodes.Items).To(HaveLen(1))
 	g.Expect(env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: lab.Machines[0].UUID}, agent)).To(Succeed())
 	g.Expect(agent.Status.Progress.CurrentStage).To(Equal("Done"))
+
+	// The install's events, as status.debugInfo.eventsURL serves them.
+	events := getEvents(g, aci.Status.DebugInfo.EventsURL, http.StatusOK)
+	g.Expect(events).To(ContainElement(And(HaveField("Name", "ClusterStatusUpdated"), HaveField("ClusterID", string(aci.UID)),
+		HaveField("Message", "Updated status of the cluster to installed (Cluster is installed)"))))
+	g.Expect(events).To(ContainElement(And(HaveField("Name", "HostStatusUpdated"), HaveField("HostID", agent.Name),
+		HaveField("Message", "Host "+agent.Status.Inventory.Hostname+": updated status from installing-in-progress to installed (Done)"))))
+	g.Expect(events).To(ContainElement(HaveField("Name", "InstallationStarted")))
+	g.Expect(getEvents(g, agent.Status.DebugInfo.EventsURL, http.StatusOK)).To(ContainElement(
+		And(HaveField("HostID", agent.Name), HaveField("Severity", "info"))))
+	g.Expect(getEvents(g, ie.Status.InfraEnvDebugInfo.EventsURL, http.StatusOK)).To(ContainElement(HaveField("Name", "ImageCreated")))
+	// Another cluster's ID with this URL's key is refused.
+	g.Expect(getEvents(g, strings.Replace(aci.Status.DebugInfo.EventsURL, string(aci.UID), string(ie.UID), 1), http.StatusUnauthorized)).To(BeEmpty())
+}
+
+// getEvents GETs an events URL, expecting code, and decodes a 200's events.
+func getEvents(g *WithT, url string, code int) []assistedapi.Event {
+	g.Expect(url).NotTo(BeEmpty())
+	resp, err := http.Get(url) //nolint:gosec,noctx // the test's own service
+	g.Expect(err).NotTo(HaveOccurred())
+	defer resp.Body.Close()
+	g.Expect(resp.StatusCode).To(Equal(code))
+	var events []assistedapi.Event
+	if code == http.StatusOK {
+		g.Expect(json.NewDecoder(resp.Body).Decode(&events)).To(Succeed())
+	}
+	return events
 }
 
 // waitCompleted waits for the AgentClusterInstall's Completed condition to

@@ -154,10 +154,6 @@ func randomID() string {
 }
 
 // events is status.debugInfo.eventsURL's route; events are not served yet.
-func (s *Server) events(w http.ResponseWriter, _ *http.Request) {
-	apiError(w, http.StatusNotImplemented, "events are not recorded yet")
-}
-
 func assistedToken(key []byte, ie *agentinstallv1.InfraEnv) string {
 	return assistedapi.SignAgentToken(key, string(ie.UID))
 }

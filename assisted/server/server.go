@@ -32,6 +32,8 @@ type Options struct {
 	// index InfraEnvs and AgentClusterInstalls by UIDIndex. Secrets are read
 	// from the API.
 	Client client.Client
+	// APIReader reads what the cache must not hold (Events).
+	APIReader client.Reader
 	// Key signs agent tokens and image URLs.
 	Key []byte
 	// BaseURL is how hosts reach this server.
@@ -61,6 +63,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.HeartbeatEvery <= 0 {
 		opts.HeartbeatEvery = time.Minute
+	}
+	if opts.APIReader == nil {
+		opts.APIReader = opts.Client
 	}
 	if opts.BaseURL == "" {
 		return nil, errors.New("the agent service needs its URL")
@@ -96,7 +101,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("PUT "+api+"/infra-envs/{ie}/hosts/{host}/logs-progress", s.logsProgress)
 	mux.HandleFunc("GET "+api+"/clusters/{cluster}/downloads/files", s.files)
 	mux.HandleFunc("POST "+api+"/clusters/{cluster}/logs", s.logs)
-	mux.HandleFunc("GET "+api+"/events", s.events)
+	mux.HandleFunc("GET "+assistedapi.EventsPath, s.events)
 	s.imageRoutes(mux)
 	return mux
 }

@@ -11,8 +11,10 @@ import (
 	"sort"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	events "k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -46,7 +48,13 @@ func (r *Reconciler) disconnectedAfter() time.Duration {
 // Reconciler reconciles Agents.
 type Reconciler struct {
 	Client client.Client
-	Clock  clock.PassiveClock
+	// Recorder records the host's status changes, which its events URL
+	// serves.
+	Recorder events.EventRecorder
+	Clock    clock.PassiveClock
+	// EventsURL signs events URLs (server.Server.EventsURL); nil leaves
+	// status.debugInfo.eventsURL empty.
+	EventsURL func(filters ...string) string
 	// DisconnectedAfter overrides the const DisconnectedAfter when > 0.
 	DisconnectedAfter time.Duration
 }
@@ -110,12 +118,23 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	r.compute(a, c, siblings, version, now)
+	if ie := infraEnvUID(a); r.EventsURL != nil && ie != "" {
+		a.Status.DebugInfo.EventsURL = r.EventsURL("infra_env_id", ie, "host_id", a.Name)
+	}
 	if !reflect.DeepEqual(before.Status, a.Status) {
 		if err := r.Client.Status().Update(ctx, a); err != nil {
 			if apierrors.IsConflict(err) {
 				return ctrl.Result{RequeueAfter: time.Second}, nil
 			}
 			return ctrl.Result{}, err
+		}
+		if from, to := before.Status.DebugInfo.State, a.Status.DebugInfo.State; from != to && r.Recorder != nil {
+			typ := corev1.EventTypeNormal
+			if to == hoststate.StatusError || to == hoststate.StatusDisconnected || to == hoststate.StatusDisconnectedUnbound {
+				typ = corev1.EventTypeWarning
+			}
+			r.Recorder.Eventf(a, typ, "HostStatusUpdated", "Host %s: updated status from %s to %s (%s)",
+				record.Hostname(a), orNone(from), to, a.Status.DebugInfo.StateInfo)
 		}
 	}
 	if record.MirrorAnnotations(a) {
@@ -295,4 +314,21 @@ func setConditions(list *[]agentinstallv1.Condition, conds []conditions.Cond, no
 		out = append(out, n)
 	}
 	*list = out
+}
+
+// infraEnvUID is the UID of the InfraEnv that owns a, "" if none does.
+func infraEnvUID(a *agentinstallv1.Agent) string {
+	for _, o := range a.OwnerReferences {
+		if o.Kind == "InfraEnv" {
+			return string(o.UID)
+		}
+	}
+	return ""
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
 }

@@ -47,6 +47,9 @@ type Reconciler struct {
 	Clock    clock.PassiveClock
 	// Spoke reads the installed cluster with its admin kubeconfig.
 	Spoke SpokeReader
+	// EventsURL signs events URLs (server.Server.EventsURL); nil leaves
+	// status.debugInfo.eventsURL empty.
+	EventsURL func(filters ...string) string
 }
 
 // +kubebuilder:rbac:groups=extensions.hive.openshift.io,resources=agentclusterinstalls;agentclusterinstalls/status,verbs=get;list;watch;update;patch
@@ -341,11 +344,24 @@ func (in *install) writeStatus(ctx context.Context, state, info string, v valida
 func (r *Reconciler) writeStatus(ctx context.Context, aci *hiveextv1.AgentClusterInstall, change func(*hiveextv1.AgentClusterInstallStatus)) error {
 	before := aci.Status.DeepCopy()
 	change(&aci.Status)
+	if r.EventsURL != nil {
+		aci.Status.DebugInfo.EventsURL = r.EventsURL("cluster_id", string(aci.UID))
+	}
 	if reflect.DeepEqual(*before, aci.Status) {
 		return nil
 	}
-	if err := r.Client.Status().Update(ctx, aci); err != nil && !apierrors.IsConflict(err) {
+	if err := r.Client.Status().Update(ctx, aci); err != nil {
+		if apierrors.IsConflict(err) {
+			return nil
+		}
 		return err
+	}
+	if from, to := before.DebugInfo.State, aci.Status.DebugInfo.State; from != to {
+		typ := corev1.EventTypeNormal
+		if to == clusterstate.StatusError {
+			typ = corev1.EventTypeWarning
+		}
+		r.Recorder.Eventf(aci, typ, "ClusterStatusUpdated", "Updated status of the cluster to %s (%s)", to, aci.Status.DebugInfo.StateInfo)
 	}
 	return nil
 }

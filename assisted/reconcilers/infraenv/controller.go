@@ -55,6 +55,9 @@ type Reconciler struct {
 	Recorder record.EventRecorder
 	Clock    clock.PassiveClock
 	Images   Images
+	// EventsURL signs events URLs (server.Server.EventsURL); nil leaves
+	// status.debugInfo.eventsURL empty.
+	EventsURL func(filters ...string) string
 }
 
 // +kubebuilder:rbac:groups=agent-install.openshift.io,resources=infraenvs;infraenvs/status;nmstateconfigs,verbs=get;list;watch;update;patch
@@ -98,6 +101,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	now := r.Clock.Now()
 	before := ie.DeepCopy()
 	ie.Status.AgentLabelSelector = metav1.LabelSelector{MatchLabels: map[string]string{agentinstallv1.InfraEnvNameLabel: ie.Name}}
+	if r.EventsURL != nil {
+		ie.Status.InfraEnvDebugInfo.EventsURL = r.EventsURL("infra_env_id", string(ie.UID))
+	}
 	cond, requeue, err := r.image(ctx, ie, now)
 	if err != nil {
 		return ctrl.Result{}, err
