@@ -258,6 +258,10 @@ func (h *Hub) DeployAddr() string { return "127.0.0.1:" + strconv.Itoa(h.ports.D
 // DeployURL is how (simulated) hosts reach the deploy server.
 func (h *Hub) DeployURL() string { return "http://" + h.DeployAddr() }
 
+// AgentServiceAddr is where the agent service (the agent-based install's
+// discovery images and REST API) listens.
+func (h *Hub) AgentServiceAddr() string { return "127.0.0.1:" + strconv.Itoa(h.ports.AgentService) }
+
 // IgnitionServing is where the bootstrap provider's ignition server
 // listens (https, certificate from the hub CA).
 type IgnitionServing struct {

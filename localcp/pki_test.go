@@ -46,7 +46,7 @@ func TestChoosePorts(t *testing.T) {
 	first, err := choosePorts(Ports{})
 	g.Expect(err).NotTo(HaveOccurred())
 	seen := map[int]bool{}
-	for _, p := range []int{first.EtcdClient, first.EtcdPeer, first.APIServer, first.Webhook, first.ControllerManager, first.Deploy} {
+	for _, p := range []int{first.EtcdClient, first.EtcdPeer, first.APIServer, first.Webhook, first.ControllerManager, first.Deploy, first.Ignition, first.AgentService} {
 		g.Expect(p).To(BeNumerically(">", 0))
 		g.Expect(seen[p]).To(BeFalse(), "port %d handed out twice", p)
 		seen[p] = true

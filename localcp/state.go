@@ -46,6 +46,9 @@ type Ports struct {
 	Deploy int `json:"deploy"`
 	// Ignition serves Ignition configs too large for user data.
 	Ignition int `json:"ignition"`
+	// AgentService is the agent-based install's service (discovery
+	// images, the agents' REST API).
+	AgentService int `json:"agentService"`
 }
 
 // ErrAlreadyRunning is returned when a hub already runs in the directory.
@@ -148,7 +151,8 @@ func choosePorts(prev Ports) (Ports, error) {
 	for _, f := range []struct {
 		dst  *int
 		want int
-	}{{&p.EtcdClient, prev.EtcdClient}, {&p.EtcdPeer, prev.EtcdPeer}, {&p.APIServer, prev.APIServer}, {&p.Webhook, prev.Webhook}, {&p.ControllerManager, prev.ControllerManager}, {&p.Deploy, prev.Deploy}, {&p.Ignition, prev.Ignition}} {
+	}{{&p.EtcdClient, prev.EtcdClient}, {&p.EtcdPeer, prev.EtcdPeer}, {&p.APIServer, prev.APIServer}, {&p.Webhook, prev.Webhook}, {&p.ControllerManager, prev.ControllerManager}, {&p.Deploy, prev.Deploy}, {&p.Ignition, prev.Ignition},
+		{&p.AgentService, prev.AgentService}} {
 		if *f.dst, err = pick(f.want); err != nil {
 			return p, err
 		}

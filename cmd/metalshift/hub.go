@@ -31,7 +31,8 @@ type hubOptions struct {
 	dir         string
 	binDir      string
 	controllers bool
-	// hostsAddr is where hosts reach the hub's deploy server.
+	// hostsAddr is where hosts reach the hub's deploy server and agent
+	// service.
 	hostsAddr string
 }
 
@@ -48,8 +49,8 @@ func newHubCommand() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE:  func(cmd *cobra.Command, _ []string) error { return o.up(cmd.Context(), cmd.OutOrStdout()) },
 	}
-	up.Flags().BoolVar(&o.controllers, "controllers", true, "Run the manager (every controller, the webhooks, the deploy and ignition servers) in the hub; with false, run cmd/manager against it (the hub prints how)")
-	up.Flags().StringVar(&o.hostsAddr, "hosts-address", "127.0.0.1", "Address at which hosts reach the hub's deploy server (10.0.2.2 for the VMs of the QEMU lab, `sim bmc --backend qemu`)")
+	up.Flags().BoolVar(&o.controllers, "controllers", true, "Run the manager (every controller, the webhooks, the deploy and ignition servers, the agent service) in the hub; with false, run cmd/manager against it (the hub prints how)")
+	up.Flags().StringVar(&o.hostsAddr, "hosts-address", "127.0.0.1", "Address at which hosts reach the hub's deploy server and agent service (10.0.2.2 for the VMs of the QEMU lab, `sim bmc --backend qemu`)")
 	up.Flags().StringVar(&o.binDir, "bin-dir", "", "Directory holding etcd, kube-apiserver and kube-controller-manager (default: search $METALSHIFT_BIN_DIR, $KUBEBUILDER_ASSETS, next to metalshift, ./bin, $PATH)")
 
 	var downTimeout time.Duration
@@ -232,13 +233,15 @@ func printReady(out io.Writer, hub *localcp.Hub, took time.Duration, controllers
 	if controllers {
 		fmt.Fprintf(out, "  deploy server (hosts boot from it): %s\n", deployURL(hub, hostsAddr))
 		fmt.Fprintf(out, "  ignition server (large machine configs): %s\n", hub.IgnitionServing().URL)
+		fmt.Fprintf(out, "  agent service (InfraEnv discovery ISOs, agent-based installs): %s\n", agentServiceURL(hub, hostsAddr))
 	} else {
 		is := hub.IgnitionServing()
 		fmt.Fprintf(out, "  No controllers run in the hub (--controllers=false). Run the manager (cmd/manager) against it;\n")
-		fmt.Fprintf(out, "  the hub's webhooks call %s, hosts are sent to %s (deploy) and %s (ignition):\n", hub.WebhookURL(), deployURL(hub, hostsAddr), is.URL)
+		fmt.Fprintf(out, "  the hub's webhooks call %s, hosts are sent to %s (deploy), %s (ignition) and %s (agent service):\n",
+			hub.WebhookURL(), deployURL(hub, hostsAddr), is.URL, agentServiceURL(hub, hostsAddr))
 		fmt.Fprintf(out, "    manager%s\n", shellArgs(append([]string{"--kubeconfig=" + hub.Kubeconfig()}, managerArgs(hub, hostsAddr)...)...))
-		fmt.Fprintf(out, "  Replicas (--leader-elect) listen on ports of their own behind a load balancer on those three, with\n")
-		fmt.Fprintf(out, "  --deploy-url=%s --ignition-url=%s.\n", deployURL(hub, hostsAddr), is.URL)
+		fmt.Fprintf(out, "  Replicas (--leader-elect) listen on ports of their own behind a load balancer on those four, with\n")
+		fmt.Fprintf(out, "  --deploy-url=%s --ignition-url=%s --agent-service-url=%s.\n", deployURL(hub, hostsAddr), is.URL, agentServiceURL(hub, hostsAddr))
 	}
 	fmt.Fprintf(out, "  logs: %s\n", hub.LogDir())
 	fmt.Fprintln(out, "Press Ctrl-C, or run `metalshift hub down --dir "+hub.Dir()+"`, to stop it.")
@@ -250,10 +253,17 @@ func deployURL(hub *localcp.Hub, hostsAddr string) string {
 	return "http://" + net.JoinHostPort(hostsAddr, port)
 }
 
+// agentServiceURL is how hosts reach the hub's agent service: the base of
+// the InfraEnvs' discovery ISO URLs and of the agents' REST API.
+func agentServiceURL(hub *localcp.Hub, hostsAddr string) string {
+	_, port, _ := net.SplitHostPort(hub.AgentServiceAddr())
+	return "http://" + net.JoinHostPort(hostsAddr, port)
+}
+
 // managerArgs is the command line of the manager (cmd/manager) that
 // serves hub, without --kubeconfig: its webhooks, deploy and ignition
-// servers where the hub sends the kube-apiserver and the hosts. `hub up`
-// runs its manager in-process with the same flags.
+// servers and agent service where the hub sends the kube-apiserver and the
+// hosts. `hub up` runs its manager in-process with the same flags.
 func managerArgs(hub *localcp.Hub, hostsAddr string) []string {
 	ws, is := hub.WebhookServing(), hub.IgnitionServing()
 	args := []string{
@@ -262,6 +272,7 @@ func managerArgs(hub *localcp.Hub, hostsAddr string) []string {
 		"--deploy-listen-address=" + hub.DeployAddr(), "--deploy-url=" + deployURL(hub, hostsAddr),
 		"--ignition-listen-address=" + is.Addr, "--ignition-cert-file=" + is.CertFile, "--ignition-key-file=" + is.KeyFile,
 		"--ignition-ca-file=" + hub.CAFile(), "--signing-key-file=" + hub.SigningKeyFile(),
+		"--agent-service-listen-address=" + hub.AgentServiceAddr(), "--agent-service-url=" + agentServiceURL(hub, hostsAddr),
 		// Installed clusters come up while the hub watches: connect soon after.
 		"--workload-connection-retry-interval=2s",
 	}
@@ -290,8 +301,9 @@ func (o *hubOptions) status(ctx context.Context, out io.Writer, wait time.Durati
 	}
 	fmt.Fprintf(out, "Directory:  %s\nPhase:      %s\n", s.Dir, s.State.Phase)
 	if s.Running {
-		fmt.Fprintf(out, "PID:        %d\nServer:     %s\nKubeconfig: %s\nDeploy:     http://127.0.0.1:%d\nIgnition:   https://127.0.0.1:%d\nSince:      %s\n",
-			s.State.PID, s.State.Server, s.Kubeconfig, s.State.Ports.Deploy, s.State.Ports.Ignition, s.State.Since.Local().Format(time.RFC3339))
+		fmt.Fprintf(out, "PID:        %d\nServer:     %s\nKubeconfig: %s\nDeploy:     http://127.0.0.1:%d\nIgnition:   https://127.0.0.1:%d\nAgent API:  http://127.0.0.1:%d\nSince:      %s\n",
+			s.State.PID, s.State.Server, s.Kubeconfig, s.State.Ports.Deploy, s.State.Ports.Ignition, s.State.Ports.AgentService,
+			s.State.Since.Local().Format(time.RFC3339))
 	}
 	if err != nil {
 		fmt.Fprintln(out, err)

@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -132,7 +134,8 @@ func expectGone(g Gomega, pids []int) {
 }
 
 // TestHubUpUseDown is the acceptance path: hub up, kubectl against it
-// (CRDs, Cluster API webhooks), a second hub up refused, hub down.
+// (CRDs, Cluster API webhooks, the agent service's discovery ISO), a second
+// hub up refused, hub down.
 func TestHubUpUseDown(t *testing.T) {
 	g := NewWithT(t)
 	dir := t.TempDir()
@@ -149,6 +152,25 @@ func TestHubUpUseDown(t *testing.T) {
 	out, err = kubectl(t, dir, topologyCluster, "apply", "-f", "-")
 	g.Expect(err).To(HaveOccurred(), out)
 	g.Expect(out).To(ContainSubstring("spec.topology: Forbidden: can be set only if the ClusterTopology feature flag is enabled"))
+
+	// The agent service runs: an InfraEnv gets a discovery ISO served at
+	// the address `hub status` and `hub up` print.
+	out, err = metalshift(t, "hub", "status", "--dir", dir)
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	agentAPI := regexp.MustCompile(`(?m)^Agent API:  (http://127\.0\.0\.1:\d+)$`).FindStringSubmatch(out)
+	g.Expect(agentAPI).To(HaveLen(2), out)
+	g.Expect(h.out.String()).To(ContainSubstring("agent service (InfraEnv discovery ISOs, agent-based installs): " + agentAPI[1] + "\n"))
+	out, err = kubectl(t, dir, infraEnv, "apply", "-f", "-")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	var isoURL string
+	g.Eventually(func() string {
+		isoURL, _ = kubectl(t, dir, "", "get", "infraenv", "-n", "default", "demo", "-o", "jsonpath={.status.isoDownloadURL}")
+		return isoURL
+	}, time.Minute, 200*time.Millisecond).Should(HavePrefix(agentAPI[1] + "/"))
+	resp, err := http.Head(isoURL)
+	g.Expect(err).NotTo(HaveOccurred())
+	resp.Body.Close()
+	g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
 
 	out, err = metalshift(t, "hub", "up", "--dir", dir, "--bin-dir", toolsDir)
 	g.Expect(err).To(HaveOccurred())
@@ -172,6 +194,25 @@ func TestHubUpUseDown(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(out).To(ContainSubstring("No hub is running"))
 }
+
+const infraEnv = `apiVersion: v1
+kind: Secret
+metadata:
+  name: pull-secret
+  namespace: default
+type: kubernetes.io/dockerconfigjson
+stringData:
+  .dockerconfigjson: '{"auths":{"quay.io":{"auth":"c2ltOnNpbQ=="}}}'
+---
+apiVersion: agent-install.openshift.io/v1beta1
+kind: InfraEnv
+metadata:
+  name: demo
+  namespace: default
+spec:
+  pullSecretRef:
+    name: pull-secret
+`
 
 const topologyCluster = `apiVersion: cluster.x-k8s.io/v1beta2
 kind: Cluster

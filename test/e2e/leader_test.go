@@ -83,6 +83,8 @@ func TestLeaderKilledMidProvisioning(t *testing.T) {
 		args := append(append([]string{}, printed...),
 			"--webhook-port="+r.webhookPort, "--deploy-listen-address="+r.deployAddr, "--ignition-listen-address="+r.ignitionAddr,
 			"--deploy-url=http://"+deployAddr, "--ignition-url=https://"+ignitionAddr,
+			// The agent service too, on a port of its own; this test does not use it.
+			"--agent-service-listen-address="+testenv.FreeAddr(t),
 			"--metrics-bind-address=0", "--health-addr="+r.healthAddr,
 			"--leader-elect", "--leader-election-namespace=metalshift-system")
 		r.start(t, managerBin, args)
