@@ -34,6 +34,10 @@ type simBMCOptions struct {
 	stateDir     string
 	bootModes    []string
 	legacyBMC    string
+	bootISO      string
+	namePrefix   string
+	subnet       string
+	macOctet     uint8
 }
 
 func newSimCommand() *cobra.Command {
@@ -44,7 +48,7 @@ func newSimCommand() *cobra.Command {
 	o := &simBMCOptions{}
 	bmc := &cobra.Command{
 		Use:   "bmc",
-		Short: "Serve simulated machines behind one Redfish endpoint and print a BareMetalHost and Secret per machine",
+		Short: "Serve simulated machines behind one Redfish endpoint and print a BareMetalHost and Secret per machine, or boot them from an ISO",
 		Long: `Serve N simulated machines behind one Redfish BMC emulator until Ctrl-C.
 Each machine boots what its BMC says: the deploy ISO from virtual media, iPXE from the
 hub's deploy server (the provisioning network's boot server), or its disk.
@@ -57,7 +61,17 @@ The manifests (a Secret and a BareMetalHost per machine) go to stdout, or to --m
 With --backend qemu each machine is a QEMU VM (qemu-system-x86_64, TCG) built from its
 inventory, booting OVMF (UEFI) or SeaBIOS (legacy) as --boot-mode says; VMs reach the
 host's loopback at 10.0.2.2. Legacy machines are addressed as --legacy-bmc says:
-  metalshift sim bmc --backend qemu --hosts 2 --boot-mode UEFI,legacy --legacy-bmc ipmi`,
+  metalshift sim bmc --backend qemu --hosts 2 --boot-mode UEFI,legacy --legacy-bmc ipmi
+
+With --boot-iso the machines boot an ISO as a person would at their BMCs, without a
+BareMetalHost: once they are served, each gets the ISO in its virtual CD
+(VirtualMedia.InsertMedia), a one-time boot override to Cd and a power on
+(ComputerSystem.Reset), through the lab's own Redfish endpoint. An InfraEnv's discovery
+ISO boots the discovery agent, which registers an Agent with the hub's agent service:
+  url=$(kubectl -n sno get infraenv sno -o jsonpath='{.status.isoDownloadURL}')
+  metalshift sim bmc --hosts 1 --boot-iso "$url" --name-prefix sno --subnet 127.43.1 --mac-octet 0x31 &
+Machines of labs running side by side need their own --name-prefix, --subnet and
+--mac-octet (the octet also tells their UUIDs, the Agents' names, apart).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return o.run(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr())
@@ -78,6 +92,10 @@ host's loopback at 10.0.2.2. Legacy machines are addressed as --legacy-bmc says:
 	f.StringVar(&o.stateDir, "state-dir", "", "Directory for the VMs' disks, UEFI variables, media and consoles, and for ipmi_sim (default: a temporary directory removed on exit)")
 	f.StringSliceVar(&o.bootModes, "boot-mode", []string{"UEFI"}, "Firmware of the machines, UEFI or legacy; a list is used in turn (UEFI,legacy: every other machine legacy)")
 	f.StringVar(&o.legacyBMC, "legacy-bmc", sim.LegacyBMCRedfish, "How BareMetalHosts of legacy machines reach their BMC: redfish (network boot) or ipmi (an ipmi_sim each, network boot)")
+	f.StringVar(&o.bootISO, "boot-iso", "", "Boot every machine once from the ISO at this URL through its BMC (virtual media, one-time boot override to Cd, power on); the manifests are then written only with --manifests")
+	f.StringVar(&o.namePrefix, "name-prefix", "host", "Name the machines <prefix>-<n> (and their BareMetalHosts)")
+	f.StringVar(&o.subnet, "subnet", "192.0.2", "First three octets of the machines' IP addresses")
+	f.Uint8Var(&o.macOctet, "mac-octet", 0x6d, "Fourth octet of the machines' MAC addresses, also part of their UUIDs (labs side by side need different ones)")
 	f.StringVar(&o.binDir, "bin-dir", "", "Directory holding etcd and kube-apiserver, which installed clusters run (default: as `hub up`)")
 	cmd.AddCommand(bmc, newSimImageCommand())
 	return cmd
@@ -98,7 +116,8 @@ func (o *simBMCOptions) run(ctx context.Context, stdout, stderr io.Writer) error
 		return err
 	}
 	opts := sim.LabOptions{Hosts: o.hosts, Username: o.username, Password: o.password, BootURL: bootURL,
-		Backend: o.backend, StateDir: o.stateDir, BootModes: modes, LegacyBMC: o.legacyBMC}
+		Backend: o.backend, StateDir: o.stateDir, BootModes: modes, LegacyBMC: o.legacyBMC,
+		NamePrefix: o.namePrefix, Subnet: o.subnet, MACOctet: o.macOctet}
 	if o.backend != sim.BackendQEMU { // VMs run their installed OS themselves
 		world, err := cluster.New(cluster.Options{BinDir: o.binDir, Logf: func(format string, args ...any) {
 			fmt.Fprintf(stderr, format+"\n", args...)
@@ -117,20 +136,16 @@ func (o *simBMCOptions) run(ctx context.Context, stdout, stderr io.Writer) error
 		return err
 	}
 	defer lab.Close()
-	data, err := lab.Manifests(o.namespace, o.virtualMedia)
-	if err != nil {
-		return err
-	}
-	if o.manifests != "" {
-		if err := os.WriteFile(o.manifests, data, 0o600); err != nil {
-			return err
-		}
-		fmt.Fprintf(stderr, "Wrote a Secret and a BareMetalHost for each of %d machines to %s\n", o.hosts, o.manifests)
-	} else if _, err := stdout.Write(data); err != nil {
+	if err := o.writeManifests(lab, stdout, stderr); err != nil {
 		return err
 	}
 	fmt.Fprintf(stderr, "Serving %d simulated machines at redfish endpoint http://%s (boot server: %s); Ctrl-C stops them\n",
 		o.hosts, lab.Endpoint(), orNone(bootURL))
+	if o.bootISO != "" {
+		if err := bootISO(ctx, lab, o.bootISO, stderr); err != nil {
+			return err
+		}
+	}
 	if lab.QEMU != nil {
 		fmt.Fprintf(stderr, "QEMU VMs keep their disks, consoles (console.log) and logs in %s/<machine>\n", lab.Opts.StateDir)
 	}
@@ -138,6 +153,27 @@ func (o *simBMCOptions) run(ctx context.Context, stdout, stderr io.Writer) error
 	defer stop()
 	<-ctx.Done()
 	fmt.Fprintln(stderr, "Stopping the simulated machines")
+	return nil
+}
+
+// writeManifests writes a Secret and a BareMetalHost per machine to
+// --manifests, or to stdout unless the machines boot an ISO themselves.
+func (o *simBMCOptions) writeManifests(lab *sim.Lab, stdout, stderr io.Writer) error {
+	if o.manifests == "" && o.bootISO != "" {
+		return nil
+	}
+	data, err := lab.Manifests(o.namespace, o.virtualMedia)
+	if err != nil {
+		return err
+	}
+	if o.manifests == "" {
+		_, err := stdout.Write(data)
+		return err
+	}
+	if err := os.WriteFile(o.manifests, data, 0o600); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "Wrote a Secret and a BareMetalHost for each of %d machines to %s\n", o.hosts, o.manifests)
 	return nil
 }
 
