@@ -91,8 +91,14 @@ bench: images ## Run the benchmarks and print their figures.
 ##@ Demo
 
 .PHONY: demo
-demo: build ## Embedded hub + simulator: reconcile a Cluster, register, inspect and provision simulated hosts, shut down.
+demo: build ## Embedded hub + simulator: install a cluster with the installer (hack/demo.sh), then two with the agent-based install (hack/demo-agent.sh).
 	@hack/tools/build.sh $(RUNTIME_TOOLS)
 	@# The demo's simulated machines do not need the live image; build it when the Debian tools are there.
 	@$(MAKE) --no-print-directory images || echo "make demo: the live image was not built (see above); the demo does not need it"
 	@hack/demo.sh
+	@hack/demo-agent.sh
+
+.PHONY: demo-agent
+demo-agent: build ## The demo's second act alone: a single-node and a compact cluster installed from InfraEnv discovery ISOs (agent-based install).
+	@hack/tools/build.sh $(RUNTIME_TOOLS)
+	@hack/demo-agent.sh

@@ -1,0 +1,296 @@
+#!/usr/bin/env bash
+# The metalshift demo's second act: the agent-based install, as the
+# assisted installer's kube-API does it (seed 001, Hive integration). An
+# embedded hub runs the agent service; an AgentServiceConfig names the OS
+# image and a ClusterImageSet the release; two clusters are written in the
+# seed's shapes (Namespace, pull secret, ClusterDeployment,
+# AgentClusterInstall, InfraEnv): `sno` (one node) and `compact` (three
+# control-plane nodes behind API and ingress VIPs). Simulated machines boot
+# each InfraEnv's discovery ISO through their BMCs as a person would, their
+# Agents are approved with the seed's command, the installs start by
+# themselves and are followed until the clusters are installed; then the
+# seed's condition listings and each installed cluster's Nodes, through the
+# admin kubeconfig the hub wrote. `make demo-agent` runs it (and `make demo`
+# after hack/demo.sh).
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+bin="${root}/bin"
+dir="${METALSHIFT_DEMO_AGENT_DIR:-$(mktemp -d -t metalshift-demo-agent-XXXXXX)}"
+install_timeout="${METALSHIFT_DEMO_INSTALL_TIMEOUT:-600}" # seconds, both installs
+ms="${bin}/metalshift"
+kubectl=("${bin}/kubectl" --kubeconfig "${dir}/hub/kubeconfig")
+clusters=(sno compact)
+start=${SECONDS}
+
+step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
+# show prints a command as a person would type it, then runs it.
+show() {
+	echo "$ kubectl $*"
+	"${kubectl[@]}" "$@"
+}
+
+hub_pid=""
+image_pid=""
+sim_pids=()
+cleanup() {
+	status=$?
+	if [[ ${status} -ne 0 && -s "${dir}/hub/kubeconfig" ]]; then
+		# `metalshift gather` collects an installer's Cluster API objects;
+		# the agent-based install's are these.
+		"${kubectl[@]}" get agentserviceconfigs,clusterimagesets,clusterdeployments,agentclusterinstalls,infraenvs,agents,events -A -o yaml \
+			> "${dir}/objects.yaml" 2>&1 || true
+		echo "The hub's objects: ${dir}/objects.yaml; logs: ${dir}/hub/logs/manager.log, ${dir}/sim-*.log"
+	fi
+	for pid in "${sim_pids[@]}"; do
+		kill "${pid}" 2>/dev/null && wait "${pid}" 2>/dev/null || true
+	done
+	"${ms}" hub down --dir "${dir}/hub" >/dev/null 2>&1 || true
+	[[ -n "${hub_pid}" ]] && wait "${hub_pid}" 2>/dev/null || true
+	[[ -n "${image_pid}" ]] && kill "${image_pid}" 2>/dev/null
+	echo "Agent-based install act finished in $((SECONDS - start))s (exit ${status}). Files: ${dir}"
+}
+trap cleanup EXIT
+mkdir -p "${dir}"
+
+step "metalshift hub up: etcd, kube-apiserver, every controller and the agent service"
+"${ms}" hub up --dir "${dir}/hub" > "${dir}/hub.log" 2>&1 &
+hub_pid=$!
+"${ms}" hub status --dir "${dir}/hub" --wait 2m
+for _ in $(seq 50); do grep -q 'agent service' "${dir}/hub.log" && break; sleep 0.1; done
+grep 'agent service' "${dir}/hub.log"
+
+step "The OS image (metalshift sim image), the AgentServiceConfig 'agent' that names it, the release's ClusterImageSet"
+"${ms}" sim image --size 8MiB --env "${dir}/image.env" > "${dir}/image.log" 2>&1 &
+image_pid=$!
+for _ in $(seq 100); do [[ -s "${dir}/image.env" ]] && break; sleep 0.1; done
+# shellcheck disable=SC1091
+source "${dir}/image.env"
+cat > "${dir}/agent-service.yaml" <<EOF
+apiVersion: agent-install.openshift.io/v1beta1
+kind: AgentServiceConfig
+metadata:
+  name: agent
+spec:
+  osImages:
+  - openshiftVersion: "4.16"
+    version: "416.94"
+    url: ${IMAGE_URL}
+    cpuArchitecture: x86_64
+    checksum: sha256:${IMAGE_SHA256}
+---
+apiVersion: hive.openshift.io/v1
+kind: ClusterImageSet
+metadata:
+  name: openshift-v4.16.3
+spec:
+  releaseImage: quay.io/openshift-release-dev/ocp-release:4.16.3-x86_64
+EOF
+cat "${dir}/agent-service.yaml"
+"${kubectl[@]}" apply -f "${dir}/agent-service.yaml"
+
+# cluster_yaml NAME CONTROL_PLANE_AGENTS API_VIP INGRESS_VIP writes a
+# cluster in the seed's shapes; without VIPs its networking is user managed.
+cluster_yaml() {
+	local name=$1 masters=$2 api_vip=${3:-} ingress_vip=${4:-} networking
+	if [[ -z "${api_vip}" ]]; then
+		networking="    userManagedNetworking: true"
+	else
+		networking="  apiVIPs:
+  - ${api_vip}
+  ingressVIPs:
+  - ${ingress_vip}"
+	fi
+	cat <<EOF
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: ${name}
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: pull-secret
+  namespace: ${name}
+type: kubernetes.io/dockerconfigjson
+stringData:
+  .dockerconfigjson: '{"auths":{"quay.io":{"auth":"c2ltOnNpbQ=="}}}'
+---
+apiVersion: hive.openshift.io/v1
+kind: ClusterDeployment
+metadata:
+  name: ${name}
+  namespace: ${name}
+spec:
+  clusterName: ${name}
+  baseDomain: example.com
+  pullSecretRef:
+    name: pull-secret
+  clusterInstallRef:
+    group: extensions.hive.openshift.io
+    version: v1beta1
+    kind: AgentClusterInstall
+    name: ${name}
+  platform:
+    agentBareMetal: {}
+---
+apiVersion: extensions.hive.openshift.io/v1beta1
+kind: AgentClusterInstall
+metadata:
+  name: ${name}
+  namespace: ${name}
+spec:
+  clusterDeploymentRef:
+    name: ${name}
+  imageSetRef:
+    name: openshift-v4.16.3
+  networking:
+    clusterNetwork:
+    - cidr: 10.128.0.0/14
+      hostPrefix: 23
+    serviceNetwork:
+    - 172.30.0.0/16
+${networking}
+  provisionRequirements:
+    controlPlaneAgents: ${masters}
+    workerAgents: 0
+  sshPublicKey: ssh-ed25519 AAAA user@host
+---
+apiVersion: agent-install.openshift.io/v1beta1
+kind: InfraEnv
+metadata:
+  name: ${name}
+  namespace: ${name}
+spec:
+  clusterRef:
+    name: ${name}
+    namespace: ${name}
+  pullSecretRef:
+    name: pull-secret
+  sshAuthorizedKey: ssh-ed25519 AAAA user@host
+EOF
+}
+
+step "Two clusters in the seed's shapes: sno (1 control-plane agent, user-managed networking), compact (3, API and ingress VIPs)"
+# The compact cluster's machines are 127.43.2.10-12 (sim bmc --subnet), its VIPs on the same network.
+cluster_yaml sno 1 > "${dir}/sno.yaml"
+cluster_yaml compact 3 127.43.2.100 127.43.2.101 > "${dir}/compact.yaml"
+echo "# ${dir}/sno.yaml"
+cat "${dir}/sno.yaml"
+echo
+echo "# ${dir}/compact.yaml: the same objects in namespace compact; its AgentClusterInstall:"
+sed -n '/^kind: AgentClusterInstall/,/^---/p' "${dir}/compact.yaml" | sed '$d'
+echo
+"${kubectl[@]}" apply -f "${dir}/sno.yaml" -f "${dir}/compact.yaml"
+
+step "The discovery ISOs: each InfraEnv's status.isoDownloadURL"
+declare -A iso
+for c in "${clusters[@]}"; do
+	for _ in $(seq 600); do
+		iso[${c}]="$("${kubectl[@]}" -n "${c}" get infraenv "${c}" -o jsonpath='{.status.isoDownloadURL}')"
+		[[ -n "${iso[${c}]}" ]] && break
+		sleep 0.2
+	done
+	[[ -n "${iso[${c}]}" ]] || { echo "InfraEnv ${c} has no ISO after 2 minutes"; exit 1; }
+done
+show get infraenvs -A -o wide
+
+step "Machines boot the ISOs through their BMCs (metalshift sim bmc --boot-iso: virtual media, one-time boot from CD, power on)"
+# One lab per cluster, each with its own names, addresses, MACs and UUIDs.
+declare -A hosts=([sno]=1 [compact]=3) subnet=([sno]=127.43.1 [compact]=127.43.2) octet=([sno]=0x31 [compact]=0x32)
+for c in "${clusters[@]}"; do
+	echo "metalshift sim bmc --hosts ${hosts[${c}]} --name-prefix ${c} --subnet ${subnet[${c}]} --mac-octet ${octet[${c}]} --boot-iso \"\$(kubectl -n ${c} get infraenv ${c} -o jsonpath='{.status.isoDownloadURL}')\""
+	"${ms}" sim bmc --hosts "${hosts[${c}]}" --name-prefix "${c}" --subnet "${subnet[${c}]}" --mac-octet "${octet[${c}]}" \
+		--boot-iso "${iso[${c}]}" --console --hub-dir "${dir}/hub" --bin-dir "${bin}" > "${dir}/sim-${c}.log" 2>&1 &
+	sim_pids+=($!)
+done
+
+step "Agents register, named after the machines' UUIDs; approving each with the seed's command"
+for c in "${clusters[@]}"; do
+	for _ in $(seq 600); do
+		# Registered, and the inventory in: the host name shows.
+		[[ "$("${kubectl[@]}" -n "${c}" get agents -o jsonpath='{range .items[*]}{.status.inventory.hostname}{"\n"}{end}' 2>/dev/null |
+			grep -c .)" -ge "${hosts[${c}]}" ]] && break
+		sleep 0.2
+	done
+done
+grep -h -E 'inserted|Discovery agent started' "${dir}"/sim-*.log
+echo
+show get agents -A -o wide
+echo
+for c in "${clusters[@]}"; do
+	for a in $("${kubectl[@]}" -n "${c}" get agents -o jsonpath='{.items[*].metadata.name}'); do
+		echo "$ kubectl -n ${c} patch agents.agent-install.openshift.io ${a} -p '{\"spec\":{\"approved\":true}}' --type merge"
+		"${kubectl[@]}" -n "${c}" patch agents.agent-install.openshift.io "${a}" -p '{"spec":{"approved":true}}' --type merge
+	done
+done
+
+step "The installs start by themselves: each cluster's state and progress, each host's stage, until installed"
+# progress prints one line per cluster: its state, percentage and hosts' stages.
+progress() {
+	local c=$1
+	"${kubectl[@]}" -n "${c}" get agentclusterinstall "${c}" \
+		-o jsonpath='{.metadata.name}: {.status.debugInfo.state} {.status.progress.totalPercentage}% ({.status.debugInfo.stateInfo})' 2>/dev/null
+	printf ' |'
+	"${kubectl[@]}" -n "${c}" get agents \
+		-o jsonpath='{range .items[*]}{" "}{.status.inventory.hostname}{"="}{.status.progress.currentStage}{end}' 2>/dev/null
+	echo
+}
+condition() { # condition CLUSTER TYPE prints the status of the ACI's condition TYPE
+	"${kubectl[@]}" -n "$1" get agentclusterinstall "$1" -o jsonpath="{.status.conditions[?(@.type==\"$2\")].status}" 2>/dev/null
+}
+declare -A last=() result=()
+deadline=$((SECONDS + install_timeout))
+while [[ ${#result[@]} -lt ${#clusters[@]} && ${SECONDS} -lt ${deadline} ]]; do
+	for c in "${clusters[@]}"; do
+		[[ -n "${result[${c}]:-}" ]] && continue
+		line="$(progress "${c}")"
+		if [[ "${line}" != "${last[${c}]:-}" ]]; then
+			printf '%4ss  %s\n' "$((SECONDS - start))" "${line}"
+			last[${c}]="${line}"
+		fi
+		if [[ "$(condition "${c}" Completed)" == True ]]; then
+			result[${c}]=installed
+		elif [[ "$(condition "${c}" Failed)" == True ]]; then
+			result[${c}]=failed
+		fi
+	done
+	sleep 1
+done
+failed=()
+for c in "${clusters[@]}"; do
+	echo "${c}: ${result[${c}]:-not installed after ${install_timeout}s}"
+	[[ "${result[${c}]:-}" == installed ]] || failed+=("${c}")
+done
+
+step "The seed's commands: the AgentClusterInstalls' conditions, the Agents' conditions"
+aci_conditions='{range .items[*]}{"\n"}{.metadata.name}{"\n"}{range .status.conditions[*]}{.type}{"\t"}{.message}{"\n"}{end}'
+agent_conditions='{range .items[*]}{"\n"}{.spec.clusterDeploymentName.name}{"\n"}{.status.inventory.hostname}{"\n"}{range .status.conditions[*]}{.type}{"\t"}{.message}{"\n"}{end}'
+for c in "${clusters[@]}"; do
+	echo "$ kubectl get agentclusterinstalls.extensions.hive.openshift.io -n ${c} -o=jsonpath='${aci_conditions}'"
+	"${kubectl[@]}" get agentclusterinstalls.extensions.hive.openshift.io -n "${c}" -o=jsonpath="${aci_conditions}"
+	echo
+done
+for c in "${clusters[@]}"; do
+	echo "$ kubectl get agents.agent-install.openshift.io -n ${c}  -o=jsonpath='${agent_conditions}'"
+	"${kubectl[@]}" get agents.agent-install.openshift.io -n "${c}" -o=jsonpath="${agent_conditions}"
+	echo
+done
+
+step "The installed clusters, through the admin kubeconfig in Secret <cluster>-admin-kubeconfig"
+show get clusterdeployments -A -o custom-columns='NAMESPACE:.metadata.namespace,NAME:.metadata.name,INSTALLED:.spec.installed,ADMIN KUBECONFIG:.spec.clusterMetadata.adminKubeconfigSecretRef.name'
+for c in "${clusters[@]}"; do
+	[[ "${result[${c}]:-}" == installed ]] || continue
+	echo
+	echo "$ kubectl -n ${c} get secret ${c}-admin-kubeconfig -o jsonpath='{.data.kubeconfig}' | base64 -d > ${dir}/${c}.kubeconfig"
+	"${kubectl[@]}" -n "${c}" get secret "${c}-admin-kubeconfig" -o jsonpath='{.data.kubeconfig}' | base64 -d > "${dir}/${c}.kubeconfig"
+	echo "$ kubectl --kubeconfig ${dir}/${c}.kubeconfig get nodes -o wide"
+	"${bin}/kubectl" --kubeconfig "${dir}/${c}.kubeconfig" get nodes -o wide
+	"${bin}/kubectl" --kubeconfig "${dir}/${c}.kubeconfig" get clusterversion
+done
+
+if [[ ${#failed[@]} -gt 0 ]]; then
+	echo
+	echo "Not installed: ${failed[*]}"
+	exit 1
+fi
