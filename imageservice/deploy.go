@@ -32,8 +32,9 @@ const (
 	LiveInitrdFile = "metalshift-live.initrd"
 
 	// HostRegionSize is the size of ISOHostPath, and the most a host's
-	// boot configuration may take as an initramfs.
-	HostRegionSize = 64 << 10
+	// boot configuration may take as an initramfs: room for an InfraEnv's
+	// ignitionConfigOverride, which upstream bounds at 256 KiB compressed.
+	HostRegionSize = 1 << 20
 
 	// regionMarker names the only file of the region's placeholder; the
 	// server finds the region by it.

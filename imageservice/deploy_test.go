@@ -2,6 +2,7 @@ package imageservice
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -77,7 +78,7 @@ func TestHostInitrd(t *testing.T) {
 	big := hostCfg
 	big.CACert = strings.Repeat("x", HostRegionSize)
 	_, err = HostRegion(big)
-	g.Expect(err).To(MatchError(ContainSubstring("more than the 65536 of the live image")))
+	g.Expect(err).To(MatchError(ContainSubstring(fmt.Sprintf("more than the %d of the live image", HostRegionSize))))
 }
 
 func TestIPXERoundTrip(t *testing.T) {

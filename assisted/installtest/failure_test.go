@@ -1,7 +1,13 @@
 package installtest
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"net/http"
 	"testing"
 	"time"
 
@@ -14,6 +20,7 @@ import (
 
 	agentinstallv1 "github.com/metalshift/metalshift/api/agentinstall/v1beta1"
 	hiveextv1 "github.com/metalshift/metalshift/api/hiveext/v1beta1"
+	"github.com/metalshift/metalshift/imageservice"
 	"github.com/metalshift/metalshift/sim"
 )
 
@@ -204,4 +211,56 @@ func TestHostFailure(t *testing.T) {
 	g.Expect(a.Status.Progress.CurrentStage).To(Equal("Failed"))
 	g.Expect(a.Status.DebugInfo.StateInfo).To(ContainSubstring("input/output error"))
 	g.Expect(agentCondition(g, ns, bad.UUID, "Installed")()).To(And(HaveField("Status", corev1.ConditionFalse), HaveField("Reason", "InstallationFailed")))
+}
+
+// TestIgnitionConfigOverride: an InfraEnv's ignitionConfigOverride is
+// validated as Ignition (upstream's message), bounded at 256 KiB
+// compressed (upstream's message), and once valid is carried by the ISO.
+func TestIgnitionConfigOverride(t *testing.T) {
+	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(30 * time.Second)
+	g.SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
+	ctx := context.Background()
+	const ns = "override"
+	serviceObjects(t, g)
+	objs := installObjects(ns, ns, 1, 0, "", "")
+	ie := objs[len(objs)-1].(*agentinstallv1.InfraEnv)
+	ie.Spec.IgnitionConfigOverride = `{"ignition":{"version":"3.1.0"},"storage":{"files":[{"path":"etc/motd"}]}}`
+	for _, o := range objs {
+		g.Expect(env.Client.Create(ctx, o)).To(Succeed())
+	}
+	imageCreated := func() agentinstallv1.Condition {
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(ie), ie)).To(Succeed())
+		for _, c := range ie.Status.Conditions {
+			if c.Type == "ImageCreated" {
+				return c
+			}
+		}
+		return agentinstallv1.Condition{}
+	}
+	g.Eventually(imageCreated).Should(And(HaveField("Status", corev1.ConditionFalse), HaveField("Reason", "ImageCreationError"),
+		HaveField("Message", HavePrefix("Failed to create image: error parsing ignition: "))))
+
+	// 300 KiB that do not compress.
+	noise := make([]byte, 300<<10)
+	_, _ = rand.Read(noise)
+	big := fmt.Sprintf(`{"ignition":{"version":"3.1.0"},"storage":{"files":[{"path":"/etc/noise","contents":{"source":"data:;base64,%s"}}]}}`,
+		base64.StdEncoding.EncodeToString(noise))
+	g.Expect(env.Client.Patch(ctx, ie, client.RawPatch(types.MergePatchType,
+		[]byte(fmt.Sprintf(`{"spec":{"ignitionConfigOverride":%q}}`, big))))).To(Succeed())
+	g.Eventually(imageCreated).Should(And(HaveField("Status", corev1.ConditionFalse),
+		HaveField("Message", MatchRegexp(`^Failed to create image: The ignition archive size \(\d+ KiB\) is over the maximum allowable size \(256 KiB\)$`))))
+
+	motd := `{"ignition":{"version":"3.1.0"},"storage":{"files":[{"path":"/etc/motd","contents":{"source":"data:,welcome"}}]}}`
+	g.Expect(env.Client.Patch(ctx, ie, client.RawPatch(types.MergePatchType,
+		[]byte(fmt.Sprintf(`{"spec":{"ignitionConfigOverride":%q}}`, motd))))).To(Succeed())
+	g.Eventually(imageCreated).Should(HaveField("Status", corev1.ConditionTrue))
+	resp, err := http.Get(ie.Status.ISODownloadURL) //nolint:gosec,noctx // the test's own service
+	g.Expect(err).NotTo(HaveOccurred())
+	defer resp.Body.Close()
+	iso, err := io.ReadAll(resp.Body)
+	g.Expect(err).NotTo(HaveOccurred())
+	cfg, err := imageservice.ReadISOHostConfig(bytes.NewReader(iso))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(cfg.Discovery.IgnitionConfigOverride).To(Equal(motd))
 }

@@ -1,13 +1,16 @@
 package server
 
 import (
+	"compress/gzip"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
 
+	ignitionconfig "github.com/coreos/ignition/v2/config"
 	"github.com/google/uuid"
 
 	agentinstallv1 "github.com/metalshift/metalshift/api/agentinstall/v1beta1"
@@ -132,13 +135,51 @@ func (s *Server) DiscoveryConfig(ctx context.Context, ie *agentinstallv1.InfraEn
 		return deployapi.BootConfig{}, "", err
 	}
 	d.StaticNetwork = static
-	digest := record.Digest(d, ie.Spec.IgnitionConfigOverride, string(ie.Spec.ImageType), ie.Spec.CpuArchitecture)
+	if o := ie.Spec.IgnitionConfigOverride; o != "" {
+		if _, _, err := ignitionconfig.Parse([]byte(o)); err != nil {
+			return deployapi.BootConfig{}, "", record.InputError(fmt.Errorf("error parsing ignition: %w", err))
+		}
+		d.IgnitionConfigOverride = o
+	}
+	digest := record.Digest(d, string(ie.Spec.ImageType), ie.Spec.CpuArchitecture)
 	d.Token = assistedToken(s.opts.Key, ie)
 	cfg := deployapi.BootConfig{Discovery: d}
-	if _, err := imageservice.HostRegion(cfg); err != nil {
+	initrd, err := imageservice.HostInitrd(cfg)
+	if err != nil {
 		return cfg, "", err
 	}
+	// Upstream bounds the compressed archive of the discovery Ignition, and
+	// only when an override is set; ours carries the same configuration.
+	if d.IgnitionConfigOverride != "" {
+		if n := gzipSize(initrd); n > maxDiscoveryArchive {
+			return cfg, "", record.InputError(fmt.Errorf("The ignition archive size (%d KiB) is over the maximum allowable size (%d KiB)", //nolint:staticcheck // upstream's text
+				n/1024, maxDiscoveryArchive/1024))
+		}
+	}
+	if _, err := imageservice.HostRegion(cfg); err != nil {
+		return cfg, "", record.InputError(err)
+	}
 	return cfg, digest, nil
+}
+
+// maxDiscoveryArchive is upstream's bound on the compressed discovery
+// configuration of an image with an ignitionConfigOverride.
+const maxDiscoveryArchive = 256 << 10
+
+// gzipSize is the size of data gzip-compressed.
+func gzipSize(data []byte) int {
+	var n countingWriter
+	zw := gzip.NewWriter(&n)
+	_, _ = zw.Write(data)
+	_ = zw.Close()
+	return int(n)
+}
+
+type countingWriter int
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	*c += countingWriter(len(p))
+	return len(p), nil
 }
 
 // validHostID tells whether id is a host ID: a UUID.

@@ -152,6 +152,7 @@ func initMain() {
 			log.Printf("Inventory: %s", b)
 		}
 	}
+	overridden := false
 	for {
 		if netErr != nil { // a switch port that came up late, a DHCP server that was down
 			if netErr = boot.Network(context.Background(), log.Printf, netcfg); netErr != nil {
@@ -161,6 +162,14 @@ func initMain() {
 			}
 		}
 		cfg, err := bootConfig(deployapi.BootConfigFile)
+		// The live environment is this machine's root: the InfraEnv's
+		// ignitionConfigOverride applies to it, once.
+		if d := cfg.Discovery; err == nil && d != nil && d.IgnitionConfigOverride != "" && !overridden {
+			overridden = true
+			if err := boot.ApplyIgnition("/", []byte(d.IgnitionConfigOverride), log.Printf); err != nil {
+				log.Printf("Applying the InfraEnv's ignitionConfigOverride: %v", err)
+			}
+		}
 		if err == nil {
 			err = agentRole(cfg, host.Linux)
 		}

@@ -43,7 +43,7 @@ import (
 
 // builderVersion changes when this command's output changes for the same
 // inputs.
-const builderVersion = "1"
+const builderVersion = "2"
 
 // liveModules are what the live image loads: storage controllers and
 // NICs of common servers and of virtual machines. Their dependencies come

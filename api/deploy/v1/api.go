@@ -88,6 +88,10 @@ type Discovery struct {
 	// StaticNetwork is the InfraEnv's NMStateConfigs: the agent applies
 	// the one whose MAC addresses its NICs have.
 	StaticNetwork []StaticNetworkHost `json:"staticNetwork,omitempty"`
+	// IgnitionConfigOverride is the InfraEnv's ignitionConfigOverride, a
+	// validated Ignition 3.x config the live environment applies at boot
+	// (its files, directories, links and users' SSH keys).
+	IgnitionConfigOverride string `json:"ignitionConfigOverride,omitempty"`
 }
 
 // KernelArgument is an edit of the kernel command line.

@@ -32,6 +32,10 @@ func inputErrorf(format string, args ...any) error {
 	return inputError{fmt.Errorf(format, args...)}
 }
 
+// InputError marks err as an input error (errors.Is(err, ErrInput)) without
+// changing its text.
+func InputError(err error) error { return inputError{err} }
+
 // StaticNetwork returns the NMStateConfigs an InfraEnv's
 // nmStateConfigLabelSelector selects (in every namespace, as upstream; an
 // empty selector selects none), sorted by namespace and name, validated
