@@ -38,7 +38,7 @@ func ApplyIgnition(root string, raw []byte, logf Logf) error {
 			data = u.Data
 		}
 		p := under(root, f.Path)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Dir(p), parentMode); err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -46,7 +46,7 @@ func ApplyIgnition(root string, raw []byte, logf Logf) error {
 	}
 	for _, l := range cfg.Storage.Links {
 		p := under(root, l.Path)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Dir(p), parentMode); err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -82,6 +82,10 @@ func ApplyIgnition(root string, raw []byte, logf Logf) error {
 	}
 	return errors.Join(errs...)
 }
+
+// parentMode is the mode of the directories made for a file or link the
+// config does not list: world-readable, like /etc on the live image.
+const parentMode = 0o755
 
 // under joins an absolute path of the config to root.
 func under(root, p string) string {

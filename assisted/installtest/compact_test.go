@@ -51,7 +51,11 @@ func TestCompact(t *testing.T) {
 		g.Expect(env.Client.Patch(ctx, agent, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"approved":true}}`)))).To(Succeed())
 	}
 	aci := waitCompleted(g, ns, name)
-	// Installed with more than one node, the cluster takes day-2 hosts.
+	g.Expect(aci.Status.Progress.TotalPercentage).To(BeEquivalentTo(100))
+	// Installed with more than one node, the cluster goes on to take
+	// day-2 hosts.
+	g.Eventually(aciState(ns)).Should(Equal("adding-hosts"))
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(aci), aci)).To(Succeed())
 	for typ, msg := range map[string]string{
 		"Completed":       "The installation has completed: cluster is adding hosts to existing OCP cluster",
 		"RequirementsMet": "The cluster requirements are met",

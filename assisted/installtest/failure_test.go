@@ -255,7 +255,7 @@ func TestIgnitionConfigOverride(t *testing.T) {
 	g.Expect(env.Client.Patch(ctx, ie, client.RawPatch(types.MergePatchType,
 		[]byte(fmt.Sprintf(`{"spec":{"ignitionConfigOverride":%q}}`, motd))))).To(Succeed())
 	g.Eventually(imageCreated).Should(HaveField("Status", corev1.ConditionTrue))
-	resp, err := http.Get(ie.Status.ISODownloadURL) //nolint:gosec,noctx // the test's own service
+	resp, err := http.Get(ie.Status.ISODownloadURL)
 	g.Expect(err).NotTo(HaveOccurred())
 	defer resp.Body.Close()
 	iso, err := io.ReadAll(resp.Body)

@@ -194,6 +194,7 @@ func TestSingleNode(t *testing.T) {
 	g.Expect(env.Client.Patch(ctx, agent, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"approved":true}}`)))).To(Succeed())
 
 	aci = waitCompleted(g, ns, name)
+	g.Expect(aci.Status.Progress.TotalPercentage).To(BeEquivalentTo(100))
 	for typ, msg := range map[string]string{
 		"Completed":  "The installation has completed: Cluster is installed",
 		"SpecSynced": "The Spec has been successfully applied", "Validated": "The cluster's validations are passing",
@@ -230,7 +231,7 @@ func TestSingleNode(t *testing.T) {
 // getEvents GETs an events URL, expecting code, and decodes a 200's events.
 func getEvents(g *WithT, url string, code int) []assistedapi.Event {
 	g.Expect(url).NotTo(BeEmpty())
-	resp, err := http.Get(url) //nolint:gosec,noctx // the test's own service
+	resp, err := http.Get(url)
 	g.Expect(err).NotTo(HaveOccurred())
 	defer resp.Body.Close()
 	g.Expect(resp.StatusCode).To(Equal(code))

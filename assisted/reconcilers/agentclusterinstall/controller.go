@@ -331,7 +331,7 @@ func (in *install) writeStatus(ctx context.Context, state, info string, v valida
 	conds := append([]conditions.Cond{conditions.ACISpecSynced(in.specErr, in.input)}, conditions.ACI(counts)...)
 	if err := in.r.writeStatus(ctx, c.ACI, func(st *hiveextv1.AgentClusterInstallStatus) {
 		st.DebugInfo.State, st.DebugInfo.StateInfo = state, info
-		st.Progress.TotalPercentage = clusterstate.Progress(in.hosts, c.SNO())
+		st.Progress.TotalPercentage = clusterstate.ProgressFor(state, in.hosts, c.SNO())
 		st.ValidationsInfo = toStatus(v)
 		st.ControlPlaneAgentsDiscovered, st.WorkerAgentsDiscovered = counts.Masters, counts.Workers
 		setACIConditions(st, conds, in.now)
