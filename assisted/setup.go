@@ -19,6 +19,7 @@ import (
 	hiveextv1 "github.com/metalshift/metalshift/api/hiveext/v1beta1"
 	"github.com/metalshift/metalshift/assisted/pkg/record"
 	"github.com/metalshift/metalshift/assisted/reconcilers/agent"
+	"github.com/metalshift/metalshift/assisted/reconcilers/agentclassification"
 	"github.com/metalshift/metalshift/assisted/reconcilers/agentclusterinstall"
 	"github.com/metalshift/metalshift/assisted/reconcilers/infraenv"
 	"github.com/metalshift/metalshift/assisted/server"
@@ -135,6 +136,12 @@ func Setup(ctx context.Context, hub *component.Hub, o Options) error {
 	}
 	if err := (&agent.Reconciler{Client: mgr.GetClient(), Recorder: recorder, Clock: hub.Clock,
 		DisconnectedAfter: o.DisconnectedAfter, EventsURL: srv.EventsURL}).SetupWithManager(mgr, opts); err != nil {
+		return err
+	}
+	if err := (&agentclassification.LabelReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr, opts); err != nil {
+		return err
+	}
+	if err := (&agentclassification.Reconciler{Client: mgr.GetClient(), Clock: hub.Clock}).SetupWithManager(mgr, opts); err != nil {
 		return err
 	}
 	return (&agentclusterinstall.Reconciler{Client: mgr.GetClient(), Recorder: recorder,
