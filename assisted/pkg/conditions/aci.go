@@ -79,9 +79,12 @@ func aciRequirementsMet(in ACIInput) Cond {
 	case clusterstate.StatusInsufficient, clusterstate.StatusPendingForInput:
 		return cond(t, corev1.ConditionFalse, ReasonClusterNotReady, MsgClusterNotReady)
 	case clusterstate.StatusPreparingForInstallation, clusterstate.StatusInstalling, clusterstate.StatusFinalizing,
-		clusterstate.StatusInstallingPendingUserAction, clusterstate.StatusAddingHosts:
+		clusterstate.StatusInstallingPendingUserAction:
 		return cond(t, corev1.ConditionTrue, ReasonClusterAlreadyInstalling, MsgClusterAlreadyInstalling)
-	case clusterstate.StatusInstalled, clusterstate.StatusError:
+	// A multi-node cluster that installed goes on to adding-hosts; seed 001
+	// prints it as installed (upstream's code says ClusterAlreadyInstalling
+	// and the day-2 status info): the seed wins.
+	case clusterstate.StatusInstalled, clusterstate.StatusAddingHosts, clusterstate.StatusError:
 		return cond(t, corev1.ConditionTrue, ReasonClusterInstallStopped, MsgClusterInstallStopped)
 	}
 	return unknownStatus(t, in.Status)
@@ -116,8 +119,10 @@ func aciCompleted(in ACIInput) Cond {
 	case clusterstate.StatusPreparingForInstallation, clusterstate.StatusInstalling, clusterstate.StatusFinalizing,
 		clusterstate.StatusInstallingPendingUserAction:
 		return cond(t, corev1.ConditionFalse, ReasonInstallationInProgress, withDetail(MsgInstallationInProgress, in.StatusInfo))
-	case clusterstate.StatusInstalled, clusterstate.StatusAddingHosts:
+	case clusterstate.StatusInstalled:
 		return cond(t, corev1.ConditionTrue, ReasonInstallationCompleted, withDetail(MsgInstallationCompleted, in.StatusInfo))
+	case clusterstate.StatusAddingHosts: // as installed, after the seed
+		return cond(t, corev1.ConditionTrue, ReasonInstallationCompleted, withDetail(MsgInstallationCompleted, clusterstate.InfoInstalled))
 	case clusterstate.StatusError:
 		return cond(t, corev1.ConditionFalse, ReasonInstallationFailed, withDetail(MsgInstallationFailed, in.StatusInfo))
 	}

@@ -46,7 +46,7 @@ func TestACITable(t *testing.T) {
 		{"installing", false, row{T, "ClusterAlreadyInstalling"}, row{F, "InstallationInProgress"}, row{F, "InstallationNotFailed"}, row{F, "InstallationNotStopped"}},
 		{"finalizing", false, row{T, "ClusterAlreadyInstalling"}, row{F, "InstallationInProgress"}, row{F, "InstallationNotFailed"}, row{F, "InstallationNotStopped"}},
 		{"installing-pending-user-action", false, row{T, "ClusterAlreadyInstalling"}, row{F, "InstallationInProgress"}, row{F, "InstallationNotFailed"}, row{F, "InstallationNotStopped"}},
-		{"adding-hosts", false, row{T, "ClusterAlreadyInstalling"}, row{T, "InstallationCompleted"}, row{F, "InstallationNotFailed"}, row{T, "InstallationCompleted"}},
+		{"adding-hosts", false, row{T, "ClusterInstallationStopped"}, row{T, "InstallationCompleted"}, row{F, "InstallationNotFailed"}, row{T, "InstallationCompleted"}},
 		{"installed", false, row{T, "ClusterInstallationStopped"}, row{T, "InstallationCompleted"}, row{F, "InstallationNotFailed"}, row{T, "InstallationCompleted"}},
 		{"error", false, row{T, "ClusterInstallationStopped"}, row{F, "InstallationFailed"}, row{T, "InstallationFailed"}, row{T, "InstallationFailed"}},
 		{"cancelled", false, row{U, "UnknownStatus"}, row{U, "UnknownStatus"}, row{F, "InstallationNotFailed"}, row{T, "InstallationCancelled"}},
