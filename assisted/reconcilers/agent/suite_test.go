@@ -12,7 +12,7 @@ import (
 	agentinstallv1 "github.com/metalshift/metalshift/api/agentinstall/v1beta1"
 	"github.com/metalshift/metalshift/assisted/pkg/record"
 	"github.com/metalshift/metalshift/assisted/reconcilers/agent"
-	"github.com/metalshift/metalshift/component" //nolint:depguard // the hub's Agent reconciler, not the machine-side agent the rule's **/agent/** glob means
+	"github.com/metalshift/metalshift/component"
 	"github.com/metalshift/metalshift/internal/testenv"
 )
 
