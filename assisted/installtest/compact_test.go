@@ -24,32 +24,9 @@ func TestCompact(t *testing.T) {
 	g.SetDefaultEventuallyTimeout(150 * time.Second)
 	g.SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
 	ctx := context.Background()
-	serviceObjects(t, g)
 	const ns, name = "compact", "compact"
-	for _, o := range installObjects(ns, name, 3, 0, "127.77.2.100", "127.77.2.101") {
-		g.Expect(env.Client.Create(ctx, o)).To(Succeed())
-	}
-	lab := world(t, 3, "127.77.2")
-	t.Cleanup(func() {
-		for _, m := range lab.Machines {
-			m.PowerOff()
-		}
-	})
-	ie := &agentinstallv1.InfraEnv{}
-	g.Eventually(func() string {
-		_ = env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, ie)
-		return ie.Status.ISODownloadURL
-	}).ShouldNot(BeEmpty())
-	for _, m := range lab.Machines {
-		bootISO(g, m, ie.Status.ISODownloadURL)
-	}
-	for _, m := range lab.Machines {
-		agent := &agentinstallv1.Agent{}
-		g.Eventually(func() error {
-			return env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: m.UUID}, agent)
-		}).Should(Succeed())
-		g.Expect(env.Client.Patch(ctx, agent, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"approved":true}}`)))).To(Succeed())
-	}
+	lab, ie := start(t, g, ns, 3, 0, "127.77.2", "127.77.2.100", "127.77.2.101")
+	bootAll(g, lab, ie)
 	aci := waitCompleted(g, ns, name)
 	g.Expect(aci.Status.Progress.TotalPercentage).To(BeEquivalentTo(100))
 	// Installed with more than one node, the cluster goes on to take

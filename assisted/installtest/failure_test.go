@@ -21,65 +21,7 @@ import (
 	agentinstallv1 "github.com/metalshift/metalshift/api/agentinstall/v1beta1"
 	hiveextv1 "github.com/metalshift/metalshift/api/hiveext/v1beta1"
 	"github.com/metalshift/metalshift/imageservice"
-	"github.com/metalshift/metalshift/sim"
 )
-
-// start creates a cluster's objects and n machines on subnet, and returns
-// the machines and the InfraEnv's ISO URL.
-func start(t *testing.T, g *WithT, ns string, masters int, subnet string, vips ...string) (*sim.Lab, string) {
-	ctx := context.Background()
-	serviceObjects(t, g)
-	api, ingress := "", ""
-	if len(vips) == 2 {
-		api, ingress = vips[0], vips[1]
-	}
-	for _, o := range installObjects(ns, ns, masters, 0, api, ingress) {
-		g.Expect(env.Client.Create(ctx, o)).To(Succeed())
-	}
-	lab := world(t, masters, subnet)
-	t.Cleanup(func() {
-		for _, m := range lab.Machines {
-			m.PowerOff()
-		}
-	})
-	ie := &agentinstallv1.InfraEnv{}
-	g.Eventually(func() string {
-		_ = env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: ns}, ie)
-		return ie.Status.ISODownloadURL
-	}).ShouldNot(BeEmpty())
-	return lab, ie.Status.ISODownloadURL
-}
-
-// approve waits for the Agent of machine uuid and approves it with the
-// seed's merge patch.
-func approve(g *WithT, ns, uuid string) *agentinstallv1.Agent {
-	ctx := context.Background()
-	a := &agentinstallv1.Agent{}
-	g.Eventually(func() error { return env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: uuid}, a) }).Should(Succeed())
-	g.Expect(env.Client.Patch(ctx, a, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"approved":true}}`)))).To(Succeed())
-	return a
-}
-
-func agentCondition(g *WithT, ns, uuid, typ string) func() agentinstallv1.Condition {
-	return func() agentinstallv1.Condition {
-		a := &agentinstallv1.Agent{}
-		_ = env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: uuid}, a)
-		for _, c := range a.Status.Conditions {
-			if string(c.Type) == typ {
-				return c
-			}
-		}
-		return agentinstallv1.Condition{}
-	}
-}
-
-func aciState(ns string) func() string {
-	return func() string {
-		aci := &hiveextv1.AgentClusterInstall{}
-		_ = env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: ns}, aci)
-		return aci.Status.DebugInfo.State
-	}
-}
 
 // TestBelowMinimums: a single node with 2 cores is approved but fails its
 // validations with upstream's message, and nothing installs.
@@ -91,10 +33,10 @@ func TestBelowMinimums(t *testing.T) {
 	g.SetDefaultEventuallyTimeout(60 * time.Second)
 	g.SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
 	const ns = "small"
-	lab, iso := start(t, g, ns, 1, "127.77.3")
+	lab, ie := start(t, g, ns, 1, 0, "127.77.3")
 	m := lab.Machines[0]
 	m.Hardware.CPUCount = 2
-	bootISO(g, m, iso)
+	bootISO(g, m, ie.Status.ISODownloadURL)
 	approve(g, ns, m.UUID)
 	g.Eventually(agentCondition(g, ns, m.UUID, "Validated")).Should(And(
 		HaveField("Status", corev1.ConditionFalse), HaveField("Reason", "ValidationsFailing"),
@@ -129,15 +71,7 @@ func TestBadNMStateConfig(t *testing.T) {
 	for _, o := range append(objs, nm) {
 		g.Expect(env.Client.Create(ctx, o)).To(Succeed())
 	}
-	imageCreated := func() agentinstallv1.Condition {
-		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(ie), ie)).To(Succeed())
-		for _, c := range ie.Status.Conditions {
-			if c.Type == "ImageCreated" {
-				return c
-			}
-		}
-		return agentinstallv1.Condition{}
-	}
+	imageCreated := imageCreatedOf(g, ie)
 	g.Eventually(imageCreated).Should(And(HaveField("Status", corev1.ConditionFalse), HaveField("Reason", "ImageCreationError"),
 		HaveField("Message", "Failed to create image: mac-interface mapping for interface eth1 is missing and not a physical interface")))
 	g.Expect(ie.Status.ISODownloadURL).To(BeEmpty())
@@ -159,9 +93,9 @@ func TestDisconnected(t *testing.T) {
 	g.SetDefaultEventuallyTimeout(60 * time.Second)
 	g.SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
 	const ns = "gone"
-	lab, iso := start(t, g, ns, 1, "127.77.4")
+	lab, ie := start(t, g, ns, 1, 0, "127.77.4")
 	m := lab.Machines[0]
-	bootISO(g, m, iso)
+	bootISO(g, m, ie.Status.ISODownloadURL)
 	connected := agentCondition(g, ns, m.UUID, "Connected")
 	g.Eventually(connected).Should(HaveField("Reason", "AgentIsConnected"))
 	m.PowerOff()
@@ -184,15 +118,10 @@ func TestHostFailure(t *testing.T) {
 	g.SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
 	ctx := context.Background()
 	const ns = "failing"
-	lab, iso := start(t, g, ns, 3, "127.77.5", "127.77.5.100", "127.77.5.101")
+	lab, ie := start(t, g, ns, 3, 0, "127.77.5", "127.77.5.100", "127.77.5.101")
 	bad := lab.Machines[0]
 	bad.Hardware.Disks[0].SetBadBlocks(0, 1<<20)
-	for _, m := range lab.Machines {
-		bootISO(g, m, iso)
-	}
-	for _, m := range lab.Machines {
-		approve(g, ns, m.UUID)
-	}
+	bootAll(g, lab, ie)
 	g.Eventually(aciState(ns)).Should(Equal("error"))
 	aci := &hiveextv1.AgentClusterInstall{}
 	g.Expect(env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: ns}, aci)).To(Succeed())
@@ -229,15 +158,7 @@ func TestIgnitionConfigOverride(t *testing.T) {
 	for _, o := range objs {
 		g.Expect(env.Client.Create(ctx, o)).To(Succeed())
 	}
-	imageCreated := func() agentinstallv1.Condition {
-		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(ie), ie)).To(Succeed())
-		for _, c := range ie.Status.Conditions {
-			if c.Type == "ImageCreated" {
-				return c
-			}
-		}
-		return agentinstallv1.Condition{}
-	}
+	imageCreated := imageCreatedOf(g, ie)
 	g.Eventually(imageCreated).Should(And(HaveField("Status", corev1.ConditionFalse), HaveField("Reason", "ImageCreationError"),
 		HaveField("Message", HavePrefix("Failed to create image: error parsing ignition: "))))
 

@@ -18,10 +18,8 @@ func TestHubRestart(t *testing.T) {
 	g.SetDefaultEventuallyTimeout(100 * time.Second)
 	g.SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
 	const ns = "restart"
-	lab, iso := start(t, g, ns, 1, "127.77.6")
-	m := lab.Machines[0]
-	bootISO(g, m, iso)
-	approve(g, ns, m.UUID)
+	lab, ie := start(t, g, ns, 1, 0, "127.77.6")
+	bootAll(g, lab, ie)
 	g.Eventually(aciState(ns)).Should(Equal("installing"))
 
 	g.Expect(stopHub()).To(Succeed())

@@ -23,27 +23,8 @@ func TestWorkers(t *testing.T) {
 	g.SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
 	ctx := context.Background()
 	const ns = "workers"
-	serviceObjects(t, g)
-	for _, o := range installObjects(ns, ns, 3, 2, "127.77.7.100", "127.77.7.101") {
-		g.Expect(env.Client.Create(ctx, o)).To(Succeed())
-	}
-	lab := world(t, 5, "127.77.7")
-	t.Cleanup(func() {
-		for _, m := range lab.Machines {
-			m.PowerOff()
-		}
-	})
-	ie := &agentinstallv1.InfraEnv{}
-	g.Eventually(func() string {
-		_ = env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: ns}, ie)
-		return ie.Status.ISODownloadURL
-	}).ShouldNot(BeEmpty())
-	for _, m := range lab.Machines {
-		bootISO(g, m, ie.Status.ISODownloadURL)
-	}
-	for _, m := range lab.Machines {
-		approve(g, ns, m.UUID)
-	}
+	lab, ie := start(t, g, ns, 3, 2, "127.77.7", "127.77.7.100", "127.77.7.101")
+	bootAll(g, lab, ie)
 	aci := waitCompleted(g, ns, ns)
 	g.Expect(aci.Status.ControlPlaneAgentsDiscovered).To(Equal(3))
 	g.Expect(aci.Status.WorkerAgentsDiscovered).To(Equal(2))
