@@ -70,18 +70,20 @@ images: ## Build the live image (hybrid BIOS/UEFI ISO with the agent), its iPXE 
 # The tools the tests and the hub run; linters and generators are not needed to test.
 RUNTIME_TOOLS := etcd kube-apiserver kube-controller-manager kubectl
 
-# The QEMU e2e (real boot of the live image), run on its own.
-QEMU_E2E := TestQEMUMachines
+# The QEMU e2e (real boot of the live image: the host engine's machines, the
+# agent-based install's discovery), run on its own, one package at a time.
+QEMU_E2E := TestQEMUMachines|TestQEMUDiscovery
+QEMU_E2E_PKGS := ./baremetal/reconcilers/baremetalhost/ ./assisted/qemutest/
 
 .PHONY: test
-test: images ## Run every test (unit, envtest, embedded hub, CLI, QEMU machines), building the tools and images first when missing.
+test: images ## Run every test (unit, envtest, embedded hub, CLI, QEMU machines and discovery), building the tools and images first when missing.
 	@hack/tools/build.sh $(RUNTIME_TOOLS)
-	$(GO) test -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) -skip '^$(QEMU_E2E)$$' $$($(GO) list ./... | grep -v /test/e2e)
+	$(GO) test -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) -skip '^($(QEMU_E2E))$$' $$($(GO) list ./... | grep -v /test/e2e)
 	@# The e2e tests build and run the metalshift binary, which Go's test cache
 	@# cannot see: never reuse a cached result.
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) ./test/e2e/...
-	@# The QEMU machines run alone: two TCG VMs take both cores.
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) -run '^$(QEMU_E2E)$$' -v ./baremetal/reconcilers/baremetalhost/
+	@# The QEMU e2e runs alone, a package at a time (-p 1): two TCG VMs take both cores.
+	$(GO) test -p 1 -count=1 -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) -run '^($(QEMU_E2E))$$' -v $(QEMU_E2E_PKGS)
 
 .PHONY: bench
 bench: images ## Run the benchmarks and print their figures.
