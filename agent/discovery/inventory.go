@@ -16,8 +16,13 @@ var architectures = map[string]string{"amd64": "x86_64", "arm64": "aarch64"}
 
 // FromDeployInventory converts the agent's inventory of the machine (what
 // agent/host reads) to the inventory step's shape. The interfaces have no
-// addresses: the caller adds what the running system has.
+// addresses: the caller adds what the running system has. A machine whose
+// hostname is unset (the kernel says "(none)") reports "localhost", as a
+// system with systemd does; the hostname validations then ask for one.
 func FromDeployInventory(inv *deployapi.Inventory, hostname string) *assistedapi.Inventory {
+	if hostname == "" || hostname == "(none)" {
+		hostname = "localhost"
+	}
 	out := &assistedapi.Inventory{
 		Hostname: hostname,
 		Memory:   assistedapi.Memory{PhysicalBytes: inv.MemoryBytes, UsableBytes: inv.MemoryBytes},

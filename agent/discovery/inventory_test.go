@@ -79,3 +79,13 @@ func TestStaticNetwork(t *testing.T) {
 	_, err = discovery.StaticNetwork([]deployapi.StaticNetworkHost{{MACInterfaceMap: hosts[0].MACInterfaceMap, NetworkYAML: "foo: bar\n"}}, []string{"52:54:00:00:00:01"})
 	g.Expect(err).To(MatchError(HavePrefix("staticNetwork[0]: network data has no interfaces")))
 }
+
+// TestUnsetHostname: a machine whose kernel hostname is unset reports
+// localhost, as a system with systemd does.
+func TestUnsetHostname(t *testing.T) {
+	for _, h := range []string{"", "(none)"} {
+		if got := discovery.FromDeployInventory(&deployapi.Inventory{}, h).Hostname; got != "localhost" {
+			t.Errorf("hostname %q reported as %q", h, got)
+		}
+	}
+}

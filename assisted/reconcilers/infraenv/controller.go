@@ -12,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
@@ -112,13 +113,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !reflect.DeepEqual(before.Annotations, ie.Annotations) {
 		status := ie.Status
 		if err := r.Client.Update(ctx, ie); err != nil {
-			return ctrl.Result{}, err
+			return conflictRequeue(err)
 		}
 		ie.Status = status
 	}
 	if !reflect.DeepEqual(before.Status, ie.Status) {
 		if err := r.Client.Status().Update(ctx, ie); err != nil {
-			return ctrl.Result{}, err
+			return conflictRequeue(err)
 		}
 		if before.Status.ISODownloadURL != ie.Status.ISODownloadURL && ie.Status.ISODownloadURL != "" {
 			r.Recorder.Event(ie, corev1.EventTypeNormal, "ImageCreated", "The discovery image was created")
@@ -184,4 +185,14 @@ func setCondition(list *[]agentinstallv1.Condition, c conditions.Cond, now time.
 	}
 	*list = append(*list, agentinstallv1.Condition{Type: agentinstallv1.ConditionType(c.Type), Status: c.Status, Reason: c.Reason,
 		Message: c.Message, LastTransitionTime: metav1.NewTime(now)})
+}
+
+// conflictRequeue looks again soon after a write lost to another (the
+// InfraEnv changed since it was read: a user's edit, the object just
+// created), without reporting an error; other errors are returned.
+func conflictRequeue(err error) (ctrl.Result, error) {
+	if apierrors.IsConflict(err) {
+		return ctrl.Result{RequeueAfter: time.Second}, nil
+	}
+	return ctrl.Result{}, err
 }
