@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -26,6 +27,7 @@ import (
 	installconfig "github.com/metalshift/metalshift/api/installconfig/v1"
 	"github.com/metalshift/metalshift/internal/certs"
 	"github.com/metalshift/metalshift/localcp"
+	"github.com/metalshift/metalshift/sim/kubeapi"
 )
 
 // Ports of an installed cluster on its API VIP.
@@ -60,9 +62,14 @@ type Cluster struct {
 	tokenID, tokenSecret string
 
 	apiserver *localcp.Child
-	mcs       *http.Server
-	client    client.Client
-	cancel    context.CancelFunc
+	// inMemory is the API server with InMemoryAPIServer.
+	inMemory *kubeapi.Server
+	mcs      *http.Server
+	client   client.Client
+	cancel   context.CancelFunc
+
+	// installed is set once the ClusterVersion is Completed.
+	installed atomic.Bool
 
 	// refs counts the machines running it; guarded by the world's mutex.
 	refs int
@@ -122,10 +129,6 @@ func (w *World) release(c *Cluster) {
 
 func (w *World) start(ctx context.Context, f bootstrapFiles) (_ *Cluster, reterr error) {
 	ic := f.installConfig
-	etcdURL, err := w.ensureEtcd(ctx)
-	if err != nil {
-		return nil, err
-	}
 	sum := sha256.Sum256(f.ca.Cert)
 	c := &Cluster{
 		w: w, name: ic.Metadata.Name, domain: ic.ClusterDomain(), vip: f.vip, files: f,
@@ -143,7 +146,7 @@ func (w *World) start(ctx context.Context, f bootstrapFiles) (_ *Cluster, reterr
 	if err := c.writePKI(); err != nil {
 		return nil, err
 	}
-	if err := c.startAPIServer(ctx, etcdURL, filepath.Base(c.dir)); err != nil {
+	if err := c.startAPI(ctx); err != nil {
 		return nil, err
 	}
 	w.register(c.names, c.vip)
@@ -197,13 +200,62 @@ func (c *Cluster) writePKI() error {
 	return nil
 }
 
-func (c *Cluster) startAPIServer(ctx context.Context, etcdURL, prefix string) error {
+// startAPI starts the cluster's API server, the kind the world's options
+// say, and the admin client of the cluster's own loops.
+func (c *Cluster) startAPI(ctx context.Context) error {
 	cfg, err := clientcmd.RESTConfigFromKubeConfig(c.files.adminKubeconfig)
 	if err != nil {
 		return fmt.Errorf("the admin kubeconfig: %w", err)
 	}
 	cfg.Dial = c.w.DialContext
 	cfg.Timeout = 5 * time.Second
+	switch c.w.opts.APIServer {
+	case KubeAPIServer:
+		etcdURL, err := c.w.ensureEtcd(ctx)
+		if err != nil {
+			return err
+		}
+		if err := c.startAPIServer(ctx, cfg, etcdURL, filepath.Base(c.dir)); err != nil {
+			return err
+		}
+	case InMemoryAPIServer:
+		if err := c.startInMemoryAPIServer(); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("unknown API server %q", c.w.opts.APIServer)
+	}
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = apiextensionsv1.AddToScheme(scheme)
+	_ = configv1.AddToScheme(scheme)
+	// The cluster's own operators are not held to client-go's default of
+	// 5 requests a second: at that rate one cluster-version sync took
+	// seconds, and the installed cluster reported Available that late.
+	cfg.QPS = -1
+	c.client, err = client.New(cfg, client.Options{Scheme: scheme})
+	return err
+}
+
+// startInMemoryAPIServer serves the API from this process, with the
+// kube-apiserver's serving certificate and client CA.
+func (c *Cluster) startInMemoryAPIServer() error {
+	cert, err := tls.LoadX509KeyPair(filepath.Join(c.dir, "serving.crt"), filepath.Join(c.dir, "serving.key"))
+	if err != nil {
+		return err
+	}
+	s, err := kubeapi.New(kubeapi.Options{Certificate: cert, ClientCA: c.files.ca.Cert, Version: c.files.installConfig.KubernetesVersion()})
+	if err != nil {
+		return err
+	}
+	if err := s.Start(net.JoinHostPort(c.vip, fmt.Sprint(APIPort))); err != nil {
+		return fmt.Errorf("the in-memory API server: %w", err)
+	}
+	c.inMemory = s
+	return nil
+}
+
+func (c *Cluster) startAPIServer(ctx context.Context, cfg *rest.Config, etcdURL, prefix string) error {
 	p := func(n string) string { return filepath.Join(c.dir, n) }
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
@@ -227,14 +279,6 @@ func (c *Cluster) startAPIServer(ctx context.Context, etcdURL, prefix string) er
 		},
 		StopTimeout: 5 * time.Second,
 	})
-	if err != nil {
-		return err
-	}
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = apiextensionsv1.AddToScheme(scheme)
-	_ = configv1.AddToScheme(scheme)
-	c.client, err = client.New(cfg, client.Options{Scheme: scheme})
 	return err
 }
 
@@ -270,6 +314,9 @@ func (c *Cluster) stop() {
 	c.w.unregister(c.names)
 	if c.apiserver != nil {
 		c.apiserver.Stop()
+	}
+	if c.inMemory != nil {
+		c.inMemory.Close()
 	}
 	c.w.opts.Logf("Cluster %s stopped: none of its machines runs", c.name)
 }

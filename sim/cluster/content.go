@@ -153,8 +153,6 @@ var operators = []operator{
 // ClusterVersion to Available as Nodes join.
 func (c *Cluster) versionLoop(ctx context.Context) {
 	started := metav1.Now()
-	t := time.NewTicker(500 * time.Millisecond)
-	defer t.Stop()
 	for {
 		if err := c.syncVersion(ctx, started); err != nil && ctx.Err() == nil {
 			c.w.opts.Logf("Cluster %s: cluster-version: %v", c.name, err)
@@ -162,7 +160,7 @@ func (c *Cluster) versionLoop(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-time.After(c.poll(500 * time.Millisecond)):
 		}
 	}
 }
@@ -189,13 +187,25 @@ func (c *Cluster) syncVersion(ctx context.Context, started metav1.Time) error {
 			return err
 		}
 	}
+	cos := &configv1.ClusterOperatorList{}
+	if err := c.client.List(ctx, cos); err != nil {
+		return err
+	}
+	byName := map[string]*configv1.ClusterOperator{}
+	for i := range cos.Items {
+		byName[cos.Items[i].Name] = &cos.Items[i]
+	}
 	available := 0
 	for _, op := range operators {
 		ok := op.ready(n)
 		if ok {
 			available++
 		}
-		if err := c.setOperator(ctx, op.name, ok); err != nil {
+		co := byName[op.name]
+		if co == nil {
+			return fmt.Errorf("ClusterOperator %s is missing", op.name)
+		}
+		if err := c.setOperator(ctx, co, ok); err != nil {
 			return err
 		}
 	}
@@ -221,11 +231,7 @@ func (c *Cluster) reportBootstrapComplete(ctx context.Context) error {
 	return err
 }
 
-func (c *Cluster) setOperator(ctx context.Context, name string, available bool) error {
-	co := &configv1.ClusterOperator{}
-	if err := c.client.Get(ctx, client.ObjectKey{Name: name}, co); err != nil {
-		return err
-	}
+func (c *Cluster) setOperator(ctx context.Context, co *configv1.ClusterOperator, available bool) error {
 	before := co.Status.DeepCopy()
 	avail, prog := metav1.ConditionFalse, metav1.ConditionTrue
 	msg := "Waiting for Nodes to run the operands"
@@ -277,11 +283,27 @@ func (c *Cluster) setVersion(ctx context.Context, started metav1.Time, available
 		configv1.SetCondition(&cv.Status.Conditions, configv1.ClusterOperatorStatusCondition{Type: configv1.OperatorProgressing, Status: metav1.ConditionTrue, Message: msg})
 	}
 	configv1.SetCondition(&cv.Status.Conditions, configv1.ClusterOperatorStatusCondition{Type: configv1.ClusterVersionFailing, Status: metav1.ConditionFalse})
-	if apiequality.Semantic.DeepEqual(before, &cv.Status) {
-		return nil
+	if !apiequality.Semantic.DeepEqual(before, &cv.Status) {
+		if err := c.client.Status().Update(ctx, cv); err != nil {
+			return err
+		}
 	}
-	return c.client.Status().Update(ctx, cv)
+	c.installed.Store(h.State == "Completed")
+	return nil
 }
+
+// poll is how long a loop of the cluster's waits between syncs: fast
+// while it installs, settledPoll once its version is Completed (a fleet
+// of installed clusters would otherwise keep the simulator busy).
+func (c *Cluster) poll(fast time.Duration) time.Duration {
+	if c.installed.Load() {
+		return settledPoll
+	}
+	return fast
+}
+
+// settledPoll is how often an installed cluster's loops sync.
+const settledPoll = 5 * time.Second
 
 // serveConfig is the machine-config-server: /config/master and /config/worker.
 func (c *Cluster) serveConfig(w http.ResponseWriter, r *http.Request) {

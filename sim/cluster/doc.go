@@ -14,6 +14,12 @@
 // carries), then registers a Node with the providerID of its metadata and
 // reports it Ready. The cluster stops when the last of its machines powers off.
 //
+// With Options.APIServer InMemoryAPIServer (the fleet fidelity level, for
+// scale benchmarks) each cluster's API is served by sim/kubeapi in this
+// process instead of a kube-apiserver, at the same address with the same
+// certificates and credentials; the rest (bootstrap content, kubelets,
+// CSRs, the cluster-version loop) runs unchanged against it.
+//
 // Nothing outside sim/ knows this is simulated: the hub reaches the
 // installed cluster at its endpoint over HTTPS like a real one.
 package cluster

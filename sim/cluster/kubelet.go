@@ -95,7 +95,7 @@ func (c *Cluster) csrLoop(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(200 * time.Millisecond):
+		case <-time.After(c.poll(200 * time.Millisecond)):
 		}
 	}
 }

@@ -24,7 +24,24 @@ type Options struct {
 	BinDir string
 	// Logf receives what the simulated machines and clusters print.
 	Logf func(format string, args ...any)
+	// APIServer is what serves each installed cluster's API; the default
+	// is a real kube-apiserver.
+	APIServer APIServer
 }
+
+// APIServer is the kind of API server an installed cluster runs.
+type APIServer string
+
+const (
+	// KubeAPIServer runs a kube-apiserver process per cluster, all sharing
+	// one etcd (the "light" fidelity level).
+	KubeAPIServer APIServer = ""
+	// InMemoryAPIServer serves each cluster's API from this process
+	// (sim/kubeapi), at the same address with the same certificates and
+	// credentials: the "fleet" fidelity level, for scale benchmarks,
+	// where hundreds of kube-apiservers would not fit.
+	InMemoryAPIServer APIServer = "in-memory"
+)
 
 // World is the simulated network the machines live in: a DNS, one etcd
 // shared by every installed cluster, and the clusters.
