@@ -106,8 +106,9 @@ func byValidations(v validations.Results) (string, string) {
 	return StatusReady, InfoReady
 }
 
-// refreshPreparing: the install starts once the service prepared it; a
-// host that dropped out of the preparation sends the cluster back.
+// refreshPreparing: the install starts once the service prepared it and
+// every host is preparing-successful (as upstream); a host that dropped
+// out of the preparation sends the cluster back.
 func refreshPreparing(f Facts) (string, string) {
 	for _, h := range f.HostStatuses {
 		switch h.Status {
@@ -116,10 +117,17 @@ func refreshPreparing(f Facts) (string, string) {
 			return StatusInsufficient, InfoUnpreparingHost
 		}
 	}
-	if f.PreparationDone {
-		return StatusInstalling, InfoInstalling
+	if !f.PreparationDone {
+		return f.Status, keep(f, InfoPreparing)
 	}
-	return f.Status, keep(f, InfoPreparing)
+	// Every host must have finished its own preparation: a host still
+	// known when the cluster moved on would never be told to install.
+	for _, h := range f.HostStatuses {
+		if h.Status != hoststate.StatusPreparingSuccessful {
+			return f.Status, keep(f, InfoPreparing)
+		}
+	}
+	return StatusInstalling, InfoInstalling
 }
 
 // refreshInstalling: error when a control-plane host failed or too few

@@ -49,6 +49,7 @@ func TestRefresh(t *testing.T) {
 		"all pass, starts":      {func() Facts { f := ready(); f.Status = StatusInsufficient; return f }(), StatusPreparingForInstallation, InfoPreparing},
 		"preparing":             {Facts{Status: StatusPreparingForInstallation, HostStatuses: hosts("", "preparing-successful")}, StatusPreparingForInstallation, InfoPreparing},
 		"prepared":              {Facts{Status: StatusPreparingForInstallation, PreparationDone: true, HostStatuses: hosts("", "preparing-successful")}, StatusInstalling, InfoInstalling},
+		"a host not prepared yet": {Facts{Status: StatusPreparingForInstallation, PreparationDone: true, HostStatuses: hosts("", "preparing-successful", "known")}, StatusPreparingForInstallation, InfoPreparing},
 		"host dropped out":      {Facts{Status: StatusPreparingForInstallation, HostStatuses: hosts("", "preparing-successful", "disconnected")}, StatusInsufficient, InfoUnpreparingHost},
 		"installing":            {installing(hosts(assistedapi.StageWritingImageToDisk, "installing-in-progress", "installing-in-progress", "installing-in-progress")), StatusInstalling, InfoInstalling},
 		"some masters joined":   {installing(hosts(assistedapi.StageJoined, "installing-in-progress", "installing-in-progress", "installing")), StatusFinalizing, InfoFinalizing},

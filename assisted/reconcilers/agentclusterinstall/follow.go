@@ -104,15 +104,14 @@ func (in *install) spoke(ctx context.Context) (*SpokeView, error) {
 }
 
 // spokeInstalled tells whether the installed cluster reports its version
-// Available, once every host rebooted into it.
+// Available, once every host's Node is Ready there (stage Done): the
+// cluster is never installed with a host still Joined.
 func (in *install) spokeInstalled(ctx context.Context) bool {
 	if in.state == nil || len(in.agents) == 0 {
 		return false
 	}
 	for i := range in.agents {
-		switch assistedapi.HostStage(in.agents[i].Status.Progress.CurrentStage) {
-		case assistedapi.StageJoined, assistedapi.StageDone:
-		default:
+		if assistedapi.HostStage(in.agents[i].Status.Progress.CurrentStage) != assistedapi.StageDone {
 			return false
 		}
 	}
