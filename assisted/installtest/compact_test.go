@@ -6,6 +6,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -25,8 +26,14 @@ func TestCompact(t *testing.T) {
 	g.SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
 	ctx := context.Background()
 	const ns, name = "compact", "compact"
-	lab, ie := start(t, g, ns, 3, 0, "127.77.2", "127.77.2.100", "127.77.2.101")
-	bootAll(g, lab, ie)
+	lab, ie := startSpare(t, g, ns, 3, 0, 1, "127.77.2", "127.77.2.100", "127.77.2.101")
+	day1, extra := lab.Machines[:3], lab.Machines[3]
+	for _, m := range day1 {
+		bootISO(g, m, ie.Status.ISODownloadURL)
+	}
+	for _, m := range day1 {
+		approve(g, ns, m.UUID)
+	}
 	aci := waitCompleted(g, ns, name)
 	g.Expect(aci.Status.Progress.TotalPercentage).To(BeEquivalentTo(100))
 	// Installed with more than one node, the cluster goes on to take
@@ -47,7 +54,7 @@ func TestCompact(t *testing.T) {
 	nodes := spokeNodes(g, ns, name)
 	g.Expect(nodes.Items).To(HaveLen(3))
 	bootstraps := 0
-	for _, m := range lab.Machines {
+	for _, m := range day1 {
 		agent := &agentinstallv1.Agent{}
 		g.Expect(env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: m.UUID}, agent)).To(Succeed())
 		g.Expect(agent.Status.Progress.CurrentStage).To(Equal("Done"), m.UUID)
@@ -57,4 +64,29 @@ func TestCompact(t *testing.T) {
 		}
 	}
 	g.Expect(bootstraps).To(Equal(1))
+
+	// Day 2: a fourth machine boots the same ISO; approved and known, it
+	// installs at once as a worker, the hub approves its kubelet's CSR in
+	// the installed cluster (which approves none of its own once
+	// installed), and its Agent goes Joined, then Done from its Node.
+	bootISO(g, extra, ie.Status.ISODownloadURL)
+	approve(g, ns, extra.UUID)
+	g.Eventually(func() string {
+		a := &agentinstallv1.Agent{}
+		_ = env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: extra.UUID}, a)
+		return a.Status.DebugInfo.State + "/" + a.Status.Progress.CurrentStage
+	}).Should(Equal("added-to-existing-cluster/Done"))
+	day2 := &agentinstallv1.Agent{}
+	g.Expect(env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: extra.UUID}, day2)).To(Succeed())
+	g.Expect(day2.Status.Role).To(Equal(agentinstallv1.HostRoleWorker))
+	g.Expect(day2.Status.Bootstrap).To(BeFalse())
+	nodes = spokeNodes(g, ns, name)
+	g.Expect(nodes.Items).To(HaveLen(4))
+	// The hub approved the kubelet's client CSR and recorded it.
+	g.Expect(day2.Status.CSRStatus.ApprovedCSRs).To(ContainElement(HaveField("Type", agentinstallv1.CSRTypeClient)))
+	approved := day2.Status.CSRStatus.ApprovedCSRs[0].Name
+	csr := &certificatesv1.CertificateSigningRequest{}
+	g.Expect(spokeClient(g, ns, name).Get(ctx, types.NamespacedName{Name: approved}, csr)).To(Succeed())
+	g.Expect(csr.Status.Conditions).To(ContainElement(And(HaveField("Type", certificatesv1.CertificateApproved),
+		HaveField("Reason", "AgentServiceApprove"))))
 }

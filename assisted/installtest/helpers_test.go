@@ -170,16 +170,21 @@ func waitCompleted(g *WithT, ns, name string) *hiveextv1.AgentClusterInstall {
 // spokeNodes lists the installed cluster's Nodes with the admin kubeconfig
 // the ClusterDeployment's Secret holds.
 func spokeNodes(g *WithT, ns, name string) *corev1.NodeList {
-	ctx := context.Background()
+	nodes := &corev1.NodeList{}
+	g.Expect(spokeClient(g, ns, name).List(context.Background(), nodes)).To(Succeed())
+	return nodes
+}
+
+// spokeClient is a client of the installed cluster through the admin
+// kubeconfig the ClusterDeployment's Secret holds.
+func spokeClient(g *WithT, ns, name string) client.Client {
 	sec := &corev1.Secret{}
-	g.Expect(env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name + "-admin-kubeconfig"}, sec)).To(Succeed())
+	g.Expect(env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name + "-admin-kubeconfig"}, sec)).To(Succeed())
 	cfg, err := clientcmd.RESTConfigFromKubeConfig(sec.Data["kubeconfig"])
 	g.Expect(err).NotTo(HaveOccurred())
 	spoke, err := client.New(cfg, client.Options{})
 	g.Expect(err).NotTo(HaveOccurred())
-	nodes := &corev1.NodeList{}
-	g.Expect(spoke.List(ctx, nodes)).To(Succeed())
-	return nodes
+	return spoke
 }
 
 func condTrue(aci *hiveextv1.AgentClusterInstall, t string) bool {
@@ -219,6 +224,13 @@ func getEvents(g *WithT, url string, code int) []assistedapi.Event {
 // and n machines on subnet; it returns the machines and the InfraEnv once
 // its ISO URL is there.
 func start(t *testing.T, g *WithT, ns string, masters, workers int, subnet string, vips ...string) (*sim.Lab, *agentinstallv1.InfraEnv) {
+	return startSpare(t, g, ns, masters, workers, 0, subnet, vips...)
+}
+
+// startSpare is start with spare machines in the lab beyond the cluster's
+// masters and workers (day-2 hosts); bootAll boots them too, so boot the
+// lab's first masters+workers machines by hand.
+func startSpare(t *testing.T, g *WithT, ns string, masters, workers, spare int, subnet string, vips ...string) (*sim.Lab, *agentinstallv1.InfraEnv) {
 	ctx := context.Background()
 	serviceObjects(t, g)
 	api, ingress := "", ""
@@ -228,7 +240,7 @@ func start(t *testing.T, g *WithT, ns string, masters, workers int, subnet strin
 	for _, o := range installObjects(ns, ns, masters, workers, api, ingress) {
 		g.Expect(env.Client.Create(ctx, o)).To(Succeed())
 	}
-	lab := world(t, masters+workers, subnet)
+	lab := world(t, masters+workers+spare, subnet)
 	t.Cleanup(func() {
 		for _, m := range lab.Machines {
 			m.PowerOff()

@@ -14,6 +14,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -22,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metalshift/metalshift/internal/certs"
+	"github.com/metalshift/metalshift/internal/manifest"
 )
 
 // Nodes join as kubelets do: the machine-config-server hands out a
@@ -81,15 +83,23 @@ func (c *Cluster) installNodeBootstrap(ctx context.Context) error {
 	return nil
 }
 
-// csrLoop approves and signs kubelets' client certificate requests.
+// csrLoop approves and signs kubelets' client certificate requests: as
+// the machine-approver does, or, in a cluster an agent-based install made,
+// as its assisted-installer controller does, only until the cluster is
+// installed (later nodes wait for someone else's approval: the hub's).
 func (c *Cluster) csrLoop(ctx context.Context) {
+	untilInstalled := c.approvesUntilInstalled()
 	for {
 		list := &certificatesv1.CertificateSigningRequestList{}
-		if err := c.client.List(ctx, list); err == nil {
-			for i := range list.Items {
-				if err := c.handleCSR(ctx, &list.Items[i]); err != nil && ctx.Err() == nil {
-					c.w.opts.Logf("Cluster %s: CSR %s: %v", c.name, list.Items[i].Name, err)
-				}
+		if untilInstalled && c.installed.Load() {
+			// Approved CSRs are still signed: signing is the API's, not the approver's.
+			list = c.approvedCSRs(ctx)
+		} else if err := c.client.List(ctx, list); err != nil {
+			list.Items = nil
+		}
+		for i := range list.Items {
+			if err := c.handleCSR(ctx, &list.Items[i]); err != nil && ctx.Err() == nil {
+				c.w.opts.Logf("Cluster %s: CSR %s: %v", c.name, list.Items[i].Name, err)
 			}
 		}
 		select {
@@ -98,6 +108,41 @@ func (c *Cluster) csrLoop(ctx context.Context) {
 		case <-time.After(c.poll(200 * time.Millisecond)):
 		}
 	}
+}
+
+// approvesUntilInstalled tells whether the cluster's manifests hold the
+// assisted-installer controller's configuration, which says it approves
+// CSRs only until the install completes.
+func (c *Cluster) approvesUntilInstalled() bool {
+	for _, data := range c.files.manifests {
+		objs, _ := manifest.Decode(data)
+		for _, u := range objs {
+			if u.GetKind() == "ConfigMap" && u.GetName() == "assisted-installer-controller-config" {
+				v, _, _ := unstructured.NestedString(u.Object, "data", "approve-csrs")
+				return v == "until-installed"
+			}
+		}
+	}
+	return false
+}
+
+// approvedCSRs lists the CSRs someone approved that have no certificate yet.
+func (c *Cluster) approvedCSRs(ctx context.Context) *certificatesv1.CertificateSigningRequestList {
+	list := &certificatesv1.CertificateSigningRequestList{}
+	if err := c.client.List(ctx, list); err != nil {
+		return list
+	}
+	out := list.Items[:0]
+	for _, csr := range list.Items {
+		for _, cond := range csr.Status.Conditions {
+			if cond.Type == certificatesv1.CertificateApproved && cond.Status == corev1.ConditionTrue {
+				out = append(out, csr)
+				break
+			}
+		}
+	}
+	list.Items = out
+	return list
 }
 
 func (c *Cluster) handleCSR(ctx context.Context, csr *certificatesv1.CertificateSigningRequest) error {

@@ -186,6 +186,16 @@ func (in *install) run(ctx context.Context) (ctrl.Result, error) {
 		if err := in.complete(ctx); err != nil {
 			return ctrl.Result{}, err
 		}
+		// Day 2: hosts added to the installed cluster join it.
+		if in.day2Joining() {
+			requeue = 2 * time.Second
+			if err := in.approveCSRs(ctx); err != nil {
+				ctrl.LoggerFrom(ctx).Info("Approving day-2 hosts' CSRs", "error", err.Error())
+			}
+			if err := in.follow(ctx); err != nil {
+				ctrl.LoggerFrom(ctx).Info("Following the installed cluster", "error", err.Error())
+			}
+		}
 	}
 	if err := in.writeStatus(ctx, state, info, v); err != nil {
 		return ctrl.Result{}, err

@@ -45,6 +45,9 @@ var spokeScheme = func() *runtime.Scheme {
 	return s
 }()
 
+// spokeTimeout bounds each request to an installed cluster's API.
+const spokeTimeout = 5 * time.Second
+
 // KubeconfigSpoke reads the cluster's API.
 type KubeconfigSpoke struct{}
 
@@ -54,7 +57,7 @@ func (KubeconfigSpoke) Read(ctx context.Context, kubeconfig []byte) (*SpokeView,
 	if err != nil {
 		return nil, err
 	}
-	cfg.Timeout = 5 * time.Second
+	cfg.Timeout = spokeTimeout
 	c, err := client.New(cfg, client.Options{Scheme: spokeScheme})
 	if err != nil {
 		return nil, err
