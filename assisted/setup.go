@@ -21,6 +21,7 @@ import (
 	"github.com/metalshift/metalshift/assisted/reconcilers/agent"
 	"github.com/metalshift/metalshift/assisted/reconcilers/agentclassification"
 	"github.com/metalshift/metalshift/assisted/reconcilers/agentclusterinstall"
+	"github.com/metalshift/metalshift/assisted/reconcilers/clusterdeployment"
 	"github.com/metalshift/metalshift/assisted/reconcilers/infraenv"
 	"github.com/metalshift/metalshift/assisted/server"
 	"github.com/metalshift/metalshift/assisted/webhooks"
@@ -142,6 +143,9 @@ func Setup(ctx context.Context, hub *component.Hub, o Options) error {
 		return err
 	}
 	if err := (&agentclassification.Reconciler{Client: mgr.GetClient(), Clock: hub.Clock}).SetupWithManager(mgr, opts); err != nil {
+		return err
+	}
+	if err := (&clusterdeployment.Reconciler{Client: mgr.GetClient(), Recorder: recorder}).SetupWithManager(mgr, opts); err != nil {
 		return err
 	}
 	return (&agentclusterinstall.Reconciler{Client: mgr.GetClient(), Recorder: recorder,

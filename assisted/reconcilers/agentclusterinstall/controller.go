@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
+	"sigs.k8s.io/cluster-api/util/finalizers"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -98,7 +99,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if aci.DeletionTimestamp != nil {
-		return ctrl.Result{}, nil
+		return r.reconcileDelete(ctx, aci)
+	}
+	if added, err := finalizers.EnsureFinalizer(ctx, r.Client, aci, Finalizer); err != nil || added {
+		return ctrl.Result{}, err
 	}
 	cd := &hivev1.ClusterDeployment{}
 	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: aci.Namespace, Name: aci.Spec.ClusterDeploymentRef.Name}, cd); err != nil {
