@@ -17,10 +17,12 @@ import (
 	agentinstallv1 "github.com/metalshift/metalshift/api/agentinstall/v1beta1"
 	hivev1 "github.com/metalshift/metalshift/api/hive/v1"
 	hiveextv1 "github.com/metalshift/metalshift/api/hiveext/v1beta1"
+	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	"github.com/metalshift/metalshift/assisted/pkg/record"
 	"github.com/metalshift/metalshift/assisted/reconcilers/agent"
 	"github.com/metalshift/metalshift/assisted/reconcilers/agentclassification"
 	"github.com/metalshift/metalshift/assisted/reconcilers/agentclusterinstall"
+	"github.com/metalshift/metalshift/assisted/reconcilers/bmac"
 	"github.com/metalshift/metalshift/assisted/reconcilers/clusterdeployment"
 	"github.com/metalshift/metalshift/assisted/reconcilers/infraenv"
 	"github.com/metalshift/metalshift/assisted/server"
@@ -148,6 +150,10 @@ func Setup(ctx context.Context, hub *component.Hub, o Options) error {
 	if err := (&clusterdeployment.Reconciler{Client: mgr.GetClient(), Recorder: recorder}).SetupWithManager(mgr, opts); err != nil {
 		return err
 	}
+	// BareMetalHosts labelled for an InfraEnv install through it (ZTP).
+	if err := (&bmac.Reconciler{Client: mgr.GetClient(), Recorder: recorder}).SetupWithManager(mgr, opts); err != nil {
+		return err
+	}
 	return (&agentclusterinstall.Reconciler{Client: mgr.GetClient(), Recorder: recorder,
 		Clock: hub.Clock, EventsURL: srv.EventsURL}).SetupWithManager(mgr, opts)
 }
@@ -165,6 +171,7 @@ func (a imagesAdapter) URLs(ie *agentinstallv1.InfraEnv, digest string, now time
 func AddToScheme(s *runtime.Scheme) error {
 	for _, add := range []func(*runtime.Scheme) error{
 		agentinstallv1.AddToScheme, hiveextv1.AddToScheme, hivev1.AddToScheme,
+		metal3v1.AddToScheme, // BareMetalHosts, for the BareMetalHost ⇄ Agent controller
 	} {
 		if err := add(s); err != nil {
 			return err

@@ -10,15 +10,18 @@ import (
 	"testing"
 	"time"
 
+	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	"github.com/metalshift/metalshift/assisted"
+	"github.com/metalshift/metalshift/baremetal"
 	"github.com/metalshift/metalshift/component"
 	"github.com/metalshift/metalshift/internal/testenv"
 )
 
 var (
 	env *testenv.Env
-	// serviceAddr is where the agent service listens.
-	serviceAddr string
+	// serviceAddr is where the agent service listens, deployAddr the host
+	// engine's deploy server.
+	serviceAddr, deployAddr string
 	// key signs the agents' tokens and the image URLs; every hub the tests
 	// start shares it, as the replicas of one hub share the signing key.
 	key = make([]byte, 32)
@@ -47,6 +50,11 @@ func run(m *testing.M) int {
 		panic(err)
 	}
 	serviceAddr = l.Addr().String()
+	l.Close()
+	if l, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+		panic(err)
+	}
+	deployAddr = l.Addr().String()
 	l.Close()
 	_, _ = rand.Read(key)
 	if env, err = testenv.Start(testenv.Options{}); err != nil {
@@ -79,9 +87,14 @@ func startHub() (stop func() error, err error) {
 		return assisted.Setup(ctx, hub, assisted.Options{ListenAddr: serviceAddr, PollInterval: time.Second, Key: key,
 			DisconnectedAfter: 6 * time.Second})
 	}
+	// The host engine, for the BareMetalHosts of ZTP installs.
+	engine := component.Component{Name: "host-engine", AddToScheme: metal3v1.AddToScheme, Setup: func(ctx context.Context, hub *component.Hub) error {
+		return baremetal.Setup(ctx, hub.Manager, baremetal.Options{DeployListenAddr: deployAddr, SigningKey: key, BackoffBase: 200 * time.Millisecond,
+			PowerPollInterval: 2 * time.Second})
+	}}
 	ctx, cancel := context.WithCancel(context.Background())
 	hubs++
-	mgr, err := component.NewManager(ctx, env.Config, fmt.Sprintf("agent-service-%d", hubs), component.Options{RestartableInProcess: true}, []component.Component{c})
+	mgr, err := component.NewManager(ctx, env.Config, fmt.Sprintf("agent-service-%d", hubs), component.Options{RestartableInProcess: true}, []component.Component{c, engine})
 	if err != nil {
 		cancel()
 		return nil, err

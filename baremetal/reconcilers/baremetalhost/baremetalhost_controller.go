@@ -164,6 +164,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 
 	s := &hostScope{host: host, recorder: r.Recorder, now: r.Clock.Now}
+	if host.Annotations[metal3v1.InspectAnnotation] == metal3v1.InspectAnnotationValueDisabled && host.Status.Provisioning.State != metal3v1.StateInspecting {
+		// Without inspection, hardware details may come at any time from
+		// the annotation (the agent-based install writes the Agent's
+		// inventory there).
+		if res, ok := hardwareFromAnnotation(s).(actionError); ok {
+			return ctrl.Result{RequeueAfter: r.recordError(s, res)}, nil
+		}
+	}
 	r.buildProvisioner(ctx, s)
 	if deleting && host.Status.Provisioning.State != metal3v1.StatePoweringOffBeforeDelete && host.Status.Provisioning.State != metal3v1.StateDeleting {
 		r.transition(ctx, s, metal3v1.StatePoweringOffBeforeDelete)

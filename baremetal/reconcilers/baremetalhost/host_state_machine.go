@@ -246,6 +246,9 @@ func (r *Reconciler) handleProvisioning(ctx context.Context, s *hostScope) actio
 	if res := s.requireProvisioner(); res != nil {
 		return res
 	}
+	if s.host.Spec.Image.DiskFormat != nil && *s.host.Spec.Image.DiskFormat == "live-iso" {
+		return r.bootLiveISO(ctx, s)
+	}
 	if res := r.request(s, deployapi.ActionDeploy); res != nil {
 		return res
 	}
@@ -274,6 +277,35 @@ func (r *Reconciler) handleProvisioning(ctx context.Context, s *hostScope) actio
 		}
 	}
 	return r.bootAgent(ctx, s, metal3v1.ProvisioningError)
+}
+
+// bootLiveISO provisions a live-iso image: nothing is written to the disk;
+// the ISO is attached as virtual media and the host boots it once, and is
+// provisioned from then on (what runs there, the agent-based install's
+// discovery agent say, takes it from there). Only BMCs with virtual media
+// can do it.
+func (r *Reconciler) bootLiveISO(ctx context.Context, s *hostScope) actionResult {
+	addr, err := provisioner.ParseAddress(s.host.Spec.BMC.Address)
+	if err != nil || !addr.VirtualMedia {
+		return fail(metal3v1.ProvisioningError, fmt.Sprintf("A live-iso image is booted from virtual media: BMC address %q has none (use a virtual media driver such as redfish-virtualmedia)", s.host.Spec.BMC.Address))
+	}
+	res, err := s.prov.BootDeployImage(ctx, provisioner.DeployImage{ISOURL: s.host.Spec.Image.URL}, s.uefi())
+	if err != nil {
+		if errors.Is(err, provisioner.ErrMedia) {
+			return fail(metal3v1.ProvisioningError, fmt.Sprintf("The BMC could not attach the live ISO: %v", err))
+		}
+		return fail(metal3v1.ProvisioningError, fmt.Sprintf("Booting the live ISO failed: %v", err))
+	}
+	if res.Dirty {
+		return wait(res.RequeueAfter)
+	}
+	s.host.Status.Provisioning.Image = *s.host.Spec.Image
+	s.host.Status.Provisioning.RootDeviceHints = s.host.Spec.RootDeviceHints.DeepCopy()
+	s.host.Status.Provisioning.BootMode = s.host.BootModeOrDefault()
+	s.host.Status.Provisioning.CustomDeploy = s.host.Spec.CustomDeploy.DeepCopy()
+	s.host.Status.PoweredOn = true
+	s.host.Status.DeployAgent = nil
+	return complete(metal3v1.StateProvisioned)
 }
 
 // request makes sure the host's status holds a deploy agent request for

@@ -1,0 +1,90 @@
+package installtest
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	agentinstallv1 "github.com/metalshift/metalshift/api/agentinstall/v1beta1"
+	hivev1 "github.com/metalshift/metalshift/api/hive/v1"
+	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
+	"github.com/metalshift/metalshift/assisted/reconcilers/bmac"
+)
+
+// TestZTPSingleNode: zero-touch provisioning. A BareMetalHost on the
+// simulated Redfish BMC, labelled for the InfraEnv, boots its discovery ISO
+// through the host engine (virtual media, live-iso); its Agent is paired
+// by MAC, approved, and takes the host's role and hostname annotations and
+// agent labels; the host gets the Agent's inventory as hardware details;
+// the single node installs, and the host is detached once it rebooted into
+// its disk. Nobody boots or approves anything by hand.
+func TestZTPSingleNode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end to end")
+	}
+	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(120 * time.Second)
+	g.SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
+	ctx := context.Background()
+	const ns, name = "ztp-sno", "ztp-sno"
+	lab, _ := start(t, g, ns, 1, 0, "127.77.8")
+	g.Expect(lab.Start("127.0.0.1:0")).To(Succeed())
+	t.Cleanup(lab.Close)
+	m := lab.Machines[0]
+	host, secret := lab.Host(m, ns, true)
+	host.Labels = map[string]string{agentinstallv1.InfraEnvNameLabel: name}
+	host.Annotations = map[string]string{
+		bmac.RoleAnnotation:                  "master",
+		bmac.HostnameAnnotation:              "sno-0",
+		bmac.AgentLabelPrefix + "agent-label": "label-value",
+	}
+	host.Spec.RootDeviceHints = &metal3v1.RootDeviceHints{DeviceName: "/dev/sda"}
+	g.Expect(env.Client.Create(ctx, secret)).To(Succeed())
+	g.Expect(env.Client.Create(ctx, host)).To(Succeed())
+
+	// BMAC pairs the Agent with the host and approves it.
+	agent := &agentinstallv1.Agent{}
+	g.Eventually(func() bool {
+		_ = env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: m.UUID}, agent)
+		return agent.Spec.Approved
+	}).Should(BeTrue())
+	g.Expect(agent.Labels).To(HaveKeyWithValue(bmac.BMHLabel, host.Name))
+	g.Expect(agent.Labels).To(HaveKeyWithValue("agent-label", "label-value"))
+	g.Expect(agent.Spec.Role).To(Equal(agentinstallv1.HostRoleMaster))
+	g.Expect(agent.Spec.Hostname).To(Equal("sno-0"))
+
+	aci := waitCompleted(g, ns, name)
+	g.Expect(condMessage(aci, "Completed")).To(Equal("The installation has completed: Cluster is installed"))
+	cd := &hivev1.ClusterDeployment{}
+	g.Eventually(func() bool {
+		_ = env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, cd)
+		return cd.Spec.Installed
+	}).Should(BeTrue())
+	nodes := spokeNodes(g, ns, name)
+	g.Expect(nodes.Items).To(HaveLen(1))
+	g.Expect(nodes.Items[0].Name).To(Equal("sno-0"))
+
+	// The host: booted the ISO as live-iso without inspection or
+	// cleaning, has the Agent's inventory as hardware details, and is
+	// detached now that the install rebooted it into its disk.
+	g.Eventually(func() map[string]string {
+		_ = env.Client.Get(ctx, client.ObjectKeyFromObject(host), host)
+		return host.Annotations
+	}).Should(HaveKey(metal3v1.DetachedAnnotation))
+	g.Expect(host.Annotations).To(HaveKeyWithValue(metal3v1.InspectAnnotation, "disabled"))
+	g.Expect(host.Spec.Image).NotTo(BeNil())
+	g.Expect(*host.Spec.Image.DiskFormat).To(Equal("live-iso"))
+	g.Expect(host.Spec.AutomatedCleaningMode).To(Equal(metal3v1.CleaningModeDisabled))
+	g.Expect(host.Status.Provisioning.State).To(Equal(metal3v1.StateProvisioned))
+	hw := &metal3v1.HardwareDetails{}
+	g.Expect(json.Unmarshal([]byte(host.Annotations[metal3v1.HardwareDetailsAnnotation]), hw)).To(Succeed())
+	g.Expect(hw.NIC).To(ContainElement(HaveField("MAC", m.Hardware.NICs[0].MAC)))
+	g.Expect(hw.CPU.Count).To(Equal(m.Hardware.CPUCount))
+	g.Expect(host.Status.HardwareDetails).NotTo(BeNil())
+	g.Expect(host.Status.HardwareDetails.NIC).To(ContainElement(HaveField("MAC", m.Hardware.NICs[0].MAC)))
+}

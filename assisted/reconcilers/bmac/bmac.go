@@ -1,0 +1,361 @@
+// Package bmac is the BareMetalHost ⇄ Agent controller: it drives the
+// agent-based install from BareMetalHosts (zero-touch provisioning). A
+// host labelled infraenvs.agent-install.openshift.io=<InfraEnv> boots that
+// InfraEnv's discovery ISO through the host engine; the Agent that
+// registers with the host's boot MAC is paired with it, approved, and
+// takes its role, hostname and other settings from the host's
+// bmac.agent-install.openshift.io annotations; the Agent's inventory
+// becomes the host's hardware details; once the Agent's install has
+// rebooted it into its disk the host is detached from the engine.
+package bmac
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+
+	agentinstallv1 "github.com/metalshift/metalshift/api/agentinstall/v1beta1"
+	assistedapi "github.com/metalshift/metalshift/api/assisted/v2"
+	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
+	"github.com/metalshift/metalshift/assisted/pkg/hoststate"
+)
+
+// BareMetalHost annotations and labels of the integration, as upstream.
+const (
+	annotationPrefix = "bmac.agent-install.openshift.io/"
+	// RoleAnnotation and the others below are copied to the Agent's spec.
+	RoleAnnotation                    = annotationPrefix + "role"
+	HostnameAnnotation                = annotationPrefix + "hostname"
+	MachineConfigPoolAnnotation       = annotationPrefix + "machine-config-pool"
+	InstallerArgsAnnotation           = annotationPrefix + "installer-args"
+	IgnitionConfigOverridesAnnotation = annotationPrefix + "ignition-config-overrides"
+	// ClusterReferenceAnnotation binds the Agent to "<namespace>/<name>"
+	// (late binding); "" unbinds it.
+	ClusterReferenceAnnotation = annotationPrefix + "cluster-reference"
+	// AgentLabelPrefix: bmac.agent-install.openshift.io.agent-label.<key>
+	// sets the Agent's label <key>; labels are added, never removed.
+	AgentLabelPrefix = "bmac.agent-install.openshift.io.agent-label."
+	// BMHLabel on an Agent names its BareMetalHost.
+	BMHLabel = "agent-install.openshift.io/bmh"
+	// detachedBy is the value of the detached annotation BMAC sets.
+	detachedBy = "assisted-service-controller"
+)
+
+// Reconciler pairs BareMetalHosts with Agents.
+type Reconciler struct {
+	Client   client.Client
+	Recorder record.EventRecorder
+}
+
+// +kubebuilder:rbac:groups=metal3.io,resources=baremetalhosts,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=agent-install.openshift.io,resources=agents;infraenvs,verbs=get;list;watch;update;patch
+
+// SetupWithManager registers the reconciler.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&metal3v1.BareMetalHost{}).
+		Watches(&agentinstallv1.Agent{}, handler.EnqueueRequestsFromMapFunc(r.hostsOfAgent)).
+		Watches(&agentinstallv1.InfraEnv{}, handler.EnqueueRequestsFromMapFunc(r.hostsOfInfraEnv)).
+		WithOptions(opts).
+		Named("bmac").
+		Complete(r)
+}
+
+// hostsOfAgent wakes the labelled hosts of the Agent's namespace whose boot
+// MAC is one of the Agent's.
+func (r *Reconciler) hostsOfAgent(ctx context.Context, o client.Object) []ctrl.Request {
+	a := o.(*agentinstallv1.Agent)
+	hosts := &metal3v1.BareMetalHostList{}
+	if err := r.Client.List(ctx, hosts, client.InNamespace(a.Namespace), client.HasLabels{agentinstallv1.InfraEnvNameLabel}); err != nil {
+		return nil
+	}
+	var reqs []ctrl.Request
+	for i := range hosts.Items {
+		if hasMAC(a, hosts.Items[i].Spec.BootMACAddress) {
+			reqs = append(reqs, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&hosts.Items[i])})
+		}
+	}
+	return reqs
+}
+
+// hostsOfInfraEnv wakes the hosts labelled for the InfraEnv (its ISO URL
+// is theirs).
+func (r *Reconciler) hostsOfInfraEnv(ctx context.Context, o client.Object) []ctrl.Request {
+	hosts := &metal3v1.BareMetalHostList{}
+	if err := r.Client.List(ctx, hosts, client.InNamespace(o.GetNamespace()), client.MatchingLabels{agentinstallv1.InfraEnvNameLabel: o.GetName()}); err != nil {
+		return nil
+	}
+	reqs := make([]ctrl.Request, 0, len(hosts.Items))
+	for i := range hosts.Items {
+		reqs = append(reqs, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&hosts.Items[i])})
+	}
+	return reqs
+}
+
+func hasMAC(a *agentinstallv1.Agent, mac string) bool {
+	if mac == "" {
+		return false
+	}
+	for _, nic := range a.Status.Inventory.Interfaces {
+		if strings.EqualFold(nic.MacAddress, mac) {
+			return true
+		}
+	}
+	return false
+}
+
+// Reconcile brings a labelled host and its Agent together.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	host := &metal3v1.BareMetalHost{}
+	if err := r.Client.Get(ctx, req.NamespacedName, host); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	ieName := host.Labels[agentinstallv1.InfraEnvNameLabel]
+	if ieName == "" || host.DeletionTimestamp != nil {
+		return ctrl.Result{}, nil
+	}
+	ie := &agentinstallv1.InfraEnv{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: host.Namespace, Name: ieName}, ie); err != nil {
+		if apierrors.IsNotFound(err) {
+			ctrl.LoggerFrom(ctx).Info("Waiting for the host's InfraEnv", "infraEnv", ieName)
+			return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	agent, err := r.agentOf(ctx, host)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if agent != nil {
+		if err := r.reconcileAgent(ctx, host, ie, agent); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	before := host.DeepCopy()
+	r.reconcileHost(host, ie, agent)
+	if !reflect.DeepEqual(before.Spec, host.Spec) || !reflect.DeepEqual(before.Annotations, host.Annotations) {
+		if err := r.Client.Update(ctx, host); err != nil {
+			if apierrors.IsConflict(err) {
+				return ctrl.Result{Requeue: true}, nil
+			}
+			return ctrl.Result{}, err
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+// agentOf is the Agent of the host's namespace with its boot MAC.
+func (r *Reconciler) agentOf(ctx context.Context, host *metal3v1.BareMetalHost) (*agentinstallv1.Agent, error) {
+	agents := &agentinstallv1.AgentList{}
+	if err := r.Client.List(ctx, agents, client.InNamespace(host.Namespace)); err != nil {
+		return nil, err
+	}
+	for i := range agents.Items {
+		if hasMAC(&agents.Items[i], host.Spec.BootMACAddress) {
+			return &agents.Items[i], nil
+		}
+	}
+	return nil, nil
+}
+
+// reconcileHost: the host boots the InfraEnv's ISO (live-iso, no
+// inspection or cleaning by the engine) until its Agent is there; it gets
+// the Agent's inventory as hardware details; once the install rebooted it
+// into its disk, the engine lets go of it.
+func (r *Reconciler) reconcileHost(host *metal3v1.BareMetalHost, ie *agentinstallv1.InfraEnv, agent *agentinstallv1.Agent) {
+	if host.Annotations == nil {
+		host.Annotations = map[string]string{}
+	}
+	if _, detached := host.Annotations[metal3v1.DetachedAnnotation]; detached {
+		return
+	}
+	host.Annotations[metal3v1.InspectAnnotation] = metal3v1.InspectAnnotationValueDisabled
+	host.Spec.AutomatedCleaningMode = metal3v1.CleaningModeDisabled
+	// The ISO URL is given while no Agent registered from it: a renewed URL
+	// of the same image must not make the engine boot the host again.
+	if url := ie.Status.ISODownloadURL; url != "" && (agent == nil || host.Spec.Image == nil) {
+		format := "live-iso"
+		host.Spec.Image = &metal3v1.Image{URL: url, DiskFormat: &format}
+		host.Spec.Online = true
+	}
+	if agent == nil {
+		return
+	}
+	if hw := hardwareDetails(agent); hw != "" && host.Annotations[metal3v1.HardwareDetailsAnnotation] != hw {
+		host.Annotations[metal3v1.HardwareDetailsAnnotation] = hw
+	}
+	if installedToDisk(agent) {
+		host.Annotations[metal3v1.DetachedAnnotation] = detachedBy
+		r.event(host, corev1.EventTypeNormal, "Detached", fmt.Sprintf("Agent %s rebooted into its installed disk: the host engine no longer manages the host", agent.Name))
+	}
+}
+
+// installedToDisk: the Agent's install wrote its disk and rebooted it.
+func installedToDisk(a *agentinstallv1.Agent) bool {
+	switch assistedapi.HostStage(a.Status.Progress.CurrentStage) {
+	case assistedapi.StageRebooting, assistedapi.StageConfiguring, assistedapi.StageJoined, assistedapi.StageDone, assistedapi.StageFailed:
+		return true
+	}
+	return a.Status.DebugInfo.State == hoststate.StatusInstalled || a.Status.DebugInfo.State == hoststate.StatusAddedToExistingCluster
+}
+
+// hardwareDetails is the Agent's inventory as metal3 hardware details JSON.
+func hardwareDetails(a *agentinstallv1.Agent) string {
+	inv := a.Status.Inventory
+	if len(inv.Interfaces) == 0 && len(inv.Disks) == 0 {
+		return ""
+	}
+	hw := metal3v1.HardwareDetails{
+		SystemVendor: metal3v1.HardwareSystemVendor{Manufacturer: inv.SystemVendor.Manufacturer, ProductName: inv.SystemVendor.ProductName,
+			SerialNumber: inv.SystemVendor.SerialNumber},
+		RAMMebibytes: int(inv.Memory.PhysicalBytes >> 20),
+		CPU: metal3v1.CPU{Arch: inv.Cpu.Architecture, Model: inv.Cpu.ModelName, ClockMegahertz: metal3v1.ClockSpeed(inv.Cpu.ClockMegahertz),
+			Flags: inv.Cpu.Flags, Count: int(inv.Cpu.Count)},
+		Hostname: inv.Hostname,
+	}
+	for _, nic := range inv.Interfaces {
+		ip := ""
+		if len(nic.IPV4Addresses) > 0 {
+			ip, _, _ = strings.Cut(nic.IPV4Addresses[0], "/")
+		} else if len(nic.IPV6Addresses) > 0 {
+			ip, _, _ = strings.Cut(nic.IPV6Addresses[0], "/")
+		}
+		hw.NIC = append(hw.NIC, metal3v1.NIC{Name: nic.Name, Model: strings.TrimSpace(nic.Vendor + " " + nic.Product), MAC: nic.MacAddress, IP: ip,
+			SpeedGbps: int(nic.SpeedMbps / 1000)})
+	}
+	for _, d := range inv.Disks {
+		st := metal3v1.Storage{Name: d.Path, Rotational: d.DriveType == "HDD", Type: metal3v1.DiskType(d.DriveType),
+			SizeBytes: metal3v1.Capacity(d.SizeBytes), Vendor: d.Vendor, Model: d.Model, SerialNumber: d.Serial, WWN: d.Wwn, HCTL: d.Hctl}
+		if d.ByPath != "" {
+			st.AlternateNames = append(st.AlternateNames, d.ByPath)
+		}
+		hw.Storage = append(hw.Storage, st)
+	}
+	data, err := json.Marshal(hw)
+	if err != nil {
+		return ""
+	}
+	return string(data)
+}
+
+// reconcileAgent: the Agent is labelled with its host, approved, and
+// takes the host's annotations while its install has not started.
+func (r *Reconciler) reconcileAgent(ctx context.Context, host *metal3v1.BareMetalHost, ie *agentinstallv1.InfraEnv, a *agentinstallv1.Agent) error {
+	before := a.DeepCopy()
+	if a.Labels == nil {
+		a.Labels = map[string]string{}
+	}
+	a.Labels[BMHLabel] = host.Name
+	for k, v := range host.Annotations {
+		if key, ok := strings.CutPrefix(k, AgentLabelPrefix); ok && key != "" {
+			a.Labels[key] = v
+		}
+	}
+	a.Spec.Approved = true
+	if preInstall(a) {
+		ann := host.Annotations
+		if v, ok := ann[RoleAnnotation]; ok {
+			a.Spec.Role = agentinstallv1.HostRole(v)
+		}
+		if v, ok := ann[HostnameAnnotation]; ok {
+			a.Spec.Hostname = v
+		}
+		if v, ok := ann[MachineConfigPoolAnnotation]; ok {
+			a.Spec.MachineConfigPool = v
+		}
+		if v, ok := ann[InstallerArgsAnnotation]; ok {
+			a.Spec.InstallerArgs = v
+		}
+		if v, ok := ann[IgnitionConfigOverridesAnnotation]; ok {
+			a.Spec.IgnitionConfigOverrides = v
+		}
+		if id := diskFromHints(a, host.Spec.RootDeviceHints); id != "" {
+			a.Spec.InstallationDiskID = id
+		}
+		if v, ok := ann[ClusterReferenceAnnotation]; ok {
+			if err := bindFromAnnotation(a, ie, v); err != nil {
+				r.event(host, corev1.EventTypeWarning, "InvalidClusterReference", err.Error())
+			}
+		}
+	}
+	if reflect.DeepEqual(before.Labels, a.Labels) && reflect.DeepEqual(before.Spec, a.Spec) {
+		return nil
+	}
+	if err := r.Client.Update(ctx, a); err != nil {
+		if apierrors.IsConflict(err) {
+			return nil // the Agent's change wakes the host again
+		}
+		return err
+	}
+	if !before.Spec.Approved {
+		r.event(host, corev1.EventTypeNormal, "AgentApproved", fmt.Sprintf("Agent %s registered with the host's boot MAC %s: approved", a.Name, host.Spec.BootMACAddress))
+	}
+	return nil
+}
+
+// preInstall: the Agent's install has not started, so its spec may change.
+func preInstall(a *agentinstallv1.Agent) bool {
+	switch a.Status.DebugInfo.State {
+	case hoststate.StatusPreparingForInstallation, hoststate.StatusPreparingSuccessful, hoststate.StatusInstalling,
+		hoststate.StatusInstallingInProgress, hoststate.StatusInstallingPendingUserAction, hoststate.StatusInstalled,
+		hoststate.StatusAddedToExistingCluster, hoststate.StatusError:
+		return false
+	}
+	return true
+}
+
+// bindFromAnnotation applies the cluster-reference annotation: "ns/name"
+// binds the Agent, "" unbinds it; an InfraEnv with a clusterRef binds its
+// Agents itself and refuses it.
+func bindFromAnnotation(a *agentinstallv1.Agent, ie *agentinstallv1.InfraEnv, ref string) error {
+	if ie.Spec.ClusterRef != nil {
+		return fmt.Errorf("annotation %s is set, but InfraEnv %s has a clusterRef: its Agents are bound to %s/%s", ClusterReferenceAnnotation, ie.Name,
+			ie.Spec.ClusterRef.Namespace, ie.Spec.ClusterRef.Name)
+	}
+	if ref == "" {
+		a.Spec.ClusterDeploymentName = nil
+		return nil
+	}
+	ns, name, ok := strings.Cut(ref, "/")
+	if !ok || ns == "" || name == "" {
+		return fmt.Errorf("annotation %s: %q is not <namespace>/<name>", ClusterReferenceAnnotation, ref)
+	}
+	a.Spec.ClusterDeploymentName = &agentinstallv1.ClusterReference{Namespace: ns, Name: name}
+	return nil
+}
+
+// diskFromHints is the inventory disk the host's root device hints name
+// (deviceName: a path or a /dev/disk/by-path name; serialNumber; wwn).
+func diskFromHints(a *agentinstallv1.Agent, h *metal3v1.RootDeviceHints) string {
+	if h == nil {
+		return ""
+	}
+	for _, d := range a.Status.Inventory.Disks {
+		switch {
+		case h.DeviceName != "" && h.DeviceName != d.Path && h.DeviceName != d.ByPath:
+		case h.SerialNumber != "" && h.SerialNumber != d.Serial:
+		case h.WWN != "" && h.WWN != d.Wwn:
+		case h.DeviceName == "" && h.SerialNumber == "" && h.WWN == "":
+		default:
+			return d.ID
+		}
+	}
+	return ""
+}
+
+func (r *Reconciler) event(o client.Object, typ, reason, msg string) {
+	if r.Recorder != nil {
+		r.Recorder.Event(o, typ, reason, msg)
+	}
+}
