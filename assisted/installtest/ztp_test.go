@@ -39,8 +39,8 @@ func TestZTPSingleNode(t *testing.T) {
 	host, secret := lab.Host(m, ns, true)
 	host.Labels = map[string]string{agentinstallv1.InfraEnvNameLabel: name}
 	host.Annotations = map[string]string{
-		bmac.RoleAnnotation:                  "master",
-		bmac.HostnameAnnotation:              "sno-0",
+		bmac.RoleAnnotation:                   "master",
+		bmac.HostnameAnnotation:               "sno-0",
 		bmac.AgentLabelPrefix + "agent-label": "label-value",
 	}
 	host.Spec.RootDeviceHints = &metal3v1.RootDeviceHints{DeviceName: "/dev/sda"}

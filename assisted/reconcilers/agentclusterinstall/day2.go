@@ -88,7 +88,7 @@ func (in *install) approveCSRs(ctx context.Context) error {
 		if !decided(csr) {
 			csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
 				Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: CSRApprovalReason,
-				Message: fmt.Sprintf("Approved by the agent service for host %s (%s), added to the installed cluster", a.Name, rec.Hostname(a)),
+				Message:        fmt.Sprintf("Approved by the agent service for host %s (%s), added to the installed cluster", a.Name, rec.Hostname(a)),
 				LastUpdateTime: now,
 			})
 			if err := spoke.SubResource("approval").Update(ctx, csr); err != nil {
