@@ -88,3 +88,53 @@ func TestZTPSingleNode(t *testing.T) {
 	g.Expect(host.Status.HardwareDetails).NotTo(BeNil())
 	g.Expect(host.Status.HardwareDetails.NIC).To(ContainElement(HaveField("MAC", m.Hardware.NICs[0].MAC)))
 }
+
+// TestZTPWorkers: three masters and two workers from BareMetalHosts
+// labelled for the InfraEnv, roles from the hosts' role annotations, then a
+// day-2 worker: a sixth host labelled after the install joins the installed
+// cluster.
+func TestZTPWorkers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end to end")
+	}
+	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(150 * time.Second)
+	g.SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
+	ctx := context.Background()
+	const ns = "ztp-workers"
+	lab, _ := startSpare(t, g, ns, 3, 2, 1, "127.77.12", "127.77.12.100", "127.77.12.101")
+	g.Expect(lab.Start("127.0.0.1:0")).To(Succeed())
+	t.Cleanup(lab.Close)
+	addHost := func(i int, role string) *metal3v1.BareMetalHost {
+		host, secret := lab.Host(lab.Machines[i], ns, true)
+		host.Labels = map[string]string{agentinstallv1.InfraEnvNameLabel: ns}
+		host.Annotations = map[string]string{bmac.RoleAnnotation: role}
+		g.Expect(env.Client.Create(ctx, secret)).To(Succeed())
+		g.Expect(env.Client.Create(ctx, host)).To(Succeed())
+		return host
+	}
+	for i, role := range []string{"master", "master", "master", "worker", "worker"} {
+		addHost(i, role)
+	}
+	waitCompleted(g, ns, ns)
+	g.Expect(spokeNodes(g, ns, ns).Items).To(HaveLen(5))
+	for _, m := range lab.Machines[:5] {
+		a := &agentinstallv1.Agent{}
+		g.Expect(env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: m.UUID}, a)).To(Succeed())
+		g.Expect(a.Status.Progress.CurrentStage).To(Equal("Done"), m.UUID)
+	}
+	g.Eventually(aciState(ns)).Should(Equal("adding-hosts"))
+
+	// Day 2: a host labelled now installs into the running cluster.
+	host := addHost(5, "worker")
+	g.Eventually(func() string {
+		a := &agentinstallv1.Agent{}
+		_ = env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: lab.Machines[5].UUID}, a)
+		return a.Status.DebugInfo.State + "/" + a.Status.Progress.CurrentStage
+	}).Should(Equal("added-to-existing-cluster/Done"))
+	g.Expect(spokeNodes(g, ns, ns).Items).To(HaveLen(6))
+	g.Eventually(func() map[string]string {
+		_ = env.Client.Get(ctx, client.ObjectKeyFromObject(host), host)
+		return host.Annotations
+	}).Should(HaveKey(metal3v1.DetachedAnnotation))
+}
