@@ -46,8 +46,10 @@ func (s *Server) installRequest(ctx context.Context, ie *agentinstallv1.InfraEnv
 	if c.SNO() {
 		req.HighAvailabilityMode = assistedapi.HighAvailabilityNone
 	}
-	if args, err := record.InstallerArgs(a); err == nil {
-		req.InstallerArgs = args
+	// A host whose installerArgs are wrong is not installed (its Agent
+	// says why, and keeps the cluster from starting).
+	if req.InstallerArgs, err = record.InstallerArgs(a); err != nil {
+		return nil, err
 	}
 	req.IgnitionFileName = assistedapi.IgnitionFileName(role, a.Name)
 	if a.Status.Bootstrap && !c.SNO() {

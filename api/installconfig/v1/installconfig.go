@@ -33,7 +33,9 @@ type InstallConfig struct {
 	Platform     Platform      `json:"platform"`
 	PullSecret   string        `json:"pullSecret"`
 	SSHKey       string        `json:"sshKey,omitempty"`
-	Metalshift   *Metalshift   `json:"metalshift,omitempty"`
+	// FIPS asks for a cluster in FIPS mode (openshift-install's fips).
+	FIPS       bool        `json:"fips,omitempty"`
+	Metalshift *Metalshift `json:"metalshift,omitempty"`
 }
 
 // Metadata names the cluster.

@@ -34,6 +34,8 @@ type Inputs struct {
 	// SNOAddress is the single node's IP address: with no VIPs, the API
 	// answers there. Empty for multi-node clusters.
 	SNOAddress string
+	// Manifests are the user's manifests (folder openshift) by file name.
+	Manifests map[string][]byte
 }
 
 // State is the content of the install-state Secret.
@@ -45,9 +47,14 @@ type State struct {
 	// APIAddress is where the installed cluster's API answers (VIP, or the
 	// single node's address).
 	APIAddress string
+	// Manifests are the user's manifests (folder openshift) by file name,
+	// which the bootstrap node applies.
+	Manifests map[string][]byte
 }
 
-// InstallConfig is the install-config of an install.
+// InstallConfig is the install-config of an install, with the
+// AgentClusterInstall's install-config overrides applied (an
+// *OverridesError when they do not apply).
 func InstallConfig(in Inputs) (*installconfig.InstallConfig, error) {
 	aci, cd := in.ACI, in.CD
 	req := aci.Spec.ProvisionRequirements
@@ -72,6 +79,9 @@ func InstallConfig(in Inputs) (*installconfig.InstallConfig, error) {
 		ic.Platform.BareMetal = &installconfig.BareMetal{APIVIPs: api, IngressVIPs: ingress, Hosts: []installconfig.Host{}}
 	} else {
 		ic.Platform.None = &struct{}{}
+	}
+	if err := ApplyOverrides(ic, aci.Annotations[InstallConfigOverridesAnnotation]); err != nil {
+		return nil, err
 	}
 	return ic, nil
 }
@@ -137,7 +147,7 @@ func New(in Inputs) (*State, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &State{InstallConfig: raw, RootCA: ca, AdminKubeconfig: kc, KubeadminPassword: pw, APIAddress: addr}, nil
+	return &State{InstallConfig: raw, RootCA: ca, AdminKubeconfig: kc, KubeadminPassword: pw, APIAddress: addr, Manifests: in.Manifests}, nil
 }
 
 // password is a kubeadmin password in openshift-install's shape: four
@@ -166,6 +176,7 @@ func HostIgnition(st *State, clusterDomain, role string, bootstrap, inPlace bool
 		return ignition.Bootstrap(ignition.BootstrapOptions{
 			InstallConfig: st.InstallConfig, PullSecret: pullSecret, RootCACert: st.RootCA.Cert, RootCAKey: st.RootCA.Key,
 			AdminKubeconfig: st.AdminKubeconfig, ReleaseVersion: version, Override: override, InPlace: inPlace,
+			Manifests: bootstrapManifests(st.Manifests),
 		})
 	}
 	mcs := fmt.Sprintf("https://api-int.%s:%d", clusterDomain, bootstrapnode.MachineConfigServerPort)
@@ -184,10 +195,12 @@ const (
 
 // Data is the state as Secret data.
 func (st *State) Data() map[string][]byte {
-	return map[string][]byte{
+	data := map[string][]byte{
 		keyRootCACert: st.RootCA.Cert, keyRootCAKey: st.RootCA.Key, keyAdminKubeconfig: st.AdminKubeconfig,
 		keyInstallConfig: st.InstallConfig, keyPassword: []byte(st.KubeadminPassword), keyAPIAddress: []byte(st.APIAddress),
 	}
+	manifestsData(data, st.Manifests)
+	return data
 }
 
 // FromData reads a state from Secret data.
@@ -198,5 +211,6 @@ func FromData(data map[string][]byte) (*State, error) {
 		}
 	}
 	return &State{InstallConfig: data[keyInstallConfig], RootCA: certs.KeyPair{Cert: data[keyRootCACert], Key: data[keyRootCAKey]},
-		AdminKubeconfig: data[keyAdminKubeconfig], KubeadminPassword: string(data[keyPassword]), APIAddress: string(data[keyAPIAddress])}, nil
+		AdminKubeconfig: data[keyAdminKubeconfig], KubeadminPassword: string(data[keyPassword]), APIAddress: string(data[keyAPIAddress]),
+		Manifests: manifestsFromData(data)}, nil
 }

@@ -6,7 +6,6 @@ package record
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -259,18 +258,6 @@ func OSImage(ctx context.Context, r client.Reader, version, arch string) (assist
 		}
 	}
 	return assistedapi.OSImage{}, fmt.Errorf("AgentServiceConfig %s has no OS image for OpenShift %s on %s", agentinstallv1.AgentServiceConfigName, minor, arch)
-}
-
-// InstallerArgs parses an Agent's spec.installerArgs (a JSON array).
-func InstallerArgs(a *agentinstallv1.Agent) ([]string, error) {
-	if a.Spec.InstallerArgs == "" {
-		return nil, nil
-	}
-	var args []string
-	if err := json.Unmarshal([]byte(a.Spec.InstallerArgs), &args); err != nil {
-		return nil, fmt.Errorf("installerArgs: %w", err)
-	}
-	return args, nil
 }
 
 // MachineNetworks are an install's machine networks: the ACI's; else for a

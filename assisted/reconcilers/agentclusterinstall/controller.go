@@ -51,6 +51,8 @@ type Reconciler struct {
 	// EventsURL signs events URLs (server.Server.EventsURL); nil leaves
 	// status.debugInfo.eventsURL empty.
 	EventsURL func(filters ...string) string
+	// configMaps reads manifests ConfigMaps, live (setupManifests).
+	configMaps client.Reader
 }
 
 // +kubebuilder:rbac:groups=extensions.hive.openshift.io,resources=agentclusterinstalls;agentclusterinstalls/status,verbs=get;list;watch;update;patch
@@ -66,10 +68,14 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	if r.Spoke == nil {
 		r.Spoke = KubeconfigSpoke{}
 	}
+	if err := r.setupManifests(mgr); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&hiveextv1.AgentClusterInstall{}).
 		Watches(&hivev1.ClusterDeployment{}, handler.EnqueueRequestsFromMapFunc(aciOfCD)).
 		Watches(&agentinstallv1.Agent{}, handler.EnqueueRequestsFromMapFunc(r.aciOfAgent)).
+		WatchesMetadata(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.acisOfConfigMap)).
 		WithOptions(opts).
 		Named("agentclusterinstall").
 		Complete(r)
@@ -133,6 +139,8 @@ type install struct {
 	version string
 	specErr error
 	input   bool
+	// manifests are the user's, read when the install is about to start.
+	manifests map[string][]byte
 
 	// state is the install-state Secret (nil before the install), read
 	// once per reconcile; spoke is what the installed cluster reported,
@@ -170,6 +178,7 @@ func (in *install) run(ctx context.Context) (ctrl.Result, error) {
 	}
 	facts, v := in.facts(ctx)
 	state, info := clusterstate.Refresh(facts)
+	in.checkOverrides(ctx, state == clusterstate.StatusPreparingForInstallation && !facts.PreparationDone)
 	requeue := 30 * time.Second
 	switch {
 	case state == clusterstate.StatusPreparingForInstallation && in.specErr != nil && facts.Status != state:
@@ -286,7 +295,7 @@ func (in *install) prepare(ctx context.Context) error {
 		addr = hostAddress(bootstrap)
 	}
 	if in.state == nil {
-		st, err := installstate.New(installstate.Inputs{CD: c.CD, ACI: c.ACI, Version: in.version, SNOAddress: addr})
+		st, err := installstate.New(installstate.Inputs{CD: c.CD, ACI: c.ACI, Version: in.version, SNOAddress: addr, Manifests: in.manifests})
 		if err != nil {
 			return err
 		}
