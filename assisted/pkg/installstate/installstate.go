@@ -176,7 +176,7 @@ func HostIgnition(st *State, clusterDomain, role string, bootstrap, inPlace bool
 		return ignition.Bootstrap(ignition.BootstrapOptions{
 			InstallConfig: st.InstallConfig, PullSecret: pullSecret, RootCACert: st.RootCA.Cert, RootCAKey: st.RootCA.Key,
 			AdminKubeconfig: st.AdminKubeconfig, ReleaseVersion: version, Override: override, InPlace: inPlace,
-			Manifests: bootstrapManifests(st.Manifests),
+			Manifests: append([]ignition.Manifest{ControllerManifest}, bootstrapManifests(st.Manifests)...),
 		})
 	}
 	mcs := fmt.Sprintf("https://api-int.%s:%d", clusterDomain, bootstrapnode.MachineConfigServerPort)
@@ -214,3 +214,26 @@ func FromData(data map[string][]byte) (*State, error) {
 		AdminKubeconfig: data[keyAdminKubeconfig], KubeadminPassword: string(data[keyPassword]), APIAddress: string(data[keyAPIAddress]),
 		Manifests: manifestsFromData(data)}, nil
 }
+
+// ControllerManifest deploys the in-cluster side of an agent-based install,
+// as upstream's assisted-installer-controller: its namespace and
+// configuration. While the install runs the controller approves the
+// joining nodes' CSRs; once the cluster is installed it is done, and CSRs
+// of hosts added later are the agent service's to approve (day 2).
+var ControllerManifest = ignition.Manifest{Dir: "openshift", Name: "99_assisted-installer-controller.yaml", Data: []byte(`apiVersion: v1
+kind: Namespace
+metadata:
+  name: ` + ControllerNamespace + `
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: assisted-installer-controller-config
+  namespace: ` + ControllerNamespace + `
+data:
+  approve-csrs: "until-installed"
+`)}
+
+// ControllerNamespace is the installed cluster's namespace of the
+// assisted-installer controller.
+const ControllerNamespace = "assisted-installer"
