@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -89,6 +90,9 @@ type LabOptions struct {
 	// BMC: "" (as UEFI machines), LegacyBMCRedfish (Redfish, network boot)
 	// or LegacyBMCIPMI (an ipmi_sim per legacy machine, network boot).
 	LegacyBMC string
+	// HostLabels and HostAnnotations are set on the BareMetalHosts that
+	// Host and Manifests return.
+	HostLabels, HostAnnotations map[string]string
 }
 
 // Lab is a running set of simulated machines behind one Redfish endpoint.
@@ -338,6 +342,12 @@ func (l *Lab) Host(m *machine.Machine, namespace string, virtualMedia bool) (*me
 			BootMode:       l.bootMode(m),
 			Online:         false,
 		},
+	}
+	if len(l.Opts.HostLabels) > 0 {
+		host.Labels = maps.Clone(l.Opts.HostLabels)
+	}
+	if len(l.Opts.HostAnnotations) > 0 {
+		host.Annotations = maps.Clone(l.Opts.HostAnnotations)
 	}
 	return host, secret
 }

@@ -19,25 +19,26 @@ import (
 )
 
 type simBMCOptions struct {
-	hosts        int
-	listen       string
-	bootURL      string
-	hubDir       string
-	namespace    string
-	virtualMedia bool
-	manifests    string
-	username     string
-	password     string
-	binDir       string
-	console      bool
-	backend      string
-	stateDir     string
-	bootModes    []string
-	legacyBMC    string
-	bootISO      string
-	namePrefix   string
-	subnet       string
-	macOctet     uint8
+	hosts                       int
+	hostLabels, hostAnnotations map[string]string
+	listen                      string
+	bootURL                     string
+	hubDir                      string
+	namespace                   string
+	virtualMedia                bool
+	manifests                   string
+	username                    string
+	password                    string
+	binDir                      string
+	console                     bool
+	backend                     string
+	stateDir                    string
+	bootModes                   []string
+	legacyBMC                   string
+	bootISO                     string
+	namePrefix                  string
+	subnet                      string
+	macOctet                    uint8
 }
 
 func newSimCommand() *cobra.Command {
@@ -97,6 +98,8 @@ Machines of labs running side by side need their own --name-prefix, --subnet and
 	f.StringVar(&o.subnet, "subnet", "192.0.2", "First three octets of the machines' IP addresses")
 	f.Uint8Var(&o.macOctet, "mac-octet", 0x6d, "Fourth octet of the machines' MAC addresses, also part of their UUIDs (labs side by side need different ones)")
 	f.StringVar(&o.binDir, "bin-dir", "", "Directory holding etcd and kube-apiserver, which installed clusters run (default: as `hub up`)")
+	f.StringToStringVar(&o.hostLabels, "host-label", nil, "Labels of the printed BareMetalHosts, key=value (e.g. infraenvs.agent-install.openshift.io=<InfraEnv> for the agent-based install)")
+	f.StringToStringVar(&o.hostAnnotations, "host-annotation", nil, "Annotations of the printed BareMetalHosts, key=value (e.g. bmac.agent-install.openshift.io/role=master)")
 	cmd.AddCommand(bmc, newSimImageCommand())
 	return cmd
 }
@@ -117,7 +120,7 @@ func (o *simBMCOptions) run(ctx context.Context, stdout, stderr io.Writer) error
 	}
 	opts := sim.LabOptions{Hosts: o.hosts, Username: o.username, Password: o.password, BootURL: bootURL,
 		Backend: o.backend, StateDir: o.stateDir, BootModes: modes, LegacyBMC: o.legacyBMC,
-		NamePrefix: o.namePrefix, Subnet: o.subnet, MACOctet: o.macOctet}
+		NamePrefix: o.namePrefix, Subnet: o.subnet, MACOctet: o.macOctet, HostLabels: o.hostLabels, HostAnnotations: o.hostAnnotations}
 	if o.backend != sim.BackendQEMU { // VMs run their installed OS themselves
 		world, err := cluster.New(cluster.Options{BinDir: o.binDir, Logf: func(format string, args ...any) {
 			fmt.Fprintf(stderr, format+"\n", args...)
