@@ -40,6 +40,10 @@ type Facts struct {
 	StageTimedOut bool
 	// StageTimeout is the limit that passed, shown in the status info.
 	StageTimeout time.Duration
+	// Day2Host: the host was bound to an installed cluster to be added to
+	// it (status.kind AddToExistingClusterHost); it may be unbound while
+	// it installs.
+	Day2Host bool
 }
 
 // Validation IDs by their effect on a host, as in upstream's state
@@ -66,6 +70,13 @@ var (
 // Refresh returns a host's next status and its status info.
 func Refresh(f Facts) (status, statusInfo string) {
 	switch {
+	case !f.Bound && leftCluster(f.Status):
+		if s, ok := Unbind(f.Status, f.Day2Host); ok {
+			return s, unbindInfo(s)
+		}
+		// Refused (admission stops it first): the host stays in its
+		// install, which the Agent's SpecSynced reports.
+		return f.Status, f.StatusInfo
 	case f.Status == StatusPreparingForInstallation || f.Status == StatusPreparingSuccessful:
 		return refreshPreparing(f)
 	case installing[f.Status]:
@@ -90,8 +101,25 @@ func Refresh(f Facts) (status, statusInfo string) {
 		return f.Status, keep(f, InfoBinding)
 	case f.Status == StatusUnbinding:
 		return f.Status, keep(f, InfoUnbinding)
+	case f.Status == StatusUnbindingPendingUserAction:
+		return f.Status, keep(f, InfoUnbindingPendingUser)
 	}
 	return f.Status, f.StatusInfo
+}
+
+// leftCluster tells whether a host in status, whose cluster reference is
+// gone, is to be unbound: it was bound (discovering for, installing in
+// or installed in a cluster). Unbound statuses and those of a host
+// already unbinding are not.
+func leftCluster(status string) bool {
+	return status != "" && !IsUnbound(status) && status != StatusDisabled
+}
+
+func unbindInfo(status string) string {
+	if status == StatusUnbindingPendingUserAction {
+		return InfoUnbindingPendingUser
+	}
+	return InfoUnbinding
 }
 
 func keep(f Facts, fallback string) string {

@@ -93,7 +93,7 @@ func TestRefresh(t *testing.T) {
 			return f
 		}(), StatusInsufficientUnbound, InfoInsufficientHardware + ntp + " ; ram"},
 		"binding waits for registration": {bound(StatusBinding), StatusBinding, InfoBinding},
-		"unbound while known":            {func() Facts { f := bound(StatusKnown); f.Bound = false; return f }(), StatusKnownUnbound, InfoReadyToBeBound},
+		"unbound while known":            {func() Facts { f := bound(StatusKnown); f.Bound = false; return f }(), StatusUnbinding, InfoUnbinding},
 		// preparation
 		"cluster preparing, approved": {func() Facts { f := bound(StatusKnown); f.ClusterStatus = "preparing-for-installation"; return f }(), StatusPreparingForInstallation, InfoPreparing},
 		"cluster preparing, not approved": {func() Facts {

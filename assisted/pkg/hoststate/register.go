@@ -25,10 +25,8 @@ func RegisterAt(current string, bound bool, stage assistedapi.HostStage, day2 bo
 	}
 	switch current {
 	case "", StatusDiscovering, StatusKnown, StatusDisconnected, StatusInsufficient, StatusPendingForInput,
-		StatusResettingPendingUserAction, StatusResetting:
+		StatusResettingPendingUserAction, StatusResetting, StatusBinding:
 		return fresh()
-	case StatusBinding:
-		return StatusDiscovering, InfoDiscovering
 	case StatusDiscoveringUnbound, StatusKnownUnbound, StatusDisconnectedUnbound, StatusInsufficientUnbound,
 		StatusUnbinding, StatusUnbindingPendingUserAction, StatusReclaiming, StatusReclaimingRebooting:
 		return StatusDiscoveringUnbound, InfoDiscovering
@@ -50,15 +48,23 @@ func RegisterAt(current string, bound bool, stage assistedapi.HostStage, day2 bo
 }
 
 // Unbind is the status of a host whose cluster reference was removed:
-// before the install it unbinds at once; after (installed, error,
-// cancelled) it must first boot the discovery image again. ok is false
-// where upstream refuses (preparing or installing).
-func Unbind(current string) (status string, ok bool) {
+// before its install (or while binding) it unbinds at once and is
+// released when its agent registers again; once installed, failed or
+// cancelled, and a day-2 host while it installs, it must first be booted
+// from the discovery image again (upstream's reclaim without a
+// BareMetalHost). ok is false where upstream refuses: a day-1 host
+// preparing or installing.
+func Unbind(current string, day2 bool) (status string, ok bool) {
 	switch {
-	case beforeInstall[current]:
+	case beforeInstall[current], current == StatusBinding:
 		return StatusUnbinding, true
 	case current == StatusInstalled, current == StatusAddedToExistingCluster, current == StatusError, current == StatusCancelled:
 		return StatusUnbindingPendingUserAction, true
+	case installing[current] || preparing[current]:
+		if day2 {
+			return StatusUnbindingPendingUserAction, true
+		}
+		return current, false
 	case IsUnbound(current):
 		return current, true
 	}

@@ -23,6 +23,7 @@ func TestRegister(t *testing.T) {
 		{StatusPendingForInput, true, StatusDiscovering},
 		{StatusResettingPendingUserAction, true, StatusDiscovering},
 		{StatusBinding, true, StatusDiscovering},
+		{StatusBinding, false, StatusDiscoveringUnbound},
 		// unbound, unbinding*, reclaiming-rebooting → discovering-unbound
 		{StatusKnownUnbound, false, StatusDiscoveringUnbound},
 		{StatusInsufficientUnbound, false, StatusDiscoveringUnbound},
@@ -74,21 +75,30 @@ func TestRegisterBackIntoTheISO(t *testing.T) {
 
 func TestUnbind(t *testing.T) {
 	for _, tc := range []struct {
-		current, want string
-		ok            bool
+		current string
+		day2    bool
+		want    string
+		ok      bool
 	}{
-		{StatusKnown, StatusUnbinding, true},
-		{StatusInsufficient, StatusUnbinding, true},
-		{StatusInstalled, StatusUnbindingPendingUserAction, true},
-		{StatusAddedToExistingCluster, StatusUnbindingPendingUserAction, true},
-		{StatusError, StatusUnbindingPendingUserAction, true},
-		{StatusCancelled, StatusUnbindingPendingUserAction, true},
-		{StatusKnownUnbound, StatusKnownUnbound, true},
-		{StatusInstallingInProgress, StatusInstallingInProgress, false},
-		{StatusPreparingForInstallation, StatusPreparingForInstallation, false},
+		{StatusKnown, false, StatusUnbinding, true},
+		{StatusInsufficient, false, StatusUnbinding, true},
+		{StatusDisconnected, false, StatusUnbinding, true},
+		{StatusBinding, false, StatusUnbinding, true},
+		{StatusInstalled, false, StatusUnbindingPendingUserAction, true},
+		{StatusAddedToExistingCluster, true, StatusUnbindingPendingUserAction, true},
+		{StatusError, false, StatusUnbindingPendingUserAction, true},
+		{StatusCancelled, false, StatusUnbindingPendingUserAction, true},
+		{StatusKnownUnbound, false, StatusKnownUnbound, true},
+		{StatusUnbinding, false, StatusUnbinding, true},
+		// A day-1 host installing may not leave its cluster; a day-2 one
+		// may, and must boot the discovery image again.
+		{StatusInstallingInProgress, false, StatusInstallingInProgress, false},
+		{StatusPreparingForInstallation, false, StatusPreparingForInstallation, false},
+		{StatusInstallingInProgress, true, StatusUnbindingPendingUserAction, true},
+		{StatusInstalling, true, StatusUnbindingPendingUserAction, true},
 	} {
-		if got, ok := Unbind(tc.current); got != tc.want || ok != tc.ok {
-			t.Errorf("Unbind(%q) = %q %v, want %q %v", tc.current, got, ok, tc.want, tc.ok)
+		if got, ok := Unbind(tc.current, tc.day2); got != tc.want || ok != tc.ok {
+			t.Errorf("Unbind(%q, %v) = %q %v, want %q %v", tc.current, tc.day2, got, ok, tc.want, tc.ok)
 		}
 	}
 }

@@ -39,15 +39,18 @@ const (
 
 // Status infos (upstream's texts; $-free ones are used as they are).
 const (
-	InfoDiscovering            = "Waiting for host to send hardware details"
-	InfoDisconnected           = "Host has stopped communicating with the installation service"
-	InfoInsufficientHardware   = "Host does not meet the minimum hardware requirements: "
-	InfoPendingForInput        = "Waiting for user input: "
-	InfoNotReadyForInstall     = "Host cannot be installed due to following failing validation(s): "
-	InfoKnown                  = "Host is ready to be installed"
-	InfoReadyToBeBound         = "Host is ready to be bound to a cluster"
-	InfoBinding                = "Host is waiting to be bound to the cluster"
-	InfoUnbinding              = "Host is waiting to be unbound from the cluster"
+	InfoDiscovering          = "Waiting for host to send hardware details"
+	InfoDisconnected         = "Host has stopped communicating with the installation service"
+	InfoInsufficientHardware = "Host does not meet the minimum hardware requirements: "
+	InfoPendingForInput      = "Waiting for user input: "
+	InfoNotReadyForInstall   = "Host cannot be installed due to following failing validation(s): "
+	InfoKnown                = "Host is ready to be installed"
+	InfoReadyToBeBound       = "Host is ready to be bound to a cluster"
+	InfoBinding              = "Host is waiting to be bound to the cluster"
+	InfoUnbinding            = "Host is waiting to be unbound from the cluster"
+	// InfoUnbindingPendingUser is ours: upstream's Bound condition says
+	// the same ("Pending host reboot from infraenv image").
+	InfoUnbindingPendingUser   = "Host is waiting to be unbound from the cluster: boot it from its InfraEnv's discovery image again to return it to the InfraEnv"
 	InfoPreparing              = "Host is preparing for installation"
 	InfoPreparationSuccessful  = "Host finished successfully to prepare for installation"
 	InfoInstalling             = "Installation is in progress"
@@ -67,6 +70,8 @@ var (
 	unbound = set(StatusDiscoveringUnbound, StatusKnownUnbound, StatusDisconnectedUnbound, StatusInsufficientUnbound)
 	// installing are the statuses of a host whose install step was sent.
 	installing = set(StatusInstalling, StatusInstallingInProgress, StatusInstallingPendingUserAction)
+	// preparing are the statuses of a host preparing for its install.
+	preparing = set(StatusPreparingForInstallation, StatusPreparingSuccessful, StatusPreparingFailed)
 )
 
 func set(items ...string) map[string]bool {
