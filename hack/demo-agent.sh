@@ -5,13 +5,17 @@
 # image and a ClusterImageSet the release; two clusters are written in the
 # seed's shapes (Namespace, pull secret, ClusterDeployment,
 # AgentClusterInstall, InfraEnv): `sno` (one node) and `compact` (three
-# control-plane nodes behind API and ingress VIPs). Simulated machines boot
-# each InfraEnv's discovery ISO through their BMCs as a person would, their
-# Agents are approved with the seed's command, the installs start by
-# themselves and are followed until the clusters are installed; then the
-# seed's condition listings and each installed cluster's Nodes, through the
-# admin kubeconfig the hub wrote. `make demo-agent` runs it (and `make demo`
-# after hack/demo.sh).
+# control-plane nodes behind API and ingress VIPs). sno's machine boots its
+# InfraEnv's discovery ISO through its BMC as a person would and its Agent
+# is approved with the seed's command; compact's machines are BareMetalHosts
+# labelled for their InfraEnv (zero-touch provisioning): the host engine
+# boots them from the ISO and their Agents are approved for them. The
+# installs start by themselves and are followed until the clusters are
+# installed; then the seed's condition listings and each installed
+# cluster's Nodes, through the admin kubeconfig the hub wrote; last, a
+# fourth BareMetalHost, annotated with the seed's commands, is labelled for
+# compact's InfraEnv and joins the installed cluster as a day-2 worker.
+# `make demo-agent` runs it (and `make demo` after hack/demo.sh).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -184,7 +188,7 @@ echo
 "${kubectl[@]}" apply -f "${dir}/sno.yaml" -f "${dir}/compact.yaml"
 
 step "The discovery ISOs: each InfraEnv's status.isoDownloadURL"
-declare -A iso
+declare -A iso hosts=([sno]=1 [compact]=3)
 for c in "${clusters[@]}"; do
 	for _ in $(seq 600); do
 		iso[${c}]="$("${kubectl[@]}" -n "${c}" get infraenv "${c}" -o jsonpath='{.status.isoDownloadURL}')"
@@ -195,17 +199,33 @@ for c in "${clusters[@]}"; do
 done
 show get infraenvs -A -o wide
 
-step "Machines boot the ISOs through their BMCs (metalshift sim bmc --boot-iso: virtual media, one-time boot from CD, power on)"
-# One lab per cluster, each with its own names, addresses, MACs and UUIDs.
-declare -A hosts=([sno]=1 [compact]=3) subnet=([sno]=127.43.1 [compact]=127.43.2) octet=([sno]=0x31 [compact]=0x32)
-for c in "${clusters[@]}"; do
-	echo "metalshift sim bmc --hosts ${hosts[${c}]} --name-prefix ${c} --subnet ${subnet[${c}]} --mac-octet ${octet[${c}]} --boot-iso \"\$(kubectl -n ${c} get infraenv ${c} -o jsonpath='{.status.isoDownloadURL}')\""
-	"${ms}" sim bmc --hosts "${hosts[${c}]}" --name-prefix "${c}" --subnet "${subnet[${c}]}" --mac-octet "${octet[${c}]}" \
-		--boot-iso "${iso[${c}]}" --console --hub-dir "${dir}/hub" --bin-dir "${bin}" > "${dir}/sim-${c}.log" 2>&1 &
-	sim_pids+=($!)
-done
+step "The seed's install-config overrides, on sno's AgentClusterInstall before its install"
+echo "$ kubectl annotate agentclusterinstalls.extensions.hive.openshift.io sno -n sno agent-install.openshift.io/install-config-overrides=\"{\\\"networking\\\":{\\\"networkType\\\": \\\"OVNKubernetes\\\"},\\\"fips\\\":true}\""
+"${kubectl[@]}" annotate agentclusterinstalls.extensions.hive.openshift.io sno -n sno agent-install.openshift.io/install-config-overrides="{\"networking\":{\"networkType\": \"OVNKubernetes\"},\"fips\":true}"
 
-step "Agents register, named after the machines' UUIDs; approving each with the seed's command"
+step "sno: its machine boots the ISO through its BMC (metalshift sim bmc --boot-iso: virtual media, one-time boot from CD, power on)"
+echo "metalshift sim bmc --hosts 1 --name-prefix sno --subnet 127.43.1 --mac-octet 0x31 --boot-iso \"\$(kubectl -n sno get infraenv sno -o jsonpath='{.status.isoDownloadURL}')\""
+"${ms}" sim bmc --hosts 1 --name-prefix sno --subnet 127.43.1 --mac-octet 0x31 \
+	--boot-iso "${iso[sno]}" --console --hub-dir "${dir}/hub" --bin-dir "${bin}" > "${dir}/sim-sno.log" 2>&1 &
+sim_pids+=($!)
+
+step "compact: four machines on a Redfish BMC, three of them BareMetalHosts labelled for the InfraEnv (ZTP), the fourth kept for day 2"
+echo "metalshift sim bmc --hosts 4 --name-prefix compact --namespace compact --subnet 127.43.2 --mac-octet 0x32 \\"
+echo "    --host-label infraenvs.agent-install.openshift.io=compact --host-annotation bmac.agent-install.openshift.io/role=master --manifests compact-hosts.yaml"
+"${ms}" sim bmc --hosts 4 --name-prefix compact --namespace compact --subnet 127.43.2 --mac-octet 0x32 \
+	--host-label infraenvs.agent-install.openshift.io=compact --host-annotation bmac.agent-install.openshift.io/role=master \
+	--manifests "${dir}/compact-hosts.yaml" --console --hub-dir "${dir}/hub" --bin-dir "${bin}" > "${dir}/sim-compact.log" 2>&1 &
+sim_pids+=($!)
+for _ in $(seq 100); do [[ -s "${dir}/compact-hosts.yaml" ]] && break; sleep 0.1; done
+# compact-3 joins after the install: in the inventory now, without the label.
+awk 'BEGIN { RS = "---\n"; ORS = "---\n" } !/compact-3/' "${dir}/compact-hosts.yaml" > "${dir}/compact-day1.yaml"
+awk 'BEGIN { RS = "---\n"; ORS = "---\n" } /compact-3/' "${dir}/compact-hosts.yaml" |
+	grep -v -e 'infraenvs.agent-install.openshift.io: compact' -e 'bmac.agent-install.openshift.io/role: master' -e '^  labels:$' -e '^  annotations:$' \
+	> "${dir}/compact-day2.yaml"
+sed -n '/^kind: BareMetalHost/,/^---/p' "${dir}/compact-day1.yaml" | sed -n '1,/^---/p' | sed '$d'
+"${kubectl[@]}" apply -f "${dir}/compact-day1.yaml" -f "${dir}/compact-day2.yaml"
+
+step "Agents register, named after the machines' UUIDs: sno's approved with the seed's command, compact's by the BareMetalHost integration"
 for c in "${clusters[@]}"; do
 	for _ in $(seq 600); do
 		# Registered, and the inventory in: the host name shows.
@@ -218,12 +238,11 @@ grep -h -E 'inserted|Discovery agent started' "${dir}"/sim-*.log
 echo
 show get agents -A -o wide
 echo
-for c in "${clusters[@]}"; do
-	for a in $("${kubectl[@]}" -n "${c}" get agents -o jsonpath='{.items[*].metadata.name}'); do
-		echo "$ kubectl -n ${c} patch agents.agent-install.openshift.io ${a} -p '{\"spec\":{\"approved\":true}}' --type merge"
-		"${kubectl[@]}" -n "${c}" patch agents.agent-install.openshift.io "${a}" -p '{"spec":{"approved":true}}' --type merge
-	done
+for a in $("${kubectl[@]}" -n sno get agents -o jsonpath='{.items[*].metadata.name}'); do
+	echo "$ kubectl -n sno patch agents.agent-install.openshift.io ${a} -p '{\"spec\":{\"approved\":true}}' --type merge"
+	"${kubectl[@]}" -n sno patch agents.agent-install.openshift.io "${a}" -p '{"spec":{"approved":true}}' --type merge
 done
+show -n compact get bmh
 
 step "The installs start by themselves: each cluster's state and progress, each host's stage, until installed"
 # progress prints one line per cluster: its state, percentage and hosts' stages.
@@ -294,3 +313,35 @@ if [[ ${#failed[@]} -gt 0 ]]; then
 	echo "Not installed: ${failed[*]}"
 	exit 1
 fi
+
+step "Day 2: compact-3, annotated with the seed's commands, labelled for compact's InfraEnv, joins the installed cluster"
+show -n compact get bmh compact-3
+echo "$ kubectl annotate bmh compact-3 -n compact bmac.agent-install.openshift.io/role=worker bmac.agent-install.openshift.io/hostname=compact-worker-0"
+"${kubectl[@]}" annotate bmh compact-3 -n compact bmac.agent-install.openshift.io/role=worker bmac.agent-install.openshift.io/hostname=compact-worker-0
+echo "$ kubectl annotate bmh compact-3 -n compact bmac.agent-install.openshift.io/installer-args=\"[\\\"--append-karg\\\", \\\"ip=192.0.2.2::192.0.2.254:255.255.255.0:core0.example.com:enp1s0:none\\\", \\\"--save-partindex\\\", \\\"1\\\", \\\"-n\\\"]\""
+"${kubectl[@]}" annotate bmh compact-3 -n compact bmac.agent-install.openshift.io/installer-args="[\"--append-karg\", \"ip=192.0.2.2::192.0.2.254:255.255.255.0:core0.example.com:enp1s0:none\", \"--save-partindex\", \"1\", \"-n\"]"
+echo "$ kubectl annotate bmh compact-3 -n compact bmac.agent-install.openshift.io/ignition-config-overrides=\"{\\\"ignition\\\": {\\\"version\\\": \\\"3.1.0\\\"}, \\\"storage\\\": {\\\"files\\\": [{\\\"path\\\": \\\"/tmp/example\\\", \\\"contents\\\": {\\\"source\\\": \\\"data:text/plain;base64,aGVscGltdHJhcHBlZGluYXN3YWdnZXJzcGVj\\\"}}]}}\""
+"${kubectl[@]}" annotate bmh compact-3 -n compact bmac.agent-install.openshift.io/ignition-config-overrides="{\"ignition\": {\"version\": \"3.1.0\"}, \"storage\": {\"files\": [{\"path\": \"/tmp/example\", \"contents\": {\"source\": \"data:text/plain;base64,aGVscGltdHJhcHBlZGluYXN3YWdnZXJzcGVj\"}}]}}"
+echo "$ kubectl annotate bmh compact-3 -n compact bmac.agent-install.openshift.io.agent-label.agent-label=label-value"
+"${kubectl[@]}" annotate bmh compact-3 -n compact bmac.agent-install.openshift.io.agent-label.agent-label=label-value
+echo "$ kubectl label bmh compact-3 -n compact infraenvs.agent-install.openshift.io=compact"
+"${kubectl[@]}" label bmh compact-3 -n compact infraenvs.agent-install.openshift.io=compact
+day2_start=${SECONDS}
+day2=""
+deadline=$((SECONDS + install_timeout))
+while [[ ${SECONDS} -lt ${deadline} ]]; do
+	line="$("${kubectl[@]}" -n compact get agents -l agent-label=label-value \
+		-o jsonpath='{range .items[*]}{.status.inventory.hostname}{": "}{.status.debugInfo.state}{" ("}{.status.progress.currentStage}{")"}{end}' 2>/dev/null)"
+	if [[ -n "${line}" && "${line}" != "${day2}" ]]; then
+		printf '%4ss  compact-3 | %s\n' "$((SECONDS - start))" "${line}"
+		day2="${line}"
+	fi
+	[[ "${line}" == *"added-to-existing-cluster (Done)"* ]] && break
+	sleep 1
+done
+[[ "${day2}" == *"added-to-existing-cluster (Done)"* ]] || { echo "compact-3 did not join compact within ${install_timeout}s"; exit 1; }
+echo "compact-3 joined compact as a day-2 worker in $((SECONDS - day2_start))s"
+show -n compact get agents -o wide --show-labels
+show -n compact get bmh
+echo "$ kubectl --kubeconfig ${dir}/compact.kubeconfig get nodes -o wide"
+"${bin}/kubectl" --kubeconfig "${dir}/compact.kubeconfig" get nodes -o wide
