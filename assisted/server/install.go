@@ -134,8 +134,8 @@ func (s *Server) renderIgnition(ctx context.Context, c *record.Cluster, a *agent
 	if err != nil {
 		return nil, err
 	}
-	if sec == nil {
-		return nil, errors.New("the cluster's installation has not started")
+	if sec == nil { // imported, or not started
+		return s.importedIgnition(ctx, c, a, role)
 	}
 	st, err := installstate.FromData(sec.Data)
 	if err != nil {

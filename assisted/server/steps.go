@@ -36,7 +36,8 @@ func (s *Server) plan(ctx context.Context, ie *agentinstallv1.InfraEnv, a *agent
 		steps.Instructions = append(steps.Instructions, st)
 	}
 	switch state {
-	case hoststate.StatusBinding:
+	case hoststate.StatusBinding, hoststate.StatusUnbinding, hoststate.StatusUnbindingPendingUserAction:
+		// The agent registers again, into its new cluster or none.
 		steps.PostStepAction = assistedapi.PostStepExit
 		return steps, nil
 	case hoststate.StatusInstalling:

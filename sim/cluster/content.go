@@ -59,6 +59,13 @@ func (c *Cluster) installContent(ctx context.Context) error {
 		return err
 	}
 	c.applyManifests(ctx)
+	// openshift-install's kube-system/root-ca: the CA the
+	// machine-config-server's certificate is signed with.
+	rootCA := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "root-ca"},
+		Data: map[string]string{"ca.crt": string(c.files.ca.Cert)}}
+	if err := c.client.Create(ctx, rootCA); err != nil && !apierrors.IsAlreadyExists(err) {
+		c.w.opts.Logf("Cluster %s: ConfigMap kube-system/root-ca: %v", c.name, err)
+	}
 	cv := &configv1.ClusterVersion{
 		ObjectMeta: metav1.ObjectMeta{Name: "version"},
 		Spec:       configv1.ClusterVersionSpec{ClusterID: clusterID(c.files.ca.Cert)},

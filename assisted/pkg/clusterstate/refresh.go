@@ -31,6 +31,10 @@ type Facts struct {
 	// Day2: the installed cluster takes more hosts.
 	Day2 bool
 	SNO  bool
+	// Imported: the cluster was installed elsewhere (its ClusterDeployment
+	// says installed, with an admin kubeconfig) and is taken on for day 2
+	// without an install.
+	Imported bool
 }
 
 // HostSummary is a host as the cluster's refresh sees it.
@@ -52,6 +56,9 @@ var userInputIDs = []string{
 func Refresh(f Facts) (status, statusInfo string) {
 	switch f.Status {
 	case "", StatusInsufficient, StatusReady, StatusPendingForInput:
+		if f.Imported {
+			return StatusAddingHosts, InfoAddingHosts
+		}
 		s, info := byValidations(f.Validations)
 		if s == StatusReady {
 			g := f

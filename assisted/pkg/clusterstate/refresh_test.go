@@ -76,8 +76,13 @@ func TestRefresh(t *testing.T) {
 		"installed → adding-hosts": {Facts{Status: StatusInstalled, Installed: true, Day2: true}, StatusAddingHosts, InfoAddingHosts},
 		"sno stays installed":      {Facts{Status: StatusInstalled, Installed: true, Day2: true, SNO: true}, StatusInstalled, InfoInstalled},
 		"adding-hosts stays":       {Facts{Status: StatusAddingHosts}, StatusAddingHosts, InfoAddingHosts},
-		"error stays":              {Facts{Status: StatusError, StatusInfo: InfoError}, StatusError, InfoError},
-		"cancelled stays":          {Facts{Status: StatusCancelled, StatusInfo: "x"}, StatusCancelled, "x"},
+		// An imported cluster takes hosts at once, whatever its validations.
+		"imported":                   {Facts{Imported: true}, StatusAddingHosts, InfoAddingHosts},
+		"imported, was insufficient": {Facts{Status: StatusInsufficient, Imported: true, Validations: validations.Results{"network": {{ID: "api-vips-defined", Status: "failure"}}}}, StatusAddingHosts, InfoAddingHosts},
+		"imported single node":       {Facts{Status: StatusReady, Imported: true, SNO: true}, StatusAddingHosts, InfoAddingHosts},
+		"imported stays":             {Facts{Status: StatusAddingHosts, Imported: true}, StatusAddingHosts, InfoAddingHosts},
+		"error stays":                {Facts{Status: StatusError, StatusInfo: InfoError}, StatusError, InfoError},
+		"cancelled stays":            {Facts{Status: StatusCancelled, StatusInfo: "x"}, StatusCancelled, "x"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			got, info := Refresh(tc.f)

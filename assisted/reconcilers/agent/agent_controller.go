@@ -188,7 +188,7 @@ func (r *Reconciler) compute(a *agentinstallv1.Agent, c *record.Cluster, sibling
 	}
 	facts := hoststate.Facts{Status: st.DebugInfo.State, StatusInfo: st.DebugInfo.StateInfo, Bound: c != nil, Connected: connected, HasInventory: hasInventory,
 		Approved: a.Spec.Approved, Stage: assistedapi.HostStage(st.Progress.CurrentStage),
-		ProgressInfo: st.Progress.ProgressInfo}
+		ProgressInfo: st.Progress.ProgressInfo, Day2Host: st.Kind == assistedapi.KindAddToExistingClusterHost}
 	if c != nil {
 		in.SNO, in.OpenshiftVersion, in.Day2 = c.SNO(), version, c.State() == "adding-hosts"
 		in.ClusterName, in.BaseDomain = c.CD.Spec.ClusterName, c.CD.Spec.BaseDomain
@@ -206,10 +206,39 @@ func (r *Reconciler) compute(a *agentinstallv1.Agent, c *record.Cluster, sibling
 	facts.Validations = v
 	state, info := hoststate.Refresh(facts)
 	st.DebugInfo.State, st.DebugInfo.StateInfo = state, info
+	if specErr == nil {
+		specErr = unbindError(a, c, state)
+	}
+	setKind(st, c, state)
 	st.ValidationsInfo = toStatus(v)
 	conds := []conditions.Cond{conditions.AgentSpecSynced(specErr, specErr != nil)}
 	conds = append(conds, conditions.Agent(state, info, a.Spec.Approved, st.Progress.CurrentStage, v)...)
 	setConditions(&st.Conditions, conds, now)
+}
+
+// unbindError is the service's refusal of a day-1 host unbound in the
+// middle of its install (admission refuses the change first; this is what
+// is left when it got through, e.g. without the webhook).
+func unbindError(a *agentinstallv1.Agent, c *record.Cluster, state string) error {
+	if c != nil || hoststate.IsUnbound(state) || state == "" {
+		return nil
+	}
+	if _, ok := hoststate.Unbind(state, a.Status.Kind == assistedapi.KindAddToExistingClusterHost); ok {
+		return nil
+	}
+	return fmt.Errorf("cancelling non-day-2 host [%s] in the middle of installation is not allowed", a.Name)
+}
+
+// setKind sets status.kind while the host is not installing: a host bound
+// to an installed cluster is added to it (AddToExistingClusterHost).
+func setKind(st *agentinstallv1.AgentStatus, c *record.Cluster, state string) {
+	if !hoststate.BeforeInstallation(state) && st.Kind != "" {
+		return
+	}
+	st.Kind = assistedapi.KindHost
+	if c != nil && c.State() == "adding-hosts" {
+		st.Kind = assistedapi.KindAddToExistingClusterHost
+	}
 }
 
 // specError is what keeps an Agent's spec from being applied.

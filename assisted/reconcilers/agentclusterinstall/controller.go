@@ -231,7 +231,8 @@ func (in *install) facts(ctx context.Context) (clusterstate.Facts, validations.R
 		ci.ClusterNetworks = append(ci.ClusterNetworks, n.CIDR)
 	}
 	f := clusterstate.Facts{Status: c.State(), StatusInfo: c.ACI.Status.DebugInfo.StateInfo, Held: c.ACI.Spec.HoldInstallation || c.CD.Annotations["hive.openshift.io/reconcile-pause"] == "true",
-		HostsRequired: req.ControlPlaneAgents + req.WorkerAgents + req.ArbiterAgents, SNO: c.SNO(), Day2: !c.SNO()}
+		HostsRequired: req.ControlPlaneAgents + req.WorkerAgents + req.ArbiterAgents, SNO: c.SNO(), Day2: !c.SNO(),
+		Imported: rec.Imported(c.CD, in.state)}
 	n := &in.counts
 	*n = conditions.ACIInput{Held: c.ACI.Spec.HoldInstallation,
 		RequiredMasters: req.ControlPlaneAgents, RequiredArbiters: req.ArbiterAgents, RequiredWorkers: req.WorkerAgents}

@@ -14,7 +14,6 @@ import (
 
 	agentinstallv1 "github.com/metalshift/metalshift/api/agentinstall/v1beta1"
 	assistedapi "github.com/metalshift/metalshift/api/assisted/v2"
-	"github.com/metalshift/metalshift/assisted/pkg/installstate"
 	rec "github.com/metalshift/metalshift/assisted/pkg/record"
 	"github.com/metalshift/metalshift/internal/certs"
 )
@@ -57,14 +56,14 @@ func (in *install) approveCSRs(ctx context.Context) error {
 			hosts[rec.Hostname(a)] = a
 		}
 	}
-	if len(hosts) == 0 || in.state == nil {
+	if len(hosts) == 0 {
 		return nil
 	}
-	st, err := installstate.FromData(in.state.Data)
+	kc, err := in.adminKubeconfig(ctx)
 	if err != nil {
 		return err
 	}
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(st.AdminKubeconfig)
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kc)
 	if err != nil {
 		return err
 	}

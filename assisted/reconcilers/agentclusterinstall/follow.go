@@ -2,7 +2,6 @@ package agentclusterinstall
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -93,17 +92,20 @@ func (in *install) spoke(ctx context.Context) (*SpokeView, error) {
 		return in.spokeView, in.spokeErr
 	}
 	in.spokeTried = true
-	if in.state == nil {
-		in.spokeErr = errors.New("no install state")
-		return nil, in.spokeErr
-	}
-	st, err := installstate.FromData(in.state.Data)
+	kc, err := in.adminKubeconfig(ctx)
 	if err != nil {
 		in.spokeErr = err
 		return nil, err
 	}
-	in.spokeView, in.spokeErr = in.r.Spoke.Read(ctx, st.AdminKubeconfig)
+	in.spokeView, in.spokeErr = in.r.Spoke.Read(ctx, kc)
 	return in.spokeView, in.spokeErr
+}
+
+// adminKubeconfig is the installed cluster's admin kubeconfig: from the
+// install state, or for an imported cluster from the Secret its
+// ClusterDeployment's clusterMetadata names.
+func (in *install) adminKubeconfig(ctx context.Context) ([]byte, error) {
+	return rec.AdminKubeconfig(ctx, in.r.Client, in.c.CD, in.state)
 }
 
 // spokeInstalled tells whether the installed cluster reports its version

@@ -1,0 +1,56 @@
+package record
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	hivev1 "github.com/metalshift/metalshift/api/hive/v1"
+)
+
+// ErrNoAdminKubeconfig: the cluster has no admin kubeconfig yet (its
+// install has not started, and it was not imported).
+var ErrNoAdminKubeconfig = errors.New("the cluster has no admin kubeconfig")
+
+// Imported tells whether a ClusterDeployment stands for a cluster
+// installed elsewhere that the service takes on for day 2 (upstream's
+// import): installed: true with an admin kubeconfig Secret, when the
+// service has no install state of it.
+func Imported(cd *hivev1.ClusterDeployment, state *corev1.Secret) bool {
+	return state == nil && cd.Spec.Installed && cd.Spec.ClusterMetadata != nil &&
+		cd.Spec.ClusterMetadata.AdminKubeconfigSecretRef.Name != ""
+}
+
+// AdminKubeconfig is the installed cluster's admin kubeconfig: the one the
+// service made (its install state), else, for an imported cluster, the
+// Secret clusterMetadata.adminKubeconfigSecretRef names (key kubeconfig,
+// as Hive writes it). state is the install-state Secret, nil if none.
+func AdminKubeconfig(ctx context.Context, r client.Reader, cd *hivev1.ClusterDeployment, state *corev1.Secret) ([]byte, error) {
+	if state != nil {
+		if kc := state.Data[KeyAdminKubeconfig]; len(kc) > 0 {
+			return kc, nil
+		}
+		return nil, fmt.Errorf("the install state has no %s", KeyAdminKubeconfig)
+	}
+	if !Imported(cd, nil) {
+		return nil, ErrNoAdminKubeconfig
+	}
+	name := cd.Spec.ClusterMetadata.AdminKubeconfigSecretRef.Name
+	s := &corev1.Secret{}
+	if err := r.Get(ctx, types.NamespacedName{Namespace: cd.Namespace, Name: name}, s); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("the admin kubeconfig Secret %s of the imported cluster is missing", name)
+		}
+		return nil, err
+	}
+	kc := s.Data[KeyAdminKubeconfig]
+	if len(kc) == 0 {
+		return nil, fmt.Errorf("the admin kubeconfig Secret %s has no %s", name, KeyAdminKubeconfig)
+	}
+	return kc, nil
+}
