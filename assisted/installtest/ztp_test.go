@@ -7,6 +7,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -137,4 +138,34 @@ func TestZTPWorkers(t *testing.T) {
 		_ = env.Client.Get(ctx, client.ObjectKeyFromObject(host), host)
 		return host.Annotations
 	}).Should(HaveKey(metal3v1.DetachedAnnotation))
+
+	// Deleting a host cascades nothing, unless it is annotated
+	// remove-agent-and-node-on-delete: then its Agent and its Node in the
+	// installed cluster go with it.
+	other := &metal3v1.BareMetalHost{}
+	g.Expect(env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: lab.Machines[4].ID}, other)).To(Succeed())
+	g.Expect(env.Client.Delete(ctx, other)).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(other), other))
+	}).Should(BeTrue())
+	g.Expect(env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: lab.Machines[4].UUID}, &agentinstallv1.Agent{})).To(Succeed())
+	g.Expect(spokeNodes(g, ns, ns).Items).To(HaveLen(6))
+
+	g.Expect(env.Client.Patch(ctx, host, client.RawPatch(types.MergePatchType,
+		[]byte(`{"metadata":{"annotations":{"`+bmac.RemoveAgentAndNodeOnDeleteAnnotation+`":"true"}}}`)))).To(Succeed())
+	g.Eventually(func() []string {
+		_ = env.Client.Get(ctx, client.ObjectKeyFromObject(host), host)
+		return host.Finalizers
+	}).Should(ContainElement(bmac.Finalizer))
+	g.Expect(env.Client.Delete(ctx, host)).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(host), host)) &&
+			apierrors.IsNotFound(env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: lab.Machines[5].UUID}, &agentinstallv1.Agent{}))
+	}).Should(BeTrue())
+	names := []string{}
+	for _, n := range spokeNodes(g, ns, ns).Items {
+		names = append(names, n.Name)
+	}
+	g.Expect(names).To(HaveLen(5))
+	g.Expect(names).NotTo(ContainElement(lab.Machines[5].ID))
 }

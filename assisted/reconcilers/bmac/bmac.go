@@ -48,6 +48,12 @@ const (
 	AgentLabelPrefix = "bmac.agent-install.openshift.io.agent-label."
 	// BMHLabel on an Agent names its BareMetalHost.
 	BMHLabel = "agent-install.openshift.io/bmh"
+	// RemoveAgentAndNodeOnDeleteAnnotation "true": deleting the host
+	// deletes its Agent and, once installed, its Node in the installed
+	// cluster (Finalizer holds the host meanwhile).
+	RemoveAgentAndNodeOnDeleteAnnotation = annotationPrefix + "remove-agent-and-node-on-delete"
+	// Finalizer is BMAC's on hosts it has to clean up after.
+	Finalizer = "bmac.agent-install.openshift.io/deprovision"
 	// detachedBy is the value of the detached annotation BMAC sets.
 	detachedBy = "assisted-service-controller"
 )
@@ -59,7 +65,7 @@ type Reconciler struct {
 }
 
 // +kubebuilder:rbac:groups=metal3.io,resources=baremetalhosts,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=agent-install.openshift.io,resources=agents;infraenvs,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=agent-install.openshift.io,resources=agents;infraenvs,verbs=get;list;watch;update;patch;delete
 
 // SetupWithManager registers the reconciler.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
@@ -121,8 +127,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, host); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	if host.DeletionTimestamp != nil {
+		return ctrl.Result{}, r.reconcileDelete(ctx, host)
+	}
 	ieName := host.Labels[agentinstallv1.InfraEnvNameLabel]
-	if ieName == "" || host.DeletionTimestamp != nil {
+	if err := r.ensureFinalizer(ctx, host, ieName != "" && host.Annotations[RemoveAgentAndNodeOnDeleteAnnotation] == "true"); err != nil {
+		return ctrl.Result{}, err
+	}
+	if ieName == "" {
 		return ctrl.Result{}, nil
 	}
 	ie := &agentinstallv1.InfraEnv{}
