@@ -160,7 +160,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !reflect.DeepEqual(before.Spec, host.Spec) || !reflect.DeepEqual(before.Annotations, host.Annotations) {
 		if err := r.Client.Update(ctx, host); err != nil {
 			if apierrors.IsConflict(err) {
-				return ctrl.Result{Requeue: true}, nil
+				return ctrl.Result{RequeueAfter: time.Second}, nil
 			}
 			return ctrl.Result{}, err
 		}
