@@ -187,21 +187,42 @@ func (f *Firmware) bootPXE(ctx context.Context, m *machine.Machine) error {
 	return f.runAgent(ctx, m, *cfg)
 }
 
+// runAgent runs what the live image's init would: the discovery agent of
+// an InfraEnv's image, else the deploy agent; an image with a lookup
+// section (the converged flow) runs the deploy agent, which finds its host
+// by MAC, and its custom deploy start_assisted_install starts the
+// discovery agent.
 func (f *Firmware) runAgent(ctx context.Context, m *machine.Machine, cfg deployapi.BootConfig) error {
-	if cfg.Discovery != nil {
+	if cfg.Discovery != nil && cfg.Lookup == nil {
 		return f.runDiscovery(ctx, m, *cfg.Discovery)
 	}
 	m.SetBootedOS(OSDeployAgent)
-	f.logf(m, "Deploy agent started for %s", cfg.HostID)
+	devs := f.devices(m)
+	opts := deploy.Options{
+		Config: cfg, Devices: devs, HTTP: f.HTTP, PollInterval: f.AgentPollInterval,
+		Logf:      func(format string, args ...any) { f.logf(m, format, args...) },
+		Inventory: func() (*deployapi.Inventory, error) { return inventory(m, devs), nil },
+	}
+	if cfg.Lookup != nil {
+		f.logf(m, "Deploy agent started, looking its host up at %s", cfg.Lookup.EngineURL)
+		for _, n := range m.Hardware.NICs {
+			opts.MACs = append(opts.MACs, n.MAC)
+		}
+		if cfg.Discovery != nil {
+			opts.CustomDeploy = discovery.CustomDeploy(f.discoveryOptions(ctx, m, *cfg.Discovery))
+		}
+	} else {
+		f.logf(m, "Deploy agent started for %s", cfg.HostID)
+	}
+	return deploy.Run(ctx, opts)
+}
+
+func (f *Firmware) devices(m *machine.Machine) []deploy.BlockDevice {
 	devs := make([]deploy.BlockDevice, 0, len(m.Hardware.Disks))
 	for _, d := range m.Hardware.Disks {
 		devs = append(devs, blockDevice{d})
 	}
-	return deploy.Run(ctx, deploy.Options{
-		Config: cfg, Devices: devs, HTTP: f.HTTP, PollInterval: f.AgentPollInterval,
-		Logf:      func(format string, args ...any) { f.logf(m, format, args...) },
-		Inventory: func() (*deployapi.Inventory, error) { return inventory(m, devs), nil },
-	})
+	return devs
 }
 
 // runDiscovery runs the discovery agent of an InfraEnv's image: the same
@@ -210,10 +231,12 @@ func (f *Firmware) runAgent(ctx context.Context, m *machine.Machine, cfg deploya
 func (f *Firmware) runDiscovery(ctx context.Context, m *machine.Machine, cfg deployapi.Discovery) error {
 	m.SetBootedOS(OSDiscoveryAgent)
 	f.logf(m, "Discovery agent started for infra env %s", cfg.InfraEnvID)
-	devs := make([]deploy.BlockDevice, 0, len(m.Hardware.Disks))
-	for _, d := range m.Hardware.Disks {
-		devs = append(devs, blockDevice{d})
-	}
+	return discovery.Run(ctx, f.discoveryOptions(ctx, m, cfg))
+}
+
+// discoveryOptions are the discovery agent's options on m.
+func (f *Firmware) discoveryOptions(ctx context.Context, m *machine.Machine, cfg deployapi.Discovery) discovery.Options {
+	devs := f.devices(m)
 	opts := discovery.Options{
 		Config: cfg, HostID: m.UUID, Devices: devs, HTTP: f.HTTP, PollInterval: f.AgentPollInterval, Version: "metalshift-sim",
 		Logf: func(format string, args ...any) { f.logf(m, format, args...) },
@@ -238,7 +261,7 @@ func (f *Firmware) runDiscovery(ctx context.Context, m *machine.Machine, cfg dep
 			return nil
 		}
 	}
-	return discovery.Run(ctx, opts)
+	return opts
 }
 
 // inventory is what an agent on m would find.

@@ -39,6 +39,13 @@ type Options struct {
 	// Inventory reads the machine's inventory, for inspect requests; nil
 	// fails them.
 	Inventory func() (*deployapi.Inventory, error)
+	// CustomDeploy runs a custom deploy method the image provides, until
+	// it is done; it fails methods it does not know. nil fails every
+	// custom deploy.
+	CustomDeploy func(ctx context.Context, method string) error
+	// MACs are the machine's MAC addresses, for the lookup of an image
+	// that is not per-host (Config.Lookup).
+	MACs []string
 }
 
 // Run asks the engine for work and does it until ctx ends (the host is
@@ -52,6 +59,13 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	if opts.Logf == nil {
 		opts.Logf = func(string, ...any) {}
+	}
+	if opts.Config.Lookup != nil && opts.Config.HostID == "" {
+		cfg, err := lookupHost(ctx, opts)
+		if err != nil {
+			return err
+		}
+		opts.Config = cfg
 	}
 	a := &agent{opts: opts, session: newSession()}
 	for {
@@ -109,6 +123,13 @@ func (a *agent) run(ctx context.Context, ins *deployapi.Instructions) deployapi.
 		rep.RootDevice, rep.BytesWritten, err = a.deploy(ctx, ins)
 	case deployapi.ActionClean:
 		err = a.clean()
+	case deployapi.ActionCustomDeploy:
+		if a.opts.CustomDeploy == nil {
+			err = fmt.Errorf("custom deploy method %q: this image provides no custom deploy methods", ins.CustomDeploy)
+			break
+		}
+		a.opts.Logf("Running custom deploy method %s", ins.CustomDeploy)
+		err = a.opts.CustomDeploy(ctx, ins.CustomDeploy)
 	case deployapi.ActionInspect:
 		if a.opts.Inventory == nil {
 			err = errors.New("this agent cannot read the machine's inventory")

@@ -158,6 +158,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET "+PXEPath+"{mac}", s.serveByMAC)
 	mux.HandleFunc("GET /deploy/v1/hosts/{id}/instructions", s.instructions)
 	mux.HandleFunc("POST /deploy/v1/hosts/{id}/status", s.status)
+	mux.HandleFunc("POST "+deployapi.LookupPath, s.lookup)
 	return mux
 }
 
@@ -320,6 +321,11 @@ func (s *Server) instructionsFor(ctx context.Context, host *metal3v1.BareMetalHo
 		return &deployapi.Instructions{Action: deployapi.ActionWait}, nil
 	case req.Action == deployapi.ActionClean, req.Action == deployapi.ActionInspect:
 		return &deployapi.Instructions{Action: req.Action, Generation: req.Generation}, nil
+	case req.Action == deployapi.ActionCustomDeploy:
+		if req.CustomDeploy == nil || req.CustomDeploy.Method == "" {
+			return nil, fmt.Errorf("request %s of host %s has no custom deploy method", req.Generation, host.Name)
+		}
+		return &deployapi.Instructions{Action: req.Action, Generation: req.Generation, CustomDeploy: req.CustomDeploy.Method}, nil
 	case req.Action != deployapi.ActionDeploy || req.Image == nil:
 		return nil, fmt.Errorf("request %s of host %s has no image", req.Generation, host.Name)
 	}

@@ -32,13 +32,25 @@ import (
 // discoveryRole runs the discovery agent of the agent-based install on
 // this machine until it is rebooted into the installed OS.
 func discoveryRole(cfg deployapi.Discovery, paths host.Paths) error {
-	hostID, err := machineUUID(paths)
+	opts, err := discoveryOptions(cfg, paths)
 	if err != nil {
 		return err
 	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	log.Printf("Discovery agent for host %s, infra-env %s, agent service %s", opts.HostID, cfg.InfraEnvID, cfg.ServiceURL)
+	return discovery.Run(ctx, opts)
+}
+
+// discoveryOptions are the discovery agent's options on this machine.
+func discoveryOptions(cfg deployapi.Discovery, paths host.Paths) (discovery.Options, error) {
+	hostID, err := machineUUID(paths)
+	if err != nil {
+		return discovery.Options{}, err
+	}
 	disks, err := host.Disks(paths)
 	if err != nil {
-		return err
+		return discovery.Options{}, err
 	}
 	devs := make([]deploy.BlockDevice, 0, len(disks))
 	for _, d := range disks {
@@ -46,12 +58,9 @@ func discoveryRole(cfg deployapi.Discovery, paths host.Paths) error {
 	}
 	httpClient, err := discoveryClient(cfg)
 	if err != nil {
-		return err
+		return discovery.Options{}, err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	log.Printf("Discovery agent for host %s, infra-env %s, agent service %s", hostID, cfg.InfraEnvID, cfg.ServiceURL)
-	return discovery.Run(ctx, discovery.Options{
+	return discovery.Options{
 		Config:  cfg,
 		HostID:  hostID,
 		Devices: devs,
@@ -62,7 +71,7 @@ func discoveryRole(cfg deployapi.Discovery, paths host.Paths) error {
 		},
 		Reboot:  reboot,
 		Version: agentVersion(),
-	})
+	}, nil
 }
 
 // machineUUID is the SMBIOS system UUID, lowercase: the host's ID.

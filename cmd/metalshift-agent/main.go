@@ -87,7 +87,7 @@ func run(args []string) error {
 			return err
 		}
 		switch {
-		case role == "deploy" && cfg.Discovery != nil:
+		case role == "deploy" && cfg.Discovery != nil && cfg.Lookup == nil:
 			return fmt.Errorf("%s is a discovery image's configuration: run the discovery role", *config)
 		case role == "discovery" && cfg.Discovery == nil:
 			return fmt.Errorf("%s has no discovery section: run the deploy role", *config)
@@ -99,9 +99,12 @@ func run(args []string) error {
 }
 
 // agentRole runs the discovery agent when the boot configuration has a
-// discovery section, else the deploy agent.
+// discovery section, else the deploy agent. With a lookup section (the
+// converged flow) it runs the deploy agent, which finds its host by MAC
+// address; the discovery agent then starts only as the custom deploy
+// method start_assisted_install.
 func agentRole(cfg deployapi.BootConfig, paths host.Paths) error {
-	if cfg.Discovery != nil {
+	if cfg.Discovery != nil && cfg.Lookup == nil {
 		return discoveryRole(*cfg.Discovery, paths)
 	}
 	return deployRole(cfg, paths)
@@ -125,6 +128,14 @@ func bootConfig(file string) (deployapi.BootConfig, error) {
 		if d.ServiceURL == "" || d.InfraEnvID == "" || d.Token == "" {
 			return cfg, fmt.Errorf("%s: discovery.serviceURL, discovery.infraEnvID and discovery.token are required", file)
 		}
+	}
+	if l := cfg.Lookup; l != nil {
+		if l.EngineURL == "" || l.Scope == "" || l.Token == "" {
+			return cfg, fmt.Errorf("%s: lookup.engineURL, lookup.scope and lookup.token are required", file)
+		}
+		return cfg, nil
+	}
+	if cfg.Discovery != nil {
 		return cfg, nil
 	}
 	if cfg.EngineURL == "" || cfg.HostID == "" || cfg.Token == "" {
@@ -224,9 +235,22 @@ func deployRole(cfg deployapi.BootConfig, paths host.Paths) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	log.Printf("Deploy agent for host %s, deploy server %s", cfg.HostID, cfg.EngineURL)
-	return deploy.Run(ctx, deploy.Options{Config: cfg, Devices: devs, HTTP: httpClient, Logf: log.Printf,
-		Inventory: func() (*host.Inventory, error) { return host.ReadInventory(paths) }})
+	opts := deploy.Options{Config: cfg, Devices: devs, HTTP: httpClient, Logf: log.Printf,
+		Inventory: func() (*host.Inventory, error) { return host.ReadInventory(paths) }}
+	if cfg.Lookup != nil {
+		log.Printf("Deploy agent looking its host up at the deploy server %s", cfg.Lookup.EngineURL)
+		opts.MACs = nicMACs()
+		if cfg.Discovery != nil {
+			dopts, err := discoveryOptions(*cfg.Discovery, paths)
+			if err != nil {
+				return err
+			}
+			opts.CustomDeploy = discovery.CustomDeploy(dopts)
+		}
+	} else {
+		log.Printf("Deploy agent for host %s, deploy server %s", cfg.HostID, cfg.EngineURL)
+	}
+	return deploy.Run(ctx, opts)
 }
 
 // client trusts cfg.CACert besides the system's roots when the deploy

@@ -58,6 +58,11 @@ type BootConfig struct {
 	// service (api/assisted/v2) instead of asking the host engine for
 	// deploy instructions; EngineURL, HostID and Token are then empty.
 	Discovery *Discovery `json:"discovery,omitempty"`
+	// Lookup, when set, makes the image one for many hosts (the converged
+	// flow): the agent finds its host by MAC address at the deploy server
+	// (see LookupPath) and runs the deploy role; a discovery section is then
+	// started only by the custom deploy method start_assisted_install.
+	Lookup *Lookup `json:"lookup,omitempty"`
 }
 
 // Discovery is a discovery image's configuration: one per InfraEnv, the
@@ -152,6 +157,8 @@ type Instructions struct {
 	UserData    []byte `json:"userData,omitempty"`
 	NetworkData []byte `json:"networkData,omitempty"`
 	MetaData    []byte `json:"metaData,omitempty"`
+	// CustomDeploy is the method of an ActionCustomDeploy.
+	CustomDeploy string `json:"customDeploy,omitempty"`
 }
 
 // StatusReport is what the agent reports.

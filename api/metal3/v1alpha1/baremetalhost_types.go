@@ -394,8 +394,8 @@ type DeployAgentStatus struct {
 
 // DeployAgentRequest is one request to the deploy agent.
 type DeployAgentRequest struct {
-	// action is deploy, clean or inspect.
-	// +kubebuilder:validation:Enum=deploy;clean;inspect
+	// action is deploy, clean, inspect or custom-deploy.
+	// +kubebuilder:validation:Enum=deploy;clean;inspect;custom-deploy
 	Action string `json:"action"`
 	// generation identifies the request; the agent's reports carry it back.
 	// +kubebuilder:validation:MinLength=1
@@ -404,6 +404,10 @@ type DeployAgentRequest struct {
 	// changed spec makes a new request).
 	// +optional
 	Image *Image `json:"image,omitempty"`
+	// customDeploy is the method a custom-deploy request runs, copied
+	// from spec.customDeploy when the request was made.
+	// +optional
+	CustomDeploy *CustomDeploy `json:"customDeploy,omitempty"`
 	// bootedAt is when the engine booted the deploy image for this request;
 	// unset while it has not yet.
 	// +optional

@@ -274,6 +274,11 @@ func (in *DeployAgentRequest) DeepCopyInto(out *DeployAgentRequest) {
 		*out = new(Image)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.CustomDeploy != nil {
+		in, out := &in.CustomDeploy, &out.CustomDeploy
+		*out = new(CustomDeploy)
+		**out = **in
+	}
 	if in.BootedAt != nil {
 		in, out := &in.BootedAt, &out.BootedAt
 		*out = (*in).DeepCopy()

@@ -74,6 +74,7 @@ type cachedProvisioner struct {
 }
 
 // +kubebuilder:rbac:groups=metal3.io,resources=baremetalhosts;baremetalhosts/status;baremetalhosts/finalizers,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=metal3.io,resources=preprovisioningimages,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
@@ -102,6 +103,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, sec
 		For(&metal3v1.BareMetalHost{}, builder.WithPredicates(predicates.ResourceHasFilterLabel(mgr.GetScheme(), ctrl.LoggerFrom(ctx), r.WatchFilterValue))).
 		Named("baremetalhost").
 		WithOptions(options).
+		Owns(&metal3v1.PreprovisioningImage{}).
 		WatchesRawSource(source.Kind(secrets, &corev1.Secret{}, handler.TypedEnqueueRequestsFromMapFunc(r.hostsForSecret))).
 		Complete(r)
 }
@@ -176,6 +178,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if deleting && host.Status.Provisioning.State != metal3v1.StatePoweringOffBeforeDelete && host.Status.Provisioning.State != metal3v1.StateDeleting {
 		r.transition(ctx, s, metal3v1.StatePoweringOffBeforeDelete)
 		return ctrl.Result{RequeueAfter: time.Millisecond}, nil
+	}
+	if !deleting {
+		if err := r.ensurePreprovisioningImage(ctx, s); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	return r.run(ctx, s)
 }

@@ -26,6 +26,8 @@ type hostScope struct {
 	// provErr then says why.
 	prov    provisioner.Provisioner
 	provErr actionResult
+	// ppi is the host's PreprovisioningImage; nil when there is none.
+	ppi *metal3v1.PreprovisioningImage
 	// creds is the credentials Secret, when it was read.
 	creds *corev1.Secret
 

@@ -138,6 +138,14 @@ func (r *Reconciler) handleInspecting(ctx context.Context, s *hostScope) actionR
 	if res := s.requireProvisioner(); res != nil {
 		return res
 	}
+	// A host whose PreprovisioningImage serves an image is inspected by
+	// the agent booted from it, as Ironic inspects with the agent of the
+	// host's preprovisioning image.
+	if url, res := r.providedImage(s); res != nil {
+		return res
+	} else if url != "" {
+		return r.inspectInBand(ctx, s)
+	}
 	hw, err := s.prov.Inspect(ctx)
 	if errors.Is(err, provisioner.ErrNotSupported) {
 		if _, ok := s.host.Annotations[metal3v1.HardwareDetailsAnnotation]; ok {
@@ -238,7 +246,7 @@ func (r *Reconciler) handleProvisioning(ctx context.Context, s *hostScope) actio
 		return complete(metal3v1.StateDeprovisioning)
 	}
 	if s.host.Spec.Image == nil || s.host.Spec.Image.URL == "" {
-		return fail(metal3v1.ProvisioningError, fmt.Sprintf("customDeploy method %q needs a deploy image that provides it; metalshift's deploy agent writes spec.image", s.host.Spec.CustomDeploy.Method))
+		return r.customDeploy(ctx, s)
 	}
 	if errs := metal3v1.ValidateSecretNamespaces(s.host); len(errs) > 0 {
 		return fail(metal3v1.ProvisioningError, errs.ToAggregate().Error())
@@ -252,31 +260,64 @@ func (r *Reconciler) handleProvisioning(ctx context.Context, s *hostScope) actio
 	if res := r.request(s, deployapi.ActionDeploy); res != nil {
 		return res
 	}
-	if rep := deployserver.Report(s.host); rep != nil {
-		switch rep.Phase {
-		case deployapi.PhaseDone:
-			res, err := s.prov.BootDisk(ctx, s.uefi(), s.host.Spec.Online)
-			if err != nil {
-				return fail(metal3v1.ProvisioningError, fmt.Sprintf("Booting the host from its disk failed: %v", err))
-			}
-			if res.Dirty {
-				return wait(res.RequeueAfter)
-			}
-			s.host.Status.Provisioning.Image = *s.host.Spec.Image
-			s.host.Status.Provisioning.RootDeviceHints = s.host.Spec.RootDeviceHints.DeepCopy()
-			s.host.Status.Provisioning.BootMode = s.host.BootModeOrDefault()
-			s.host.Status.Provisioning.CustomDeploy = s.host.Spec.CustomDeploy.DeepCopy()
-			s.host.Status.PoweredOn = s.host.Spec.Online
-			s.setAgentBooted(false, "Deployed", fmt.Sprintf("The image was written to %s", rep.RootDevice))
-			s.host.Status.DeployAgent = nil
-			return complete(metal3v1.StateProvisioned)
-		case deployapi.PhaseFailed:
-			s.setAgentBooted(false, "DeployFailed", rep.Message)
-			s.host.Status.DeployAgent = nil
-			return fail(metal3v1.ProvisioningError, "The deploy agent failed: "+rep.Message)
-		}
+	return r.awaitDeploy(ctx, s)
+}
+
+// customDeploy runs spec.customDeploy without an image: the method is the
+// image's to provide, so the host boots its PreprovisioningImage (metalshift's
+// own deploy image provides none) and its agent runs the method.
+func (r *Reconciler) customDeploy(ctx context.Context, s *hostScope) actionResult {
+	if res := s.requireProvisioner(); res != nil {
+		return res
 	}
-	return r.bootAgent(ctx, s, metal3v1.ProvisioningError)
+	url, res := r.providedImage(s)
+	if res != nil {
+		return res
+	}
+	if url == "" {
+		return fail(metal3v1.ProvisioningError, fmt.Sprintf("customDeploy method %q needs a deploy image that provides it: no provider serves PreprovisioningImage %s, and metalshift's own deploy agent only writes spec.image",
+			s.host.Spec.CustomDeploy.Method, s.host.Name))
+	}
+	if res := r.request(s, deployapi.ActionCustomDeploy); res != nil {
+		return res
+	}
+	return r.awaitDeploy(ctx, s)
+}
+
+// awaitDeploy boots the agent for the current deploy or custom deploy
+// request and, once it reported the request done, boots the host from its
+// disk.
+func (r *Reconciler) awaitDeploy(ctx context.Context, s *hostScope) actionResult {
+	rep := deployserver.Report(s.host)
+	if rep == nil || rep.Phase == deployapi.PhaseRunning {
+		return r.bootAgent(ctx, s, metal3v1.ProvisioningError)
+	}
+	if rep.Phase == deployapi.PhaseFailed {
+		s.setAgentBooted(false, "DeployFailed", rep.Message)
+		s.host.Status.DeployAgent = nil
+		return fail(metal3v1.ProvisioningError, "The deploy agent failed: "+rep.Message)
+	}
+	res, err := s.prov.BootDisk(ctx, s.uefi(), s.host.Spec.Online)
+	if err != nil {
+		return fail(metal3v1.ProvisioningError, fmt.Sprintf("Booting the host from its disk failed: %v", err))
+	}
+	if res.Dirty {
+		return wait(res.RequeueAfter)
+	}
+	s.host.Status.Provisioning.Image = metal3v1.Image{}
+	msg := fmt.Sprintf("The image was written to %s", rep.RootDevice)
+	if s.host.Spec.Image != nil {
+		s.host.Status.Provisioning.Image = *s.host.Spec.Image
+	} else if s.host.Spec.CustomDeploy != nil {
+		msg = "The custom deploy method " + s.host.Spec.CustomDeploy.Method + " finished"
+	}
+	s.host.Status.Provisioning.RootDeviceHints = s.host.Spec.RootDeviceHints.DeepCopy()
+	s.host.Status.Provisioning.BootMode = s.host.BootModeOrDefault()
+	s.host.Status.Provisioning.CustomDeploy = s.host.Spec.CustomDeploy.DeepCopy()
+	s.host.Status.PoweredOn = s.host.Spec.Online
+	s.setAgentBooted(false, "Deployed", msg)
+	s.host.Status.DeployAgent = nil
+	return complete(metal3v1.StateProvisioned)
 }
 
 // bootLiveISO provisions a live-iso image: nothing is written to the disk;
@@ -314,7 +355,8 @@ func (r *Reconciler) bootLiveISO(ctx context.Context, s *hostScope) actionResult
 // it (the next pass), so that whichever engine replica goes on finds it.
 func (r *Reconciler) request(s *hostScope, action string) actionResult {
 	req := deployserver.Request(s.host)
-	if req != nil && req.Action == action && (action != deployapi.ActionDeploy || equality.Semantic.DeepEqual(req.Image, s.host.Spec.Image)) {
+	if req != nil && req.Action == action && (action != deployapi.ActionDeploy || equality.Semantic.DeepEqual(req.Image, s.host.Spec.Image)) &&
+		(action != deployapi.ActionCustomDeploy || equality.Semantic.DeepEqual(req.CustomDeploy, s.host.Spec.CustomDeploy)) {
 		return nil
 	}
 	now := r.Clock.Now()
@@ -323,6 +365,10 @@ func (r *Reconciler) request(s *hostScope, action string) actionResult {
 	if action == deployapi.ActionDeploy {
 		req.Image = s.host.Spec.Image.DeepCopy()
 		parts = append(parts, req.Image.URL, req.Image.Checksum)
+	}
+	if action == deployapi.ActionCustomDeploy {
+		req.CustomDeploy = s.host.Spec.CustomDeploy.DeepCopy()
+		parts = append(parts, req.CustomDeploy.Method)
 	}
 	req.Generation = deployapi.Fingerprint(parts...)
 	s.host.Status.DeployAgent = &metal3v1.DeployAgentStatus{Request: req}
@@ -337,8 +383,10 @@ func (r *Reconciler) bootAgent(ctx context.Context, s *hostScope, errType metal3
 	switch {
 	case rep != nil:
 		// The agent runs: never boot it again for this request, or the
-		// disk could be written twice.
-		if r.Clock.Since(rep.Time.Time) < agentTimeout {
+		// disk could be written twice. A custom deploy takes what its
+		// method takes (an agent-based install waits for the cluster's
+		// other hosts and its user): it has no timeout.
+		if r.Clock.Since(rep.Time.Time) < agentTimeout || req.Action == deployapi.ActionCustomDeploy {
 			return wait(agentPollInterval)
 		}
 		return r.agentTimedOut(s, errType, "The deploy agent did not finish within %s of its last report: check the host's console", agentTimeout)
@@ -348,10 +396,17 @@ func (r *Reconciler) bootAgent(ctx context.Context, s *hostScope, errType metal3
 		}
 		return r.agentTimedOut(s, errType, "The deploy agent did not report within %s: check that the host can reach the engine", agentTimeout)
 	}
-	if err := r.Deploy.CheckBootConfig(ctx, s.host); err != nil {
-		return fail(errType, fmt.Sprintf("The deploy image cannot be made for this host: %v", err))
+	img, own, wres := r.bootImage(s)
+	if wres != nil {
+		return wres
 	}
-	res, err := s.prov.BootDeployImage(ctx, r.Deploy.DeployImage(s.host), s.uefi())
+	if own {
+		if err := r.Deploy.CheckBootConfig(ctx, s.host); err != nil {
+			return fail(errType, fmt.Sprintf("The deploy image cannot be made for this host: %v", err))
+		}
+		img = r.Deploy.DeployImage(s.host)
+	}
+	res, err := s.prov.BootDeployImage(ctx, img, s.uefi())
 	if err != nil {
 		if errors.Is(err, provisioner.ErrMedia) {
 			return fail(errType, fmt.Sprintf("The BMC could not attach the deploy image: %v", err))
