@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"strconv"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -25,6 +27,7 @@ import (
 	"github.com/metalshift/metalshift/assisted/reconcilers/bmac"
 	"github.com/metalshift/metalshift/assisted/reconcilers/clusterdeployment"
 	"github.com/metalshift/metalshift/assisted/reconcilers/infraenv"
+	"github.com/metalshift/metalshift/assisted/reconcilers/preprovisioningimage"
 	"github.com/metalshift/metalshift/assisted/server"
 	"github.com/metalshift/metalshift/assisted/webhooks"
 	"github.com/metalshift/metalshift/component"
@@ -49,6 +52,16 @@ type Options struct {
 	// host is disconnected; 0 means upstream's 3 minutes. The service
 	// records last contacts three times as often.
 	DisconnectedAfter time.Duration
+	// ConvergedFlow installs BareMetalHosts labelled for an InfraEnv the
+	// converged way (upstream's ALLOW_CONVERGED_FLOW, on by default there
+	// and with --allow-converged-flow): the service serves their
+	// PreprovisioningImages and BMAC sets the custom deploy
+	// start_assisted_install. It needs DeployURL; without it the service
+	// runs the other flow.
+	ConvergedFlow bool
+	// DeployURL is the host engine's deploy server as hosts reach it,
+	// which converged-flow images carry.
+	DeployURL string
 }
 
 // Component is the agent-based install as a part of the hub: the
@@ -70,6 +83,9 @@ func Component() component.Component {
 			fs.StringVar(&o.ListenAddr, "agent-service-listen-address", "", "Where the agent service (the agent-based install's REST API and discovery images) listens; empty disables it")
 			fs.StringVar(&o.URL, "agent-service-url", "", "How hosts reach the agent service (default http://<agent-service-listen-address>)")
 			fs.DurationVar(&o.PollInterval, "agent-poll-interval", 0, "How often discovery agents ask for instructions (default 60s, as upstream)")
+			fs.BoolVar(&o.ConvergedFlow, "allow-converged-flow", convergedFlowDefault(), "Install BareMetalHosts labelled for an InfraEnv with the converged flow "+
+				"(PreprovisioningImages, custom deploy start_assisted_install); needs --agent-service-deploy-url (default true, or $ALLOW_CONVERGED_FLOW)")
+			fs.StringVar(&o.DeployURL, "agent-service-deploy-url", "", "The host engine's deploy server URL as hosts reach it, which converged-flow discovery images carry")
 		},
 		Complete: func(hub *component.Options) error {
 			if o.ListenAddr != "" && len(hub.SigningKey) == 0 {
@@ -118,8 +134,12 @@ func Setup(ctx context.Context, hub *component.Hub, o Options) error {
 	if len(o.Key) == 0 {
 		o.Key = hub.SigningKey
 	}
+	if o.ConvergedFlow && o.DeployURL == "" {
+		ctrl.LoggerFrom(ctx).Info("Converged flow off: the agent service has no --agent-service-deploy-url")
+		o.ConvergedFlow = false
+	}
 	srv, err := server.New(server.Options{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Key: o.Key, BaseURL: o.URL, Clock: hub.Clock,
-		PollInterval: o.PollInterval, Images: images, HeartbeatEvery: o.DisconnectedAfter / 3})
+		PollInterval: o.PollInterval, Images: images, HeartbeatEvery: o.DisconnectedAfter / 3, DeployURL: o.DeployURL})
 	if err != nil {
 		return err
 	}
@@ -151,11 +171,23 @@ func Setup(ctx context.Context, hub *component.Hub, o Options) error {
 		return err
 	}
 	// BareMetalHosts labelled for an InfraEnv install through it (ZTP).
-	if err := (&bmac.Reconciler{Client: mgr.GetClient(), Recorder: recorder}).SetupWithManager(mgr, opts); err != nil {
+	if err := (&bmac.Reconciler{Client: mgr.GetClient(), Recorder: recorder, ConvergedFlow: o.ConvergedFlow}).SetupWithManager(mgr, opts); err != nil {
 		return err
+	}
+	if o.ConvergedFlow {
+		if err := (&preprovisioningimage.Reconciler{Client: mgr.GetClient(), Recorder: recorder, Images: srv}).SetupWithManager(mgr, opts); err != nil {
+			return err
+		}
 	}
 	return (&agentclusterinstall.Reconciler{Client: mgr.GetClient(), Recorder: recorder,
 		Clock: hub.Clock, EventsURL: srv.EventsURL}).SetupWithManager(mgr, opts)
+}
+
+// convergedFlowDefault is $ALLOW_CONVERGED_FLOW, true when unset or not a
+// boolean, as upstream.
+func convergedFlowDefault() bool {
+	v, err := strconv.ParseBool(os.Getenv("ALLOW_CONVERGED_FLOW"))
+	return err != nil || v
 }
 
 // imagesAdapter gives the InfraEnv reconciler the server's image URLs.

@@ -57,7 +57,7 @@ func (a *agent) runStep(ctx context.Context, st assistedapi.Step) (rebooted bool
 	if st.StepType != assistedapi.StepInstall || stepErr != nil {
 		return false, nil
 	}
-	a.opts.Logf("Installation done: rebooting")
+	a.opts.Logf("Installation done")
 	if err := a.opts.Reboot(ctx); err != nil {
 		err = fmt.Errorf("rebooting after the installation: %w", err)
 		a.progress(ctx, assistedapi.StageFailed, err.Error())

@@ -30,6 +30,9 @@ var (
 	// hubs counts the hubs started: each manager in a process needs a
 	// name of its own (it names the informers' metrics).
 	hubs int
+	// convergedFlow is the hub's ConvergedFlow: off (the other ZTP flow)
+	// but in TestZTPConverged, which restarts the hub with it.
+	convergedFlow bool
 )
 
 // TestMain starts envtest (the admission webhooks included) and the hub:
@@ -85,7 +88,7 @@ func startHub() (stop func() error, err error) {
 	c.Flags, c.Complete = nil, nil
 	c.Setup = func(ctx context.Context, hub *component.Hub) error {
 		return assisted.Setup(ctx, hub, assisted.Options{ListenAddr: serviceAddr, PollInterval: time.Second, Key: key,
-			DisconnectedAfter: 6 * time.Second})
+			DisconnectedAfter: 6 * time.Second, ConvergedFlow: convergedFlow, DeployURL: "http://" + deployAddr})
 	}
 	// The host engine, for the BareMetalHosts of ZTP installs.
 	engine := component.Component{Name: "host-engine", AddToScheme: metal3v1.AddToScheme, Setup: func(ctx context.Context, hub *component.Hub) error {

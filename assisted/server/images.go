@@ -141,9 +141,21 @@ func (s *Server) DiscoveryConfig(ctx context.Context, ie *agentinstallv1.InfraEn
 		}
 		d.IgnitionConfigOverride = o
 	}
-	digest := record.Digest(d, string(ie.Spec.ImageType), ie.Spec.CpuArchitecture)
-	d.Token = assistedToken(s.opts.Key, ie)
 	cfg := deployapi.BootConfig{Discovery: d}
+	if ConvergedImage(ie) {
+		if s.opts.DeployURL == "" {
+			return cfg, "", record.InputError(fmt.Errorf("InfraEnv %s is annotated %s, but the agent service does not know the host engine's deploy URL (--agent-service-deploy-url)",
+				ie.Name, EnableIronicAgentAnnotation))
+		}
+		scope := ImageScope(ie)
+		cfg.Lookup = &deployapi.Lookup{EngineURL: s.opts.DeployURL, Scope: scope, Token: deployapi.SignLookupToken(s.opts.Key, scope)}
+	}
+	parts := []any{d, string(ie.Spec.ImageType), ie.Spec.CpuArchitecture}
+	if cfg.Lookup != nil {
+		parts = append(parts, cfg.Lookup)
+	}
+	digest := record.Digest(parts...)
+	d.Token = assistedToken(s.opts.Key, ie)
 	initrd, err := imageservice.HostInitrd(cfg)
 	if err != nil {
 		return cfg, "", err
@@ -160,6 +172,24 @@ func (s *Server) DiscoveryConfig(ctx context.Context, ie *agentinstallv1.InfraEn
 		return cfg, "", record.InputError(err)
 	}
 	return cfg, digest, nil
+}
+
+// EnableIronicAgentAnnotation "true" on an InfraEnv makes its image one
+// for the converged flow: booted by the host engine from a host's
+// PreprovisioningImage, its agent finds its host at the engine by MAC
+// address and installs when the host's custom deploy start_assisted_install
+// runs. Such an image does nothing when booted by hand.
+const EnableIronicAgentAnnotation = "infraenv.agent-install.openshift.io/enable-ironic-agent"
+
+// ConvergedImage tells whether ie's image is a converged-flow image.
+func ConvergedImage(ie *agentinstallv1.InfraEnv) bool {
+	return ie.Annotations[EnableIronicAgentAnnotation] == "true"
+}
+
+// ImageScope is the scope of the lookup credential of ie's image: the path
+// of its ISO URL, which a PreprovisioningImage serving it has.
+func ImageScope(ie *agentinstallv1.InfraEnv) string {
+	return imagePrefix + string(ie.UID) + "/" + isoFile
 }
 
 // maxDiscoveryArchive is upstream's bound on the compressed discovery

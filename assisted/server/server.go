@@ -49,6 +49,10 @@ type Options struct {
 	// before a call from its agent records it again; 0 means a minute. It
 	// must be well below the controllers' disconnection timeout.
 	HeartbeatEvery time.Duration
+	// DeployURL is the host engine's deploy server, as hosts reach it. The
+	// images of InfraEnvs annotated enable-ironic-agent (the converged
+	// flow) carry it with a lookup credential; empty: they cannot be made.
+	DeployURL string
 }
 
 // Server serves discovery agents and images. Create it with New.

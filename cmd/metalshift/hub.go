@@ -273,6 +273,8 @@ func managerArgs(hub *localcp.Hub, hostsAddr string) []string {
 		"--ignition-listen-address=" + is.Addr, "--ignition-cert-file=" + is.CertFile, "--ignition-key-file=" + is.KeyFile,
 		"--ignition-ca-file=" + hub.CAFile(), "--signing-key-file=" + hub.SigningKeyFile(),
 		"--agent-service-listen-address=" + hub.AgentServiceAddr(), "--agent-service-url=" + agentServiceURL(hub, hostsAddr),
+		// Converged-flow discovery images carry the deploy server's URL.
+		"--agent-service-deploy-url=" + deployURL(hub, hostsAddr),
 		// Installed clusters come up while the hub watches: connect soon after.
 		"--workload-connection-retry-interval=2s",
 	}

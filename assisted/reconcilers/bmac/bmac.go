@@ -27,6 +27,7 @@ import (
 
 	agentinstallv1 "github.com/metalshift/metalshift/api/agentinstall/v1beta1"
 	assistedapi "github.com/metalshift/metalshift/api/assisted/v2"
+	deployapi "github.com/metalshift/metalshift/api/deploy/v1"
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	"github.com/metalshift/metalshift/assisted/pkg/hoststate"
 )
@@ -62,6 +63,13 @@ const (
 type Reconciler struct {
 	Client   client.Client
 	Recorder record.EventRecorder
+	// ConvergedFlow: hosts boot their PreprovisioningImage (the InfraEnv's
+	// image, which the preprovisioningimage controller gives them), are
+	// inspected by the host engine, and install through the custom deploy
+	// start_assisted_install; they stay managed by the engine. Otherwise
+	// they boot the InfraEnv's ISO as a live-iso image, uninspected, and
+	// are detached once installed.
+	ConvergedFlow bool
 }
 
 // +kubebuilder:rbac:groups=metal3.io,resources=baremetalhosts,verbs=get;list;watch;update;patch
@@ -193,6 +201,10 @@ func (r *Reconciler) reconcileHost(host *metal3v1.BareMetalHost, ie *agentinstal
 	if _, detached := host.Annotations[metal3v1.DetachedAnnotation]; detached {
 		return
 	}
+	if r.ConvergedFlow {
+		convergedHost(host)
+		return
+	}
 	host.Annotations[metal3v1.InspectAnnotation] = metal3v1.InspectAnnotationValueDisabled
 	host.Spec.AutomatedCleaningMode = metal3v1.CleaningModeDisabled
 	// The ISO URL is given while no Agent registered from it: a renewed URL
@@ -211,6 +223,18 @@ func (r *Reconciler) reconcileHost(host *metal3v1.BareMetalHost, ie *agentinstal
 	if installedToDisk(agent) {
 		host.Annotations[metal3v1.DetachedAnnotation] = detachedBy
 		r.event(host, corev1.EventTypeNormal, "Detached", fmt.Sprintf("Agent %s rebooted into its installed disk: the host engine no longer manages the host", agent.Name))
+	}
+}
+
+// convergedHost: the host's install is the custom deploy
+// start_assisted_install, which the agent of its PreprovisioningImage runs:
+// it starts the discovery agent, whose Agent is then paired and approved
+// as in the other flow. It is set at once, as upstream does: the Agent only
+// registers once the custom deploy has started it.
+func convergedHost(host *metal3v1.BareMetalHost) {
+	if host.Spec.CustomDeploy == nil || host.Spec.CustomDeploy.Method != deployapi.MethodStartAssistedInstall {
+		host.Spec.CustomDeploy = &metal3v1.CustomDeploy{Method: deployapi.MethodStartAssistedInstall}
+		host.Spec.Online = true
 	}
 }
 
