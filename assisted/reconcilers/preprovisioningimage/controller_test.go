@@ -1,0 +1,123 @@
+package preprovisioningimage_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	agentinstallv1 "github.com/metalshift/metalshift/api/agentinstall/v1beta1"
+	deployapi "github.com/metalshift/metalshift/api/deploy/v1"
+	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
+	"github.com/metalshift/metalshift/assisted/reconcilers/preprovisioningimage"
+	"github.com/metalshift/metalshift/assisted/server"
+	"github.com/metalshift/metalshift/imageservice"
+)
+
+// hostWithImage creates a host and its PreprovisioningImage, as the host
+// engine does.
+func hostWithImage(g Gomega, ns, name string, labels map[string]string, arch string) *metal3v1.PreprovisioningImage {
+	ctx := context.Background()
+	host := &metal3v1.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
+		Spec: metal3v1.BareMetalHostSpec{BootMACAddress: "52:54:00:00:00:01",
+			BMC: metal3v1.BMCDetails{Address: "redfish-virtualmedia://192.0.2.1/redfish/v1/Systems/1", CredentialsName: "bmc"}}}
+	g.Expect(env.Client.Create(ctx, host)).To(Succeed())
+	ppi := &metal3v1.PreprovisioningImage{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: metal3v1.PreprovisioningImageSpec{Architecture: arch, AcceptFormats: []metal3v1.ImageFormat{metal3v1.ImageFormatISO}}}
+	g.Expect(env.Client.Create(ctx, ppi)).To(Succeed())
+	return ppi
+}
+
+func ready(g Gomega, ppi *metal3v1.PreprovisioningImage) string {
+	g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(ppi), ppi)).To(Succeed())
+	c := meta.FindStatusCondition(ppi.Status.Conditions, metal3v1.ImageReadyCondition)
+	if c == nil {
+		return ""
+	}
+	return string(c.Status) + " " + c.Reason + ": " + c.Message
+}
+
+// TestServesTheInfraEnvImage: the image of a host labelled for an InfraEnv
+// waits for the InfraEnv, then for its converged-flow image (the InfraEnv
+// annotated enable-ironic-agent, whose ISO carries the deploy server's URL
+// and a lookup credential for the ISO's path), then is that ISO.
+func TestServesTheInfraEnvImage(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	ppi := hostWithImage(g, ns, "host-0", map[string]string{agentinstallv1.InfraEnvNameLabel: "lab"}, "x86_64")
+	g.Eventually(func(g Gomega) string { return ready(g, ppi) }, 30*time.Second).Should(Equal(
+		"False " + preprovisioningimage.ReasonWaitingForInfraEnvImage + ": InfraEnv " + ns + "/lab not found"))
+	g.Expect(ppi.Finalizers).To(ContainElement(preprovisioningimage.Finalizer))
+	g.Expect(ppi.Status.ImageUrl).To(BeEmpty())
+
+	g.Expect(env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pull-secret"}, Type: corev1.SecretTypeDockerConfigJson,
+		Data: map[string][]byte{corev1.DockerConfigJsonKey: []byte(`{"auths":{"registry.example.com":{"auth":"dXNlcjpwYXNz"}}}`)}})).To(Succeed())
+	ie := &agentinstallv1.InfraEnv{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "lab"},
+		Spec: agentinstallv1.InfraEnvSpec{PullSecretRef: &corev1.LocalObjectReference{Name: "pull-secret"}, CpuArchitecture: "x86_64"}}
+	g.Expect(env.Client.Create(ctx, ie)).To(Succeed())
+	g.Eventually(func(g Gomega) string { return ready(g, ppi) }, 30*time.Second).Should(Equal(
+		"True " + preprovisioningimage.ReasonInfraEnvAvailable + ": Image has been created"))
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(ie), ie)).To(Succeed())
+	g.Expect(ie.Annotations).To(HaveKeyWithValue(server.EnableIronicAgentAnnotation, "true"))
+	g.Expect(ppi.Status.ImageUrl).To(Equal(ie.Status.ISODownloadURL))
+	g.Expect(ppi.Status.Format).To(Equal(metal3v1.ImageFormatISO))
+	g.Expect(ppi.Status.Architecture).To(Equal("x86_64"))
+
+	// The ISO: discovery for the InfraEnv, and the lookup section.
+	resp, err := http.Get(ppi.Status.ImageUrl)
+	g.Expect(err).NotTo(HaveOccurred())
+	defer resp.Body.Close()
+	g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
+	data, err := io.ReadAll(resp.Body)
+	g.Expect(err).NotTo(HaveOccurred())
+	cfg, err := imageservice.ReadISOHostConfig(bytes.NewReader(data))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(cfg.Discovery).NotTo(BeNil())
+	g.Expect(cfg.Discovery.InfraEnvID).To(Equal(string(ie.UID)))
+	g.Expect(cfg.Lookup).NotTo(BeNil())
+	g.Expect(cfg.Lookup.EngineURL).To(Equal(deployURL))
+	g.Expect(cfg.Lookup.Scope).To(Equal("/images/infra-envs/" + string(ie.UID) + "/discovery.iso"))
+	g.Expect(deployapi.VerifyLookupToken(key, cfg.Lookup.Scope, cfg.Lookup.Token)).To(Succeed())
+
+	// Another architecture than the InfraEnv's.
+	arm := hostWithImage(g, ns, "host-1", map[string]string{agentinstallv1.InfraEnvNameLabel: "lab"}, "aarch64")
+	g.Eventually(func(g Gomega) string { return ready(g, arm) }, 30*time.Second).Should(Equal(
+		"False " + preprovisioningimage.ReasonInfraEnvArchMismatch + ": InfraEnv lab is for x86_64 hosts, the host is aarch64"))
+	g.Expect(meta.IsStatusConditionTrue(arm.Status.Conditions, metal3v1.ImageErrorCondition)).To(BeTrue())
+	g.Expect(arm.Status.ImageUrl).To(BeEmpty())
+}
+
+// TestLeavesOtherImagesAlone: a host without the label is not the agent
+// service's: its image gets no status and no finalizer, and a host whose
+// label goes away has its image released.
+func TestLeavesOtherImagesAlone(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	other := hostWithImage(g, ns, "other", nil, "")
+	labelled := hostWithImage(g, ns, "labelled", map[string]string{agentinstallv1.InfraEnvNameLabel: "nowhere"}, "")
+	g.Eventually(func(g Gomega) []string {
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(labelled), labelled)).To(Succeed())
+		return labelled.Finalizers
+	}, 30*time.Second).Should(ContainElement(preprovisioningimage.Finalizer))
+	g.Consistently(func(g Gomega) string { return ready(g, other) }, 2*time.Second).Should(BeEmpty())
+	g.Expect(other.Finalizers).To(BeEmpty())
+
+	host := &metal3v1.BareMetalHost{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(labelled), host)).To(Succeed())
+	host.Labels = nil
+	g.Expect(env.Client.Update(ctx, host)).To(Succeed())
+	g.Eventually(func(g Gomega) []string {
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(labelled), labelled)).To(Succeed())
+		return labelled.Finalizers
+	}, 30*time.Second).ShouldNot(ContainElement(preprovisioningimage.Finalizer))
+}
