@@ -47,7 +47,7 @@ func RunUntilInstalled(ctx context.Context, opts Options) error {
 	select {
 	case <-installed:
 		cancel()
-		<-done
+		_ = <-done // nil: Run ends with ctx
 		return nil
 	case err := <-done:
 		if err == nil {
