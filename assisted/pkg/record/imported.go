@@ -13,7 +13,7 @@ import (
 	hivev1 "github.com/metalshift/metalshift/api/hive/v1"
 )
 
-// ErrNoAdminKubeconfig: the cluster has no admin kubeconfig yet (its
+// ErrNoAdminKubeconfig says the cluster has no admin kubeconfig yet (its
 // install has not started, and it was not imported).
 var ErrNoAdminKubeconfig = errors.New("the cluster has no admin kubeconfig")
 
