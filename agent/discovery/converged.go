@@ -47,8 +47,7 @@ func RunUntilInstalled(ctx context.Context, opts Options) error {
 	select {
 	case <-installed:
 		cancel()
-		_ = <-done // nil: Run ends with ctx
-		return nil
+		return <-done // nil: Run returns nil once ctx ends
 	case err := <-done:
 		if err == nil {
 			err = errors.New("the discovery agent stopped before its installation was done")
