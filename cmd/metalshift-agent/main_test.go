@@ -91,6 +91,12 @@ func TestAgentBinary(t *testing.T) {
 	out, err = exec.Command(bin, "--config", cfg, "discovery").CombinedOutput()
 	g.Expect(exitCode(err)).To(Equal(1))
 	g.Expect(string(out)).To(ContainSubstring("has no discovery section: run the deploy role"))
+
+	// A converged-flow image's configuration: a lookup section.
+	g.Expect(os.WriteFile(cfg, []byte(`{"lookup":{"engineURL":"http://127.0.0.1:1","scope":"/i.iso"}}`), 0o644)).To(Succeed())
+	out, err = exec.Command(bin, "--config", cfg).CombinedOutput()
+	g.Expect(exitCode(err)).To(Equal(1))
+	g.Expect(string(out)).To(ContainSubstring("lookup.engineURL, lookup.scope and lookup.token are required"))
 }
 
 // TestDiscoveryFacts: the host ID is the SMBIOS UUID in lowercase; the
