@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -43,6 +44,9 @@ type Firmware struct {
 	// environment of a discovery image (the bootstrap master of an
 	// agent-based install) until ctx ends.
 	OnBootstrap func(ctx context.Context, m *machine.Machine, ignition []byte)
+	// Resolve, when set, is the machines' DNS (the simulated network's:
+	// a name it does not know comes back unchanged).
+	Resolve func(host string) string
 	// Console, when set, also gets every console line, as "<machine>: <line>".
 	Console io.Writer
 	// MediaRetries is how many more times virtual media is read after a
@@ -254,6 +258,24 @@ func (f *Firmware) discoveryOptions(ctx context.Context, m *machine.Machine, cfg
 			go m.GuestReset(ctx)
 			return nil
 		},
+	}
+	if f.Resolve != nil {
+		// The simulated network's names, else the host's resolver's (as a
+		// DNS server that forwards).
+		opts.Lookup = func(ctx context.Context, name string) []net.IP {
+			if ip := net.ParseIP(f.Resolve(name)); ip != nil {
+				return []net.IP{ip}
+			}
+			addrs, err := net.DefaultResolver.LookupIPAddr(ctx, name)
+			if err != nil {
+				return nil
+			}
+			ips := make([]net.IP, 0, len(addrs))
+			for _, a := range addrs {
+				ips = append(ips, a.IP)
+			}
+			return ips
+		}
 	}
 	if f.OnBootstrap != nil {
 		opts.RunBootstrap = func(bctx context.Context, ign []byte) error {

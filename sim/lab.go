@@ -166,6 +166,7 @@ func NewLab(opts LabOptions) *Lab {
 		l.Firmware.OnBootstrap = func(ctx context.Context, m *machine.Machine, ign []byte) {
 			w.Run(ctx, cluster.Machine{ID: m.ID + "-bootstrap", IP: m.Hardware.NICs[0].IP, UserData: ign})
 		}
+		l.Firmware.Resolve = w.Resolve
 	}
 	for i := range opts.Hosts {
 		l.add(NewMachine(opts.NamePrefix, i, opts.Subnet, opts.MACOctet, opts.DiskSizeBytes), i)

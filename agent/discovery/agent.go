@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -54,6 +55,9 @@ type Options struct {
 	// otherwise what the service says, next_instruction_seconds) and the
 	// retry and wait intervals: for tests.
 	PollInterval time.Duration
+	// Lookup resolves a name for the domain-resolution step; nil means the
+	// system's resolver.
+	Lookup func(ctx context.Context, name string) []net.IP
 	// Version is the discovery_agent_version the agent registers with.
 	Version string
 }

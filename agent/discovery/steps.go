@@ -91,7 +91,7 @@ func (a *agent) step(ctx context.Context, st assistedapi.Step) (any, error) {
 		if err := stepArgs(st, &req); err != nil {
 			return nil, err
 		}
-		return domainResolution(ctx, req), nil
+		return domainResolution(ctx, req, a.lookup), nil
 	case assistedapi.StepInstallationDiskSpeedCheck:
 		var req assistedapi.DiskSpeedCheckRequest
 		if err := stepArgs(st, &req); err != nil {
@@ -168,7 +168,7 @@ func (a *agent) ntpSynchronizer(ctx context.Context, req assistedapi.NTPSynchron
 		}
 		seen[s] = true
 		state := assistedapi.NTPSourceUnreachable
-		if net.ParseIP(s) != nil || len(lookup(ctx, s)) > 0 {
+		if net.ParseIP(s) != nil || len(a.lookup(ctx, s)) > 0 {
 			state = assistedapi.NTPSourceSynced
 		}
 		resp.NTPSources = append(resp.NTPSources, assistedapi.NTPSource{SourceName: s, SourceState: state})
@@ -178,7 +178,7 @@ func (a *agent) ntpSynchronizer(ctx context.Context, req assistedapi.NTPSynchron
 
 // domainResolution resolves each name of the request; a name that does
 // not resolve has empty address lists.
-func domainResolution(ctx context.Context, req assistedapi.DomainResolutionRequest) assistedapi.DomainResolutionResponse {
+func domainResolution(ctx context.Context, req assistedapi.DomainResolutionRequest, lookup func(context.Context, string) []net.IP) assistedapi.DomainResolutionResponse {
 	resp := assistedapi.DomainResolutionResponse{Resolutions: []assistedapi.DomainResolution{}}
 	for _, d := range req.Domains {
 		r := assistedapi.DomainResolution{DomainName: d.DomainName, IPV4Addresses: []string{}, IPV6Addresses: []string{}}
@@ -194,8 +194,16 @@ func domainResolution(ctx context.Context, req assistedapi.DomainResolutionReque
 	return resp
 }
 
-// lookup resolves name with the system's resolver; nil when it does not.
-func lookup(ctx context.Context, name string) []net.IP {
+// lookup resolves name with Options.Lookup, else the system's resolver.
+func (a *agent) lookup(ctx context.Context, name string) []net.IP {
+	if a.opts.Lookup != nil {
+		return a.opts.Lookup(ctx, name)
+	}
+	return systemLookup(ctx, name)
+}
+
+// systemLookup resolves name with the system's resolver; nil when it does not.
+func systemLookup(ctx context.Context, name string) []net.IP {
 	ctx, cancel := context.WithTimeout(ctx, resolveTimeout)
 	defer cancel()
 	addrs, err := net.DefaultResolver.LookupIPAddr(ctx, name)

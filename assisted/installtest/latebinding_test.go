@@ -112,14 +112,10 @@ func TestImport(t *testing.T) {
 	// Import: the admin kubeconfig is all the hub gets.
 	kc := &corev1.Secret{}
 	g.Expect(env.Client.Get(ctx, types.NamespacedName{Namespace: src, Name: src + "-admin-kubeconfig"}, kc)).To(Succeed())
-	// The imported cluster's API and ingress answer at the node's address.
-	// (Described with managed networking: the service records no
-	// domain-resolution answers yet, so with user-managed networking a day-2
-	// host's DNS validations would stay pending.)
-	n := &agentinstallv1.Agent{}
-	g.Expect(env.Client.Get(ctx, types.NamespacedName{Namespace: src, Name: node.UUID}, n)).To(Succeed())
-	addr, _, _ := strings.Cut(n.Status.Inventory.Interfaces[0].IPV4Addresses[0], "/")
-	objs := installObjects(ns, ns, 3, 0, addr, addr)
+	// The imported cluster has user-managed networking: its API and
+	// ingress names resolve in the network's DNS, which the worker's
+	// domain-resolution answers show (the DNS validations read them).
+	objs := installObjects(ns, ns, 3, 0, "", "")
 	cd := objs[2].(*hivev1.ClusterDeployment)
 	cd.Spec.ClusterName, cd.Spec.Installed = src, true
 	cd.Spec.ClusterMetadata = &hivev1.ClusterMetadata{AdminKubeconfigSecretRef: corev1.LocalObjectReference{Name: "imported-kubeconfig"}}
@@ -146,6 +142,10 @@ func TestImport(t *testing.T) {
 		return a.Status.DebugInfo.State + "/" + a.Status.Progress.CurrentStage
 	}).Should(Equal("added-to-existing-cluster/Done"), func() string { return fmt.Sprintf("%s %+v", a.Status.DebugInfo.StateInfo, a.Status.ValidationsInfo) })
 	g.Expect(a.Status.Kind).To(Equal("AddToExistingClusterHost"))
+	g.Expect(a.Status.ValidationsInfo["network"]).To(ContainElement(And(HaveField("ID", "api-domain-name-resolved-correctly"),
+		HaveField("Status", "success"))))
+	g.Expect(a.Annotations).To(HaveKeyWithValue("metalshift.io/domain-resolutions",
+		`{"api-int.impsrc.example.com":true,"api.impsrc.example.com":true,"console-openshift-console.apps.impsrc.example.com":true}`))
 	g.Expect(spokeNodes(g, src, src).Items).To(HaveLen(2))
 	g.Expect(a.Status.CSRStatus.ApprovedCSRs).To(ContainElement(HaveField("Type", agentinstallv1.CSRTypeClient)))
 	csr := &certificatesv1.CertificateSigningRequest{}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	agentinstallv1 "github.com/metalshift/metalshift/api/agentinstall/v1beta1"
 	assistedapi "github.com/metalshift/metalshift/api/assisted/v2"
@@ -153,6 +155,18 @@ func (s *Server) stepReply(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		change = func(a *agentinstallv1.Agent) bool { return record.SetDiskSpeed(a, resp.Path, resp.IoSyncDuration) }
+	case assistedapi.StepDomainResolution:
+		resp := &assistedapi.DomainResolutionResponse{}
+		if err := json.Unmarshal([]byte(rep.Output), resp); err != nil {
+			apiError(w, http.StatusBadRequest, "domain-resolution: "+err.Error())
+			return
+		}
+		if err := s.setDomainResolutions(r.Context(), a, record.DomainResolutions(resp)); err != nil {
+			apiError(w, http.StatusInternalServerError, err.Error())
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+		return
 	default:
 		w.WriteHeader(http.StatusNoContent)
 		return
@@ -206,4 +220,22 @@ func (s *Server) logsProgress(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// setDomainResolutions records a host's domain-resolution answers on its
+// Agent (record.DomainResolutionsAnnotation) when they changed, with a
+// merge patch of that one annotation: no conflict with status writers.
+func (s *Server) setDomainResolutions(ctx context.Context, a *agentinstallv1.Agent, resolved map[string]bool) error {
+	data, err := json.Marshal(resolved) // map keys sorted: equal answers, equal text
+	if err != nil {
+		return err
+	}
+	if a.Annotations[record.DomainResolutionsAnnotation] == string(data) {
+		return nil
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{record.DomainResolutionsAnnotation: string(data)}}})
+	if err != nil {
+		return err
+	}
+	return s.opts.Client.Patch(ctx, a, client.RawPatch(types.MergePatchType, patch))
 }

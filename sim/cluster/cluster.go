@@ -50,14 +50,16 @@ type bootstrapFiles struct {
 
 // Cluster is one installed cluster, running while any of its machines is up.
 type Cluster struct {
-	w       *World
-	name    string
-	domain  string
-	vip     string
-	files   bootstrapFiles
-	dir     string
-	names   []string
-	kubelet []byte // the bootstrap kubeconfig the machine-config-server hands to nodes
+	w      *World
+	name   string
+	domain string
+	vip    string
+	files  bootstrapFiles
+	dir    string
+	names  []string
+	// wildcard is the ingress name, *.apps.<domain>.
+	wildcard []string
+	kubelet  []byte // the bootstrap kubeconfig the machine-config-server hands to nodes
 	// tokenID and tokenSecret are the nodes' bootstrap token.
 	tokenID, tokenSecret string
 
@@ -150,6 +152,14 @@ func (w *World) start(ctx context.Context, f bootstrapFiles) (_ *Cluster, reterr
 		return nil, err
 	}
 	w.register(c.names, c.vip)
+	// The ingress wildcard, as a user's DNS holds it: the ingress VIP, or
+	// the API's address without VIPs (a single node serves both).
+	ingress := c.vip
+	if bm := ic.Platform.BareMetal; bm != nil && len(bm.IngressVIPs) > 0 {
+		ingress = bm.IngressVIPs[0]
+	}
+	c.wildcard = []string{"*.apps." + ic.ClusterDomain()}
+	w.register(c.wildcard, ingress)
 	if err := c.startMachineConfigServer(); err != nil {
 		return nil, err
 	}
@@ -312,6 +322,7 @@ func (c *Cluster) stop() {
 		cancel()
 	}
 	c.w.unregister(c.names)
+	c.w.unregister(c.wildcard)
 	if c.apiserver != nil {
 		c.apiserver.Stop()
 	}

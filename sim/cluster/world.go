@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -119,6 +120,12 @@ func (w *World) Resolve(host string) string {
 	defer w.mu.Unlock()
 	if ip, ok := w.dns[host]; ok {
 		return ip
+	}
+	// A wildcard record answers for the names below its parent.
+	if _, parent, ok := strings.Cut(host, "."); ok {
+		if ip, ok := w.dns["*."+parent]; ok {
+			return ip
+		}
 	}
 	return host
 }

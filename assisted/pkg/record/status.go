@@ -167,3 +167,32 @@ func MirrorAnnotations(a *agentinstallv1.Agent) bool {
 	}
 	return changed
 }
+
+// DomainResolutionsAnnotation holds the host's last domain-resolution
+// answers as JSON, {"<name>": true|false}: whether the name resolved. The
+// Agent has no status field for them, and its DNS validations read them.
+const DomainResolutionsAnnotation = "metalshift.io/domain-resolutions"
+
+// DomainResolutions is what the domain-resolution step answered: each
+// name and whether it has an address.
+func DomainResolutions(resp *assistedapi.DomainResolutionResponse) map[string]bool {
+	out := make(map[string]bool, len(resp.Resolutions))
+	for _, r := range resp.Resolutions {
+		out[r.DomainName] = len(r.IPV4Addresses)+len(r.IPV6Addresses) > 0
+	}
+	return out
+}
+
+// DomainsResolved reads DomainResolutionsAnnotation; nil when absent or
+// unreadable.
+func DomainsResolved(a *agentinstallv1.Agent) map[string]bool {
+	raw, ok := a.Annotations[DomainResolutionsAnnotation]
+	if !ok {
+		return nil
+	}
+	out := map[string]bool{}
+	if err := json.Unmarshal([]byte(raw), &out); err != nil {
+		return nil
+	}
+	return out
+}

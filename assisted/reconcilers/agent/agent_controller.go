@@ -169,7 +169,7 @@ func (r *Reconciler) compute(a *agentinstallv1.Agent, c *record.Cluster, sibling
 	connected := now.Sub(record.LastContact(a)) < r.disconnectedAfter()
 	in := validations.HostInput{
 		Role: record.Role(a), Hostname: record.Hostname(a), Connected: connected, Bound: c != nil,
-		InstallationDisk: diskPath(a, st.InstallationDiskID),
+		InstallationDisk: diskPath(a, st.InstallationDiskID), DomainsResolved: record.DomainsResolved(a),
 	}
 	if hasInventory {
 		in.Inventory = record.InventoryFromCR(&st.Inventory)
