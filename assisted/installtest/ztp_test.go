@@ -93,8 +93,19 @@ func TestZTPSingleNode(t *testing.T) {
 // TestZTPWorkers: three masters and two workers from BareMetalHosts
 // labelled for the InfraEnv, roles from the hosts' role annotations, then a
 // day-2 worker: a sixth host labelled after the install joins the installed
-// cluster.
+// cluster. The flow that boots the ISO as a live-iso image and detaches
+// the hosts once installed.
 func TestZTPWorkers(t *testing.T) {
+	ztpWorkers(t, false, "ztp-workers", "127.77.12")
+}
+
+// TestZTPWorkersConverged is TestZTPWorkers in the converged flow: the
+// hosts stay managed by the host engine.
+func TestZTPWorkersConverged(t *testing.T) {
+	ztpWorkers(t, true, "ztp-workers-converged", "127.77.13")
+}
+
+func ztpWorkers(t *testing.T, converged bool, ns, subnet string) {
 	if testing.Short() {
 		t.Skip("end to end")
 	}
@@ -102,8 +113,11 @@ func TestZTPWorkers(t *testing.T) {
 	g.SetDefaultEventuallyTimeout(150 * time.Second)
 	g.SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
 	ctx := context.Background()
-	const ns = "ztp-workers"
-	lab, _ := startSpare(t, g, ns, 3, 2, 1, "127.77.12", "127.77.12.100", "127.77.12.101")
+	if converged {
+		restartHub(g, true)
+		t.Cleanup(func() { restartHub(NewWithT(t), false) })
+	}
+	lab, _ := startSpare(t, g, ns, 3, 2, 1, subnet, subnet+".100", subnet+".101")
 	g.Expect(lab.Start("127.0.0.1:0")).To(Succeed())
 	t.Cleanup(lab.Close)
 	addHost := func(i int, role string) *metal3v1.BareMetalHost {
@@ -134,10 +148,19 @@ func TestZTPWorkers(t *testing.T) {
 		return a.Status.DebugInfo.State + "/" + a.Status.Progress.CurrentStage
 	}).Should(Equal("added-to-existing-cluster/Done"))
 	g.Expect(spokeNodes(g, ns, ns).Items).To(HaveLen(6))
-	g.Eventually(func() map[string]string {
-		_ = env.Client.Get(ctx, client.ObjectKeyFromObject(host), host)
-		return host.Annotations
-	}).Should(HaveKey(metal3v1.DetachedAnnotation))
+	if converged {
+		g.Eventually(func() metal3v1.ProvisioningState {
+			_ = env.Client.Get(ctx, client.ObjectKeyFromObject(host), host)
+			return host.Status.Provisioning.State
+		}).Should(Equal(metal3v1.StateProvisioned))
+		g.Expect(host.Annotations).NotTo(HaveKey(metal3v1.DetachedAnnotation))
+		g.Expect(host.Spec.CustomDeploy).NotTo(BeNil())
+	} else {
+		g.Eventually(func() map[string]string {
+			_ = env.Client.Get(ctx, client.ObjectKeyFromObject(host), host)
+			return host.Annotations
+		}).Should(HaveKey(metal3v1.DetachedAnnotation))
+	}
 
 	// Deleting a host cascades nothing, unless it is annotated
 	// remove-agent-and-node-on-delete: then its Agent and its Node in the
