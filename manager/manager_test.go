@@ -32,6 +32,7 @@ func TestFlags(t *testing.T) {
 		"ignition-listen-address": "", "ignition-url": "", "ignition-cert-file": "", "ignition-key-file": "", "ignition-ca-file": "",
 		"max-user-data-bytes": "0", "ignition-token-ttl": "24h0m0s",
 		"agent-service-listen-address": "", "agent-service-url": "", "agent-poll-interval": "0s",
+		"allow-converged-flow": "true", "agent-service-deploy-url": "",
 	}))
 }
 
