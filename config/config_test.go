@@ -36,7 +36,7 @@ func TestCRDsGlobs(t *testing.T) {
 	for _, crd := range hosts {
 		names = append(names, crd.Name)
 	}
-	g.Expect(names).To(Equal([]string{"baremetalhosts.metal3.io", "preprovisioningimages.metal3.io"}))
+	g.Expect(names).To(Equal([]string{"baremetalhosts.metal3.io", "preprovisioningimages.metal3.io", "provisionings.metal3.io"}))
 
 	_, err = CRDs("crd/bases/nothing_*.yaml")
 	g.Expect(err).To(MatchError(ContainSubstring(`no CRD file matches "crd/bases/nothing_*.yaml"`)))

@@ -45,5 +45,8 @@ func TestOwnWebhooks(t *testing.T) {
 		"validation.infraenv.agent-install.openshift.io":                    hooked("/validate-agent-install-openshift-io-v1beta1-infraenv", "infraenvs"),
 		"validation.agent.agent-install.openshift.io":                       hooked("/validate-agent-install-openshift-io-v1beta1-agent", "agents"),
 		"validation.agentclassification.agent-install.openshift.io":         hooked("/validate-agent-install-openshift-io-v1beta1-agentclassification", "agentclassifications"),
+		// upstream's name and policy: the operator validates again on reconcile
+		"vprovisioning.kb.io": {"/validate-metal3-io-v1alpha1-provisioning", admissionregistrationv1.Ignore, admissionregistrationv1.SideEffectClassNone,
+			[]string{"provisionings"}, createUpdate},
 	}))
 }

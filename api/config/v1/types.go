@@ -43,6 +43,23 @@ type ClusterOperatorStatus struct {
 	Conditions []ClusterOperatorStatusCondition `json:"conditions,omitempty"`
 	// +optional
 	Versions []OperandVersion `json:"versions,omitempty"`
+	// relatedObjects are the objects to look at when debugging the operator.
+	// +optional
+	RelatedObjects []ObjectReference `json:"relatedObjects,omitempty"`
+}
+
+// ObjectReference names an object, or a kind of objects (name empty), that
+// an operator relates to.
+type ObjectReference struct {
+	// group of the referent; empty for the core group.
+	Group string `json:"group"`
+	// resource of the referent (plural).
+	Resource string `json:"resource"`
+	// namespace of the referent, for namespaced resources.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// name of the referent; empty for every object of the resource.
+	Name string `json:"name"`
 }
 
 // +genclient:nonNamespaced
