@@ -9,6 +9,7 @@ import (
 	"github.com/metalshift/metalshift/component"
 	"github.com/metalshift/metalshift/controlplane"
 	"github.com/metalshift/metalshift/infrastructure/metal"
+	"github.com/metalshift/metalshift/operator"
 )
 
 // Name identifies the hub manager towards the API server; it names its
@@ -25,6 +26,7 @@ func Components() []component.Component {
 		controlplane.Component(),
 		metal.Component(),
 		assisted.Component(),
+		operator.Component(),
 	}
 }
 

@@ -33,6 +33,7 @@ func TestFlags(t *testing.T) {
 		"max-user-data-bytes": "0", "ignition-token-ttl": "24h0m0s",
 		"agent-service-listen-address": "", "agent-service-url": "", "agent-poll-interval": "0s",
 		"allow-converged-flow": "true", "agent-service-deploy-url": "",
+		"baremetal-operator": "false", "baremetal-operator-version": "0.0.1-snapshot", "baremetal-operator-operand-image": "metalshift/manager:latest",
 	}))
 }
 
