@@ -138,8 +138,10 @@ func Setup(ctx context.Context, hub *component.Hub, o Options) error {
 		ctrl.LoggerFrom(ctx).Info("Converged flow off: the agent service has no --agent-service-deploy-url")
 		o.ConvergedFlow = false
 	}
+	//nolint:staticcheck // core/v1 Events, which kubectl describe shows for these objects; the events.k8s.io recorder comes with the move to it hub-wide
+	recorder := mgr.GetEventRecorderFor("metalshift-agent-service")
 	srv, err := server.New(server.Options{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Key: o.Key, BaseURL: o.URL, Clock: hub.Clock,
-		PollInterval: o.PollInterval, Images: images, HeartbeatEvery: o.DisconnectedAfter / 3, DeployURL: o.DeployURL})
+		PollInterval: o.PollInterval, Images: images, HeartbeatEvery: o.DisconnectedAfter / 3, DeployURL: o.DeployURL, Recorder: recorder})
 	if err != nil {
 		return err
 	}
@@ -151,8 +153,6 @@ func Setup(ctx context.Context, hub *component.Hub, o Options) error {
 		return err
 	}
 	opts := controller.Options{MaxConcurrentReconciles: 10}
-	//nolint:staticcheck // core/v1 Events, which kubectl describe shows for these objects; the events.k8s.io recorder comes with the move to it hub-wide
-	recorder := mgr.GetEventRecorderFor("metalshift-agent-service")
 	if err := (&infraenv.Reconciler{Client: mgr.GetClient(), Recorder: recorder, Clock: hub.Clock,
 		Images: imagesAdapter{srv}, EventsURL: srv.EventsURL}).SetupWithManager(mgr, opts); err != nil {
 		return err

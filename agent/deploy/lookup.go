@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	assistedapi "github.com/metalshift/metalshift/api/assisted/v2"
 	deployapi "github.com/metalshift/metalshift/api/deploy/v1"
 )
 
@@ -38,6 +39,13 @@ func lookupHost(ctx context.Context, opts Options) (deployapi.BootConfig, error)
 		if msg := err.Error(); msg != last {
 			last = msg
 			opts.Logf("Looking up this machine's host (MAC %s) at %s: %v; asking again every %s", strings.Join(opts.MACs, ", "), lk.EngineURL, err, opts.PollInterval)
+			var nf errNoHost
+			if d := opts.Config.Discovery; errors.As(err, &nf) && d != nil {
+				// Booted by hand: tell the agent service, which tells the hub.
+				if err := reportManualBoot(ctx, opts, d, msg); err != nil {
+					opts.Logf("Telling the agent service that this image was booted by hand: %v", err)
+				}
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -61,7 +69,11 @@ func lookupOnce(ctx context.Context, c *http.Client, url string, body []byte) (d
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
-		return cfg, fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(msg))
+		err := fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(msg))
+		if resp.StatusCode == http.StatusNotFound {
+			return cfg, errNoHost{err}
+		}
+		return cfg, err
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&cfg); err != nil {
 		return cfg, fmt.Errorf("decoding the lookup answer: %w", err)
@@ -70,4 +82,35 @@ func lookupOnce(ctx context.Context, c *http.Client, url string, body []byte) (d
 		return cfg, errors.New("the lookup answer has no engineURL, hostID or token")
 	}
 	return cfg, nil
+}
+
+// errNoHost: the deploy server has no host for this machine's MACs.
+type errNoHost struct{ error }
+
+func (e errNoHost) Unwrap() error { return e.error }
+
+// reportManualBoot tells the agent service of the image's InfraEnv that a
+// machine booted the image without a host (assistedapi.ManualBootPath).
+func reportManualBoot(ctx context.Context, opts Options, d *deployapi.Discovery, reason string) error {
+	body, err := json.Marshal(assistedapi.ManualBoot{MACAddresses: opts.MACs, Reason: reason})
+	if err != nil {
+		return err
+	}
+	url := strings.TrimSuffix(d.ServiceURL, "/") + fmt.Sprintf(assistedapi.ManualBootPath, d.InfraEnvID)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(assistedapi.AuthHeader, d.Token)
+	resp, err := opts.HTTP.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+		return fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(msg))
+	}
+	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -47,7 +48,7 @@ func TestZTPConverged(t *testing.T) {
 	restartHub(g, true)
 	t.Cleanup(func() { restartHub(NewWithT(t), false) })
 	const ns, name = "ztp-converged", "ztp-converged"
-	lab, _ := start(t, g, ns, 1, 0, "127.77.11")
+	lab, _ := startSpare(t, g, ns, 1, 0, 1, "127.77.11")
 	g.Expect(lab.Start("127.0.0.1:0")).To(Succeed())
 	t.Cleanup(lab.Close)
 	m := lab.Machines[0]
@@ -113,4 +114,23 @@ func TestZTPConverged(t *testing.T) {
 	g.Expect(host.Status.HardwareDetails.CPU.Count).To(Equal(m.Hardware.CPUCount))
 	g.Expect(lab.Firmware.Log(m.ID)).To(ContainElements(ContainSubstring("Looked up host"), Equal("inspect done"),
 		ContainSubstring("Running custom deploy method start_assisted_install"), Equal("custom-deploy done")))
+
+	// The image booted by hand on a machine no BareMetalHost stands for:
+	// it finds no host, and the InfraEnv says so.
+	spare := lab.Machines[1]
+	bootISO(g, spare, ie.Status.ISODownloadURL)
+	g.Eventually(func() agentinstallv1.Condition {
+		_ = env.Client.Get(ctx, client.ObjectKeyFromObject(ie), ie)
+		for _, c := range ie.Status.Conditions {
+			if string(c.Type) == server.ManualBootCondition {
+				return c
+			}
+		}
+		return agentinstallv1.Condition{}
+	}).Should(And(HaveField("Status", corev1.ConditionTrue), HaveField("Reason", server.ManualBootReason),
+		HaveField("Message", And(ContainSubstring("A machine with MAC "+spare.Hardware.NICs[0].MAC),
+			ContainSubstring("booted this InfraEnv's discovery image by hand")))))
+	g.Expect(env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: spare.UUID}, &agentinstallv1.Agent{})).NotTo(Succeed())
+	// ImageCreated is untouched.
+	g.Expect(imageCreatedOf(g, ie)()).To(HaveField("Reason", "InfraEnvAvailable"))
 }

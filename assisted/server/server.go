@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	events "k8s.io/client-go/tools/record"
 	"net/http"
 	"strings"
 	"time"
@@ -53,6 +54,9 @@ type Options struct {
 	// images of InfraEnvs annotated enable-ironic-agent (the converged
 	// flow) carry it with a lookup credential; empty: they cannot be made.
 	DeployURL string
+	// Recorder records what agents report that a person should see (a
+	// converged-flow image booted by hand); nil records nothing.
+	Recorder events.EventRecorder
 }
 
 // Server serves discovery agents and images. Create it with New.
@@ -106,6 +110,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET "+api+"/clusters/{cluster}/downloads/files", s.files)
 	mux.HandleFunc("POST "+api+"/clusters/{cluster}/logs", s.logs)
 	mux.HandleFunc("GET "+assistedapi.EventsPath, s.events)
+	mux.HandleFunc("POST "+fmt.Sprintf(assistedapi.ManualBootPath, "{ie}"), s.manualBoot)
 	s.imageRoutes(mux)
 	return mux
 }

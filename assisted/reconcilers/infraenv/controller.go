@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"slices"
 	"strconv"
 	"time"
 
@@ -28,6 +29,7 @@ import (
 	hivev1 "github.com/metalshift/metalshift/api/hive/v1"
 	"github.com/metalshift/metalshift/assisted/pkg/conditions"
 	rec "github.com/metalshift/metalshift/assisted/pkg/record"
+	"github.com/metalshift/metalshift/assisted/server"
 )
 
 // Annotations recording the current image: its digest and when its URLs expire.
@@ -114,6 +116,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	setCondition(&ie.Status.Conditions, cond, now)
+	if ie.Annotations[server.EnableIronicAgentAnnotation] != "true" {
+		// A machine booted by hand waits no longer: the image is not the
+		// converged flow's any more.
+		ie.Status.Conditions = slices.DeleteFunc(ie.Status.Conditions, func(c agentinstallv1.Condition) bool {
+			return string(c.Type) == server.ManualBootCondition
+		})
+	}
 	if !reflect.DeepEqual(before.Annotations, ie.Annotations) {
 		status := ie.Status
 		if err := r.Client.Update(ctx, ie); err != nil {
