@@ -116,7 +116,7 @@ func installCRDs(g *WithT, c client.Client) {
 		g.Expect(got.Status.Conditions).To(ContainElement(And(HaveField("Type", apiextensionsv1.Established),
 			HaveField("Status", apiextensionsv1.ConditionTrue))))
 	}
-	g.Expect(n).To(Equal(2), "ClusterVersion and ClusterOperator")
+	g.Expect(n).To(Equal(3), "ClusterVersion, ClusterOperator and Infrastructure")
 }
 
 func readyNode(name string, labels map[string]string) *corev1.Node {
