@@ -266,15 +266,7 @@ func (f *Firmware) discoveryOptions(ctx context.Context, m *machine.Machine, cfg
 			if ip := net.ParseIP(f.Resolve(name)); ip != nil {
 				return []net.IP{ip}
 			}
-			addrs, err := net.DefaultResolver.LookupIPAddr(ctx, name)
-			if err != nil {
-				return nil
-			}
-			ips := make([]net.IP, 0, len(addrs))
-			for _, a := range addrs {
-				ips = append(ips, a.IP)
-			}
-			return ips
+			return discovery.SystemLookup(ctx, name)
 		}
 	}
 	if f.OnBootstrap != nil {

@@ -199,11 +199,12 @@ func (a *agent) lookup(ctx context.Context, name string) []net.IP {
 	if a.opts.Lookup != nil {
 		return a.opts.Lookup(ctx, name)
 	}
-	return systemLookup(ctx, name)
+	return SystemLookup(ctx, name)
 }
 
-// systemLookup resolves name with the system's resolver; nil when it does not.
-func systemLookup(ctx context.Context, name string) []net.IP {
+// SystemLookup resolves name with the system's resolver; nil when it does
+// not.
+func SystemLookup(ctx context.Context, name string) []net.IP {
 	ctx, cancel := context.WithTimeout(ctx, resolveTimeout)
 	defer cancel()
 	addrs, err := net.DefaultResolver.LookupIPAddr(ctx, name)

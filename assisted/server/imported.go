@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -23,9 +22,6 @@ import (
 // kube-system/root-ca, key ca.crt; the machine-config operator reads it
 // for the same pointer Ignition).
 var RootCAConfigMap = types.NamespacedName{Namespace: "kube-system", Name: "root-ca"}
-
-// spokeTimeout bounds a request to an imported cluster's API.
-const spokeTimeout = 5 * time.Second
 
 // importedIgnition is the Ignition of a host added to an imported cluster:
 // the service made none of its secrets, so the host gets a pointer to the
@@ -63,7 +59,7 @@ func ImportedRootCA(ctx context.Context, kubeconfig []byte) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the imported cluster's admin kubeconfig: %w", err)
 	}
-	cfg.Timeout = spokeTimeout
+	cfg.Timeout = record.SpokeTimeout
 	spoke, err := client.New(cfg, client.Options{Scheme: clientgoscheme.Scheme})
 	if err != nil {
 		return nil, err

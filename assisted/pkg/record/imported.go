@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hivev1 "github.com/metalshift/metalshift/api/hive/v1"
@@ -53,4 +56,19 @@ func AdminKubeconfig(ctx context.Context, r client.Reader, cd *hivev1.ClusterDep
 		return nil, fmt.Errorf("the admin kubeconfig Secret %s has no %s", name, KeyAdminKubeconfig)
 	}
 	return kc, nil
+}
+
+// SpokeTimeout bounds each request the hub makes to an installed cluster's
+// API.
+const SpokeTimeout = 5 * time.Second
+
+// SpokeClient is a client of an installed cluster's API through its admin
+// kubeconfig, with the types of scheme.
+func SpokeClient(kubeconfig []byte, scheme *runtime.Scheme) (client.Client, error) {
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("the installed cluster's admin kubeconfig: %w", err)
+	}
+	cfg.Timeout = SpokeTimeout
+	return client.New(cfg, client.Options{Scheme: scheme})
 }

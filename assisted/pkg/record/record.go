@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	agentinstallv1 "github.com/metalshift/metalshift/api/agentinstall/v1beta1"
 	assistedapi "github.com/metalshift/metalshift/api/assisted/v2"
@@ -297,4 +298,19 @@ func MachineNetworks(c *Cluster, agents []agentinstallv1.Agent) []string {
 		}
 	}
 	return nil
+}
+
+// RemoveFinalizer removes finalizer from o with an optimistically locked
+// merge patch (a concurrent change makes it fail and the reconcile run
+// again); an object already gone is not an error.
+func RemoveFinalizer(ctx context.Context, c client.Client, o client.Object, finalizer string) error {
+	if !controllerutil.ContainsFinalizer(o, finalizer) {
+		return nil
+	}
+	before, ok := o.DeepCopyObject().(client.Object)
+	if !ok {
+		return fmt.Errorf("%T is not a client.Object", o)
+	}
+	controllerutil.RemoveFinalizer(o, finalizer)
+	return client.IgnoreNotFound(c.Patch(ctx, o, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})))
 }

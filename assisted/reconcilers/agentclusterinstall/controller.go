@@ -149,6 +149,9 @@ type install struct {
 	spokeView  *SpokeView
 	spokeErr   error
 	spokeTried bool
+	// kubeconfig is the installed cluster's admin kubeconfig, read at most
+	// once (an imported cluster's is a Secret read from the API).
+	kubeconfig []byte
 	// counts are the hosts per role and their approval and sync, from the
 	// one pass over the Agents.
 	counts conditions.ACIInput

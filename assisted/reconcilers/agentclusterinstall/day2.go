@@ -9,8 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	agentinstallv1 "github.com/metalshift/metalshift/api/agentinstall/v1beta1"
 	assistedapi "github.com/metalshift/metalshift/api/assisted/v2"
@@ -63,12 +61,7 @@ func (in *install) approveCSRs(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(kc)
-	if err != nil {
-		return err
-	}
-	cfg.Timeout = spokeTimeout
-	spoke, err := client.New(cfg, client.Options{Scheme: spokeScheme})
+	spoke, err := rec.SpokeClient(kc, spokeScheme)
 	if err != nil {
 		return err
 	}

@@ -2,7 +2,6 @@ package agentclusterinstall
 
 import (
 	"context"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -11,8 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	assistedapi "github.com/metalshift/metalshift/api/assisted/v2"
@@ -44,20 +41,12 @@ var spokeScheme = func() *runtime.Scheme {
 	return s
 }()
 
-// spokeTimeout bounds each request to an installed cluster's API.
-const spokeTimeout = 5 * time.Second
-
 // KubeconfigSpoke reads the cluster's API.
 type KubeconfigSpoke struct{}
 
 // Read implements SpokeReader.
 func (KubeconfigSpoke) Read(ctx context.Context, kubeconfig []byte) (*SpokeView, error) {
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
-	if err != nil {
-		return nil, err
-	}
-	cfg.Timeout = spokeTimeout
-	c, err := client.New(cfg, client.Options{Scheme: spokeScheme})
+	c, err := rec.SpokeClient(kubeconfig, spokeScheme)
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +94,12 @@ func (in *install) spoke(ctx context.Context) (*SpokeView, error) {
 // install state, or for an imported cluster from the Secret its
 // ClusterDeployment's clusterMetadata names.
 func (in *install) adminKubeconfig(ctx context.Context) ([]byte, error) {
-	return rec.AdminKubeconfig(ctx, in.r.Client, in.c.CD, in.state)
+	if in.kubeconfig != nil {
+		return in.kubeconfig, nil
+	}
+	kc, err := rec.AdminKubeconfig(ctx, in.r.Client, in.c.CD, in.state)
+	in.kubeconfig = kc
+	return kc, err
 }
 
 // spokeInstalled tells whether the installed cluster reports its version
@@ -128,14 +122,7 @@ func (in *install) spokeInstalled(ctx context.Context) bool {
 // Joined (their Node registered) and Done (it is Ready), as upstream's
 // in-cluster controller reports them.
 func (in *install) follow(ctx context.Context) error {
-	rebooted := false
-	for i := range in.agents {
-		switch assistedapi.HostStage(in.agents[i].Status.Progress.CurrentStage) {
-		case assistedapi.StageRebooting, assistedapi.StageConfiguring, assistedapi.StageWaitingForIgnition, assistedapi.StageJoined:
-			rebooted = true
-		}
-	}
-	if !rebooted {
+	if !in.day2Joining() {
 		return nil
 	}
 	v, err := in.spoke(ctx)

@@ -49,9 +49,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, aci *hiveextv1.AgentCl
 	if err := r.deleteInstallState(ctx, aci); err != nil {
 		return ctrl.Result{}, err
 	}
-	before := aci.DeepCopy()
-	controllerutil.RemoveFinalizer(aci, Finalizer)
-	return ctrl.Result{}, client.IgnoreNotFound(r.Client.Patch(ctx, aci, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})))
+	return ctrl.Result{}, rec.RemoveFinalizer(ctx, r.Client, aci, Finalizer)
 }
 
 // releaseAgent deletes or unbinds one Agent of a deleted install.

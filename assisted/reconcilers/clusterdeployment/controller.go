@@ -16,6 +16,7 @@ import (
 
 	hivev1 "github.com/metalshift/metalshift/api/hive/v1"
 	hiveextv1 "github.com/metalshift/metalshift/api/hiveext/v1beta1"
+	rec "github.com/metalshift/metalshift/assisted/pkg/record"
 )
 
 // Finalizer keeps a ClusterDeployment until its AgentClusterInstall is gone.
@@ -104,10 +105,8 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, cd *hivev1.ClusterDepl
 			return nil
 		}
 	}
-	before := cd.DeepCopy()
-	controllerutil.RemoveFinalizer(cd, Finalizer)
-	if err := r.Client.Patch(ctx, cd, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
-		return client.IgnoreNotFound(err)
+	if err := rec.RemoveFinalizer(ctx, r.Client, cd, Finalizer); err != nil {
+		return err
 	}
 	r.Recorder.Event(cd, corev1.EventTypeNormal, "Deprovisioned", "The agent-based install is torn down; the installed cluster, if any, is left as it is")
 	return nil

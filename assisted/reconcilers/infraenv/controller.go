@@ -116,7 +116,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	setCondition(&ie.Status.Conditions, cond, now)
-	if ie.Annotations[server.EnableIronicAgentAnnotation] != "true" {
+	if !server.ConvergedImage(ie) {
 		// A machine booted by hand waits no longer: the image is not the
 		// converged flow's any more.
 		ie.Status.Conditions = slices.DeleteFunc(ie.Status.Conditions, func(c agentinstallv1.Condition) bool {

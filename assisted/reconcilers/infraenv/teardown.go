@@ -3,10 +3,8 @@ package infraenv
 import (
 	"context"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-
 	agentinstallv1 "github.com/metalshift/metalshift/api/agentinstall/v1beta1"
+	rec "github.com/metalshift/metalshift/assisted/pkg/record"
 )
 
 // Finalizer keeps an InfraEnv until the service has released it. Its
@@ -17,10 +15,5 @@ const Finalizer = "infraenv.agent-install.openshift.io/ai-deprovision"
 
 // reconcileDelete releases a deleted InfraEnv.
 func (r *Reconciler) reconcileDelete(ctx context.Context, ie *agentinstallv1.InfraEnv) error {
-	if !controllerutil.ContainsFinalizer(ie, Finalizer) {
-		return nil
-	}
-	before := ie.DeepCopy()
-	controllerutil.RemoveFinalizer(ie, Finalizer)
-	return client.IgnoreNotFound(r.Client.Patch(ctx, ie, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})))
+	return rec.RemoveFinalizer(ctx, r.Client, ie, Finalizer)
 }

@@ -70,12 +70,9 @@ type Reconciler struct {
 
 // SetupWithManager registers the reconciler.
 func (r *Reconciler) SetupWithManager(mgr manager.Manager, opts controller.Options) error {
-	sameName := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-		return []reconcile.Request{{NamespacedName: client.ObjectKeyFromObject(o)}}
-	})
 	return ctrl.ControllerManagedBy(mgr).
 		For(&metal3v1.PreprovisioningImage{}).
-		Watches(&metal3v1.BareMetalHost{}, sameName). // a label added later
+		Watches(&metal3v1.BareMetalHost{}, &handler.EnqueueRequestForObject{}). // a label added later: the PreprovisioningImage of its name
 		Watches(&agentinstallv1.InfraEnv{}, handler.EnqueueRequestsFromMapFunc(r.imagesOfInfraEnv)).
 		WithOptions(opts).
 		Named("preprovisioningimage").
@@ -127,7 +124,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Status().Update(ctx, ppi); err != nil && !apierrors.IsConflict(err) {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	if c := meta.FindStatusCondition(ppi.Status.Conditions, metal3v1.ImageReadyCondition); c != nil && c.Status == metav1.ConditionTrue &&
+	if meta.IsStatusConditionTrue(ppi.Status.Conditions, metal3v1.ImageReadyCondition) &&
 		!meta.IsStatusConditionTrue(before.Conditions, metal3v1.ImageReadyCondition) && r.Recorder != nil {
 		r.Recorder.Eventf(ppi, corev1.EventTypeNormal, ReasonInfraEnvAvailable, "The image of InfraEnv %s serves host %s", ieName, host.Name)
 	}

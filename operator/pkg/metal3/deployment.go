@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"strconv"
 	"strings"
@@ -78,15 +79,15 @@ func Deployment(prov *metal3v1.Provisioning, o Options) *appsv1.Deployment {
 	d := &appsv1.Deployment{
 		TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name: DeploymentName, Namespace: Namespace, Labels: copyMap(Labels),
+			Name: DeploymentName, Namespace: Namespace, Labels: maps.Clone(Labels),
 			Annotations: map[string]string{OwnedAnnotation: ""},
 		},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To[int32](1),
-			Selector: &metav1.LabelSelector{MatchLabels: copyMap(Labels)},
+			Selector: &metav1.LabelSelector{MatchLabels: maps.Clone(Labels)},
 			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType},
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: copyMap(Labels), Annotations: map[string]string{VersionAnnotation: o.Version}},
+				ObjectMeta: metav1.ObjectMeta{Labels: maps.Clone(Labels), Annotations: map[string]string{VersionAnnotation: o.Version}},
 				Spec:       podSpec(&prov.Spec, o),
 			},
 		},
@@ -204,12 +205,4 @@ func specHash(spec *appsv1.DeploymentSpec) string {
 	b, _ := json.Marshal(spec) // a Go struct of plain fields always marshals
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:8])
-}
-
-func copyMap(m map[string]string) map[string]string {
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }

@@ -42,9 +42,7 @@ const (
 	// ReasonResourceNotFound: what the operator deployed is gone (the
 	// Provisioning is being deleted).
 	ReasonResourceNotFound = "ResourceNotFound"
-	// ReasonDeploymentCrashLooping is upstream's, which sets it nowhere;
-	// neither does this operator.
-	ReasonDeploymentCrashLooping = "DeploymentCrashLooping"
+	// Upstream's DeploymentCrashLooping is set nowhere, here as upstream.
 )
 
 // Messages of the ClusterOperator's conditions (upstream's words).
@@ -104,10 +102,6 @@ func conditions(rep report) []configv1.ClusterOperatorStatusCondition {
 		set(configv1.OperatorAvailable, no, "", "")
 		set(configv1.OperatorProgressing, yes, rep.reason, rep.progress)
 		set(configv1.OperatorDegraded, no, rep.reason, "")
-	case ReasonDeploymentCrashLooping:
-		set(configv1.OperatorDegraded, yes, rep.reason, rep.message)
-		set(configv1.OperatorAvailable, no, rep.reason, rep.message)
-		set(configv1.OperatorProgressing, no, rep.reason, rep.progress)
 	}
 	var out []configv1.ClusterOperatorStatusCondition
 	for _, t := range []string{configv1.OperatorAvailable, configv1.OperatorProgressing, configv1.OperatorDegraded, configv1.OperatorUpgradeable, OperatorDisabled} {
