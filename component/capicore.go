@@ -43,14 +43,16 @@ var (
 	// when the manager serves webhooks.
 	CAPICore = Component{
 		Name: "cluster-api-core", AddToScheme: addCAPIToScheme, CRDs: []string{config.CAPICRDs},
-		Setup: func(ctx context.Context, hub *Hub) error { return setupCAPICore(ctx, hub, true, hub.Webhooks) },
+		Setup:            func(ctx context.Context, hub *Hub) error { return setupCAPICore(ctx, hub, true, hub.Webhooks) },
+		UsesClusterCache: true,
 	}
 
 	// CAPIWebhooks is only the webhooks of the Cluster API core, for
 	// environments that test a provider's reconcilers on their own.
 	CAPIWebhooks = Component{
 		Name: "cluster-api-core-webhooks", AddToScheme: addCAPIToScheme, CRDs: []string{config.CAPICRDs},
-		Setup: func(ctx context.Context, hub *Hub) error { return setupCAPICore(ctx, hub, false, true) },
+		Setup:            func(ctx context.Context, hub *Hub) error { return setupCAPICore(ctx, hub, false, true) },
+		UsesClusterCache: true,
 	}
 )
 

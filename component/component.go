@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -50,6 +53,12 @@ type Component struct {
 
 	// Setup registers the component with hub.Manager.
 	Setup func(ctx context.Context, hub *Hub) error
+
+	// UsesClusterCache tells that Setup uses Hub.ClusterCache. A manager
+	// creates the ClusterCache (which watches Cluster API's Clusters) only
+	// when one of its components uses it, so a manager of components that
+	// do not can run on a cluster without Cluster API's CRDs.
+	UsesClusterCache bool
 }
 
 // Hub is what a hub manager shares with every component's Setup.
@@ -62,7 +71,8 @@ type Hub struct {
 	// ClusterCache is Cluster API's cache of connections to workload
 	// clusters (clients, caches, watches, reachability), one per manager,
 	// used by the Cluster API core controllers and webhooks; a component
-	// reaches a workload cluster through it too.
+	// reaches a workload cluster through it too. Nil unless a component of
+	// the manager declares UsesClusterCache.
 	ClusterCache clustercache.ClusterCache
 
 	// Clock tells the time; the real clock unless Options.Clock is set.
@@ -135,6 +145,10 @@ type Options struct {
 	// SigningKey is offered to the components as Hub.SigningKey.
 	SigningKey []byte
 
+	// Components names the components a manager runs (Component.Name);
+	// empty means all. Select picks them.
+	Components []string
+
 	// Clock is offered to the components as Hub.Clock; nil means the real
 	// clock.
 	Clock clock.Clock
@@ -159,12 +173,45 @@ func BindFlags(fs *pflag.FlagSet, opts *Options, components []Component) {
 	fs.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader-election Lease")
 	fs.DurationVar(&opts.WorkloadConnectionRetryInterval, "workload-connection-retry-interval", 0,
 		"How soon the hub connects again to a workload cluster whose API did not answer (default: Cluster API's 30s)")
+	fs.StringSliceVar(&opts.Components, "components", nil, "Run only these components, a comma-separated list of "+nameList(components)+" (default: all)")
 	fs.StringVar(&opts.SigningKeyFile, "signing-key-file", "", "File with at least 32 random bytes that sign deploy URLs, agent and ignition tokens; needed by both servers, keep it across restarts")
 	for _, c := range components {
 		if c.Flags != nil {
 			c.Flags(fs)
 		}
 	}
+}
+
+// Select returns the components of all that names lists, in the order of
+// all; every one of all when names is empty. An unknown name is an error
+// that lists the known ones.
+func Select(all []Component, names []string) ([]Component, error) {
+	if len(names) == 0 {
+		return all, nil
+	}
+	want := map[string]bool{}
+	for _, n := range names {
+		want[strings.TrimSpace(n)] = true
+	}
+	var picked []Component
+	for _, c := range all {
+		if want[c.Name] {
+			picked = append(picked, c)
+			delete(want, c.Name)
+		}
+	}
+	if len(want) > 0 {
+		return nil, fmt.Errorf("--components: unknown %s; the components are %s", strings.Join(slices.Sorted(maps.Keys(want)), ", "), nameList(all))
+	}
+	return picked, nil
+}
+
+func nameList(components []Component) string {
+	n := make([]string, len(components))
+	for i, c := range components {
+		n[i] = c.Name
+	}
+	return strings.Join(n, ", ")
 }
 
 // Complete reads the signing key file, then completes and checks every

@@ -93,3 +93,18 @@ func TestNewScheme(t *testing.T) {
 	_, err = NewScheme(Component{Name: "broken", AddToScheme: func(*runtime.Scheme) error { return errors.New("boom") }})
 	g.Expect(err).To(MatchError("component broken: boom"))
 }
+
+// TestSelect: --components picks components by name in the manager's
+// order, all when empty, and an unknown name is refused with the known ones.
+func TestSelect(t *testing.T) {
+	g := NewWithT(t)
+	all := []Component{{Name: "a"}, {Name: "b"}, {Name: "c"}}
+	picked, err := Select(all, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(picked).To(HaveLen(3))
+	picked, err = Select(all, []string{"c", " a"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect([]string{picked[0].Name, picked[1].Name}).To(Equal([]string{"a", "c"}))
+	_, err = Select(all, []string{"a", "d"})
+	g.Expect(err).To(MatchError("--components: unknown d; the components are a, b, c"))
+}

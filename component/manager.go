@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"slices"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -77,8 +78,10 @@ func NewManager(ctx context.Context, cfg *rest.Config, name string, opts Options
 	if hub.Clock == nil {
 		hub.Clock = clock.RealClock{}
 	}
-	if hub.ClusterCache, err = newClusterCache(ctx, mgr, opts); err != nil {
-		return nil, err
+	if slices.ContainsFunc(components, func(c Component) bool { return c.UsesClusterCache }) {
+		if hub.ClusterCache, err = newClusterCache(ctx, mgr, opts); err != nil {
+			return nil, err
+		}
 	}
 	for _, c := range components {
 		if err := c.Setup(ctx, hub); err != nil {

@@ -33,6 +33,7 @@ func Component() component.Component {
 		Setup: func(ctx context.Context, hub *component.Hub) error {
 			return Setup(ctx, hub.Manager, Options{WatchFilterValue: hub.WatchFilterValue, ClusterCache: hub.ClusterCache, Clock: hub.Clock})
 		},
+		UsesClusterCache: true,
 	}
 }
 

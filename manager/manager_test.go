@@ -27,7 +27,7 @@ func TestFlags(t *testing.T) {
 		"webhook-cert-name": "tls.crt", "webhook-key-name": "tls.key",
 		"metrics-bind-address": ":8080", "health-addr": ":9440",
 		"leader-elect": "false", "leader-election-namespace": "",
-		"signing-key-file": "", "workload-connection-retry-interval": "0s",
+		"components": "[]", "signing-key-file": "", "workload-connection-retry-interval": "0s",
 		"deploy-listen-address": "", "deploy-url": "", "live-image-dir": "",
 		"ignition-listen-address": "", "ignition-url": "", "ignition-cert-file": "", "ignition-key-file": "", "ignition-ca-file": "",
 		"max-user-data-bytes": "0", "ignition-token-ttl": "24h0m0s",
