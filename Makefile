@@ -30,7 +30,7 @@ help: ## Show this help.
 ##@ Development
 
 .PHONY: tools
-tools: ## Build the pinned tools (etcd, kube-apiserver, kube-controller-manager, kubectl, controller-gen, golangci-lint) into bin/, skipping what is up to date.
+tools: ## Build the pinned tools (etcd, kube-apiserver, kube-controller-manager, kubectl, controller-gen, golangci-lint, clusterctl) into bin/, skipping what is up to date.
 	@hack/tools/build.sh
 
 .PHONY: generate
@@ -68,7 +68,7 @@ images: ## Build the live image (hybrid BIOS/UEFI ISO with the agent), its iPXE 
 ##@ Checks
 
 # The tools the tests and the hub run; linters and generators are not needed to test.
-RUNTIME_TOOLS := etcd kube-apiserver kube-controller-manager kubectl
+RUNTIME_TOOLS := etcd kube-apiserver kube-controller-manager kubectl clusterctl
 
 # The QEMU e2e (real boot of the live image: the host engine's machines, the
 # agent-based install's discovery), run on its own, one package at a time.

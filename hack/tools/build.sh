@@ -13,6 +13,23 @@ kube_ldflags="-s -w -X k8s.io/component-base/version.gitVersion=${KUBE_VERSION}"
 kube_ldflags+=" -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36"
 kube_ldflags+=" -X k8s.io/component-base/version.gitTreeState=clean"
 
+# clusterctl is Cluster API's, at the version the main module requires.
+CAPI_VERSION="$(awk '$1 == "sigs.k8s.io/cluster-api" { print $2 }' "${root}/go.mod")"
+capi_minor="${CAPI_VERSION#v*.}"
+capi_ldflags="-s -w -X sigs.k8s.io/cluster-api/version.gitVersion=${CAPI_VERSION}"
+capi_ldflags+=" -X sigs.k8s.io/cluster-api/version.gitMajor=${CAPI_VERSION:1:1} -X sigs.k8s.io/cluster-api/version.gitMinor=${capi_minor%%.*}"
+capi_ldflags+=" -X sigs.k8s.io/cluster-api/version.gitTreeState=clean"
+
+# same_capi fails unless hack/tools/clusterctl pins the main module's Cluster API.
+same_capi() {
+	local pinned
+	pinned="$(awk '$1 == "sigs.k8s.io/cluster-api" || $2 == "sigs.k8s.io/cluster-api" { print $NF }' "${root}/hack/tools/clusterctl/go.mod")"
+	if [[ "${pinned}" != "${CAPI_VERSION}" ]]; then
+		echo "tools: hack/tools/clusterctl pins sigs.k8s.io/cluster-api ${pinned}, go.mod requires ${CAPI_VERSION}: update it (go get + go mod tidy there)" >&2
+		exit 1
+	fi
+}
+
 # stamp prints what identifies a build of a tool: its module's go.mod and
 # go.sum, the linker flags and the Go version.
 stamp() {
@@ -39,7 +56,7 @@ build() {
 }
 
 tools=("$@")
-[[ ${#tools[@]} -eq 0 ]] && tools=(etcd kube-apiserver kube-controller-manager kubectl controller-gen golangci-lint)
+[[ ${#tools[@]} -eq 0 ]] && tools=(etcd kube-apiserver kube-controller-manager kubectl controller-gen golangci-lint clusterctl)
 for t in "${tools[@]}"; do
 	case "${t}" in
 	etcd) build etcd etcd ./cmd/etcd ;;
@@ -48,6 +65,7 @@ for t in "${tools[@]}"; do
 	kubectl) build kubectl kube k8s.io/kubernetes/cmd/kubectl "${kube_ldflags}" ;;
 	controller-gen) build controller-gen controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen ;;
 	golangci-lint) build golangci-lint golangci-lint github.com/golangci/golangci-lint/v2/cmd/golangci-lint ;;
+	clusterctl) same_capi && build clusterctl clusterctl sigs.k8s.io/cluster-api/cmd/clusterctl "${capi_ldflags}" ;;
 	*) echo "tools: unknown tool ${t}" >&2; exit 2 ;;
 	esac
 done
