@@ -1,0 +1,142 @@
+package ociimage
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+)
+
+// Annotations of the image-layout's index.json entry.
+const (
+	// RefNameAnnotation is the OCI image-layout's name of the entry: the
+	// tag ("v0.1.0"), as skopeo's oci:DIR:TAG and the OCI spec read it.
+	RefNameAnnotation = "org.opencontainers.image.ref.name"
+	// ImageNameAnnotation is the full reference, as containerd (`ctr
+	// images import`) names what it imports.
+	ImageNameAnnotation = "io.containerd.image.name"
+)
+
+// Spec describes an image: one root file system per platform, one config.
+type Spec struct {
+	// Reference names the image, with a tag: "ghcr.io/metalshift/manager:v0.1.0".
+	Reference string
+	// Created is the image's creation time, and every file's mtime: a
+	// commit's time (SOURCE_DATE_EPOCH) keeps builds reproducible.
+	Created time.Time
+	// Config is the runtime configuration (entrypoint, user, labels ...).
+	Config v1.Config
+	// Files are in every platform's root file system (Base, for one).
+	Files []File
+	// Platforms are the image's platforms, each with its own files
+	// (its binaries).
+	Platforms []Platform
+}
+
+// Platform is one platform of an image and the files only it has.
+type Platform struct {
+	v1.Platform
+	Files []File
+}
+
+// Build returns spec's image index: one image per platform, each a single
+// gzip-compressed layer with an OCI config, all OCI media types.
+func Build(spec Spec) (v1.ImageIndex, error) {
+	if _, err := name.NewTag(spec.Reference, name.StrictValidation); err != nil {
+		return nil, fmt.Errorf("image reference %q: %w", spec.Reference, err)
+	}
+	if len(spec.Platforms) == 0 {
+		return nil, errors.New("an image needs at least one platform")
+	}
+	var idx v1.ImageIndex = empty.Index
+	for _, p := range spec.Platforms {
+		img, err := platformImage(spec, p)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p.String(), err)
+		}
+		platform := p.Platform
+		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: &platform}})
+	}
+	return idx, nil
+}
+
+func platformImage(spec Spec, p Platform) (v1.Image, error) {
+	raw, err := layerTar(append(append([]File(nil), spec.Files...), p.Files...), spec.Created)
+	if err != nil {
+		return nil, err
+	}
+	gz, err := gzipped(raw)
+	if err != nil {
+		return nil, err
+	}
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(gz)), nil
+	}, tarball.WithMediaType(types.OCILayer))
+	if err != nil {
+		return nil, err
+	}
+	created := v1.Time{Time: spec.Created.UTC().Truncate(time.Second)}
+	img := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
+	img, err = mutate.ConfigFile(img, &v1.ConfigFile{
+		Architecture: p.Architecture,
+		OS:           p.OS,
+		Variant:      p.Variant,
+		OSVersion:    p.OSVersion,
+		Created:      created,
+		Config:       spec.Config,
+		RootFS:       v1.RootFS{Type: "layers"},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return mutate.Append(img, mutate.Addendum{
+		Layer:     layer,
+		MediaType: types.OCILayer,
+		History:   v1.History{Created: created, CreatedBy: "metalshift ociimage", Comment: spec.Reference},
+	})
+}
+
+// Write replaces dir with an OCI image layout holding idx, named ref in
+// index.json (RefNameAnnotation: its tag; ImageNameAnnotation: the whole
+// reference), and returns idx's digest. The layout is written next to dir
+// and renamed into place: a failed write leaves the old one.
+func Write(dir, ref string, idx v1.ImageIndex) (v1.Hash, error) {
+	tag, err := name.NewTag(ref, name.StrictValidation)
+	if err != nil {
+		return v1.Hash{}, fmt.Errorf("image reference %q: %w", ref, err)
+	}
+	digest, err := idx.Digest()
+	if err != nil {
+		return v1.Hash{}, err
+	}
+	top := mutate.AppendManifests(empty.Index, mutate.IndexAddendum{
+		Add: idx,
+		Descriptor: v1.Descriptor{Annotations: map[string]string{
+			RefNameAnnotation:   tag.TagStr(),
+			ImageNameAnnotation: tag.Name(),
+		}},
+	})
+	tmp := filepath.Join(filepath.Dir(dir), "."+filepath.Base(dir)+".tmp")
+	if err := os.RemoveAll(tmp); err != nil {
+		return v1.Hash{}, err
+	}
+	if _, err := layout.Write(tmp, top); err != nil {
+		_ = os.RemoveAll(tmp)
+		return v1.Hash{}, fmt.Errorf("writing the image layout: %w", err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return v1.Hash{}, err
+	}
+	return digest, os.Rename(tmp, dir)
+}
