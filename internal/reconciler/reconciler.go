@@ -26,9 +26,10 @@ type Object interface {
 
 // Run is one reconcile of one object, from Begin to End.
 type Run struct {
-	obj    Object
-	helper *patch.Helper
-	owned  []string
+	obj     Object
+	helper  *patch.Helper
+	owned   []string
+	patched bool
 }
 
 // Begin starts the reconcile of obj, which belongs to cluster (nil when
@@ -58,10 +59,17 @@ func (r *Run) End(ctx context.Context, reterr *error) {
 	if *reterr == nil {
 		r.obj.SetObservedGeneration(r.obj.GetGeneration())
 	}
-	if err := r.helper.Patch(ctx, r.obj, patch.WithOwnedConditions{Conditions: r.owned}); err != nil && !apierrors.IsNotFound(err) {
+	err := r.helper.Patch(ctx, r.obj, patch.WithOwnedConditions{Conditions: r.owned})
+	r.patched = err == nil
+	if err != nil && !apierrors.IsNotFound(err) {
 		*reterr = kerrors.NewAggregate([]error{*reterr, err})
 	}
 }
+
+// Patched tells, after End, whether the object's patch succeeded (or had
+// nothing to write): what the reconcile changed in the status is stored,
+// and a metric of a transition it made may be recorded.
+func (r *Run) Patched() bool { return r.patched }
 
 // Phase is one step of a reconcile over scope S.
 type Phase[S any] func(ctx context.Context, s S) (ctrl.Result, error)

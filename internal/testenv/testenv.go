@@ -51,6 +51,10 @@ type Options struct {
 
 	// Clock is the hub's clock (component.Hub.Clock); nil means the real one.
 	Clock clock.Clock
+
+	// Metrics serves the manager's metrics endpoint on a free loopback
+	// port, at Env.MetricsURL.
+	Metrics bool
 }
 
 // components are the environment's: metalshift's webhooks and Cluster
@@ -74,6 +78,8 @@ type Env struct {
 	Client client.Client
 	// Manager runs the components; its client is cached.
 	Manager ctrl.Manager
+	// MetricsURL is the manager's metrics endpoint, with Options.Metrics.
+	MetricsURL string
 
 	env    *envtest.Environment
 	cancel context.CancelFunc
@@ -153,6 +159,12 @@ func (e *Env) start(opts Options) error {
 	}
 	mgrOpts := component.Options{WebhookHost: wio.LocalServingHost, WebhookPort: wio.LocalServingPort, WebhookCertDir: wio.LocalServingCertDir,
 		WorkloadConnectionRetryInterval: 2 * time.Second, Clock: opts.Clock}
+	if opts.Metrics {
+		if mgrOpts.MetricsAddr, err = freeAddr(); err != nil {
+			return err
+		}
+		e.MetricsURL = "http://" + mgrOpts.MetricsAddr + "/metrics"
+	}
 	if e.Manager, err = component.NewManager(ctx, e.Config, "testenv", mgrOpts, components); err != nil {
 		return err
 	}
@@ -267,12 +279,20 @@ func dnsPrefix(name string) string {
 // call, for a server the test starts.
 func FreeAddr(t testing.TB) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := freeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
+	return addr
+}
+
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
 	defer l.Close()
-	return l.Addr().String()
+	return l.Addr().String(), nil
 }
 
 // binDir finds the directory with etcd and kube-apiserver:

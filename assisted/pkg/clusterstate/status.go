@@ -19,6 +19,12 @@ const (
 	StatusInstallingPendingUserAction = "installing-pending-user-action"
 )
 
+// Statuses are every cluster status, in the order above.
+var Statuses = []string{
+	StatusInsufficient, StatusReady, StatusError, StatusPreparingForInstallation, StatusPendingForInput,
+	StatusInstalling, StatusFinalizing, StatusInstalled, StatusAddingHosts, StatusCancelled, StatusInstallingPendingUserAction,
+}
+
 // Status infos (upstream's texts).
 const (
 	InfoReady                 = "Cluster ready to be installed"

@@ -37,6 +37,17 @@ const (
 	StatusReclaimingRebooting         = "reclaiming-rebooting"
 )
 
+// Statuses are every host status, in the order above.
+var Statuses = []string{
+	StatusDiscovering, StatusKnown, StatusDisconnected, StatusInsufficient, StatusDisabled,
+	StatusPreparingForInstallation, StatusPreparingFailed, StatusPreparingSuccessful, StatusPendingForInput,
+	StatusInstalling, StatusInstallingInProgress, StatusInstallingPendingUserAction, StatusResettingPendingUserAction,
+	StatusInstalled, StatusError, StatusResetting, StatusAddedToExistingCluster, StatusCancelled,
+	StatusBinding, StatusUnbinding, StatusUnbindingPendingUserAction,
+	StatusKnownUnbound, StatusDisconnectedUnbound, StatusInsufficientUnbound, StatusDisabledUnbound, StatusDiscoveringUnbound,
+	StatusReclaiming, StatusReclaimingRebooting,
+}
+
 // Status infos (upstream's texts; $-free ones are used as they are).
 const (
 	InfoDiscovering          = "Waiting for host to send hardware details"

@@ -32,6 +32,7 @@ import (
 	"github.com/metalshift/metalshift/assisted/pkg/hoststate"
 	"github.com/metalshift/metalshift/assisted/pkg/record"
 	"github.com/metalshift/metalshift/assisted/pkg/validations"
+	"github.com/metalshift/metalshift/internal/metrics"
 )
 
 // DisconnectedAfter is how long an agent may stay silent before its host
@@ -66,6 +67,9 @@ type Reconciler struct {
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
+	}
+	if err := metrics.Add(mgr, []client.Object{&agentinstallv1.Agent{}}, newAgentCollector(mgr.GetCache())); err != nil {
+		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&agentinstallv1.Agent{}).

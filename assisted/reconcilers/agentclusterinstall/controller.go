@@ -39,6 +39,7 @@ import (
 	"github.com/metalshift/metalshift/assisted/pkg/installstate"
 	rec "github.com/metalshift/metalshift/assisted/pkg/record"
 	"github.com/metalshift/metalshift/assisted/pkg/validations"
+	"github.com/metalshift/metalshift/internal/metrics"
 )
 
 // Reconciler reconciles AgentClusterInstalls.
@@ -69,6 +70,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		r.Spoke = KubeconfigSpoke{}
 	}
 	if err := r.setupManifests(mgr); err != nil {
+		return err
+	}
+	if err := metrics.Add(mgr, []client.Object{&hiveextv1.AgentClusterInstall{}}, newACICollector(mgr.GetCache())); err != nil {
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
@@ -113,9 +117,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	cd := &hivev1.ClusterDeployment{}
 	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: aci.Namespace, Name: aci.Spec.ClusterDeploymentRef.Name}, cd); err != nil {
 		if apierrors.IsNotFound(err) {
-			return ctrl.Result{}, r.writeStatus(ctx, aci, func(st *hiveextv1.AgentClusterInstallStatus) {
+			_, err := r.writeStatus(ctx, aci, func(st *hiveextv1.AgentClusterInstallStatus) {
 				setACIConditions(st, []conditions.Cond{conditions.ACISpecSynced(fmt.Errorf("ClusterDeployment %s not found", aci.Spec.ClusterDeploymentRef.Name), false)}, r.Clock.Now())
 			})
+			return ctrl.Result{}, err
 		}
 		return ctrl.Result{}, err
 	}
@@ -356,32 +361,39 @@ func (in *install) writeStatus(ctx context.Context, state, info string, v valida
 	counts := in.counts
 	counts.Status, counts.StatusInfo, counts.V = state, info, v
 	conds := append([]conditions.Cond{conditions.ACISpecSynced(in.specErr, in.input)}, conditions.ACI(counts)...)
-	if err := in.r.writeStatus(ctx, c.ACI, func(st *hiveextv1.AgentClusterInstallStatus) {
+	from := c.ACI.Status.DebugInfo.State
+	written, err := in.r.writeStatus(ctx, c.ACI, func(st *hiveextv1.AgentClusterInstallStatus) {
 		st.DebugInfo.State, st.DebugInfo.StateInfo = state, info
 		st.Progress.TotalPercentage = clusterstate.ProgressFor(state, in.hosts, c.SNO())
 		st.ValidationsInfo = toStatus(v)
 		st.ControlPlaneAgentsDiscovered, st.WorkerAgentsDiscovered = counts.Masters, counts.Workers
 		setACIConditions(st, conds, in.now)
-	}); err != nil {
+	})
+	if err != nil {
 		return err
+	}
+	if written {
+		in.observeInstalled(from)
 	}
 	return in.r.mirrorConditions(ctx, c.CD, c.ACI.Status.Conditions)
 }
 
-func (r *Reconciler) writeStatus(ctx context.Context, aci *hiveextv1.AgentClusterInstall, change func(*hiveextv1.AgentClusterInstallStatus)) error {
+// writeStatus applies change to the status and writes it when it changed;
+// written tells whether it did (a conflict leaves it to the next reconcile).
+func (r *Reconciler) writeStatus(ctx context.Context, aci *hiveextv1.AgentClusterInstall, change func(*hiveextv1.AgentClusterInstallStatus)) (written bool, _ error) {
 	before := aci.Status.DeepCopy()
 	change(&aci.Status)
 	if r.EventsURL != nil {
 		aci.Status.DebugInfo.EventsURL = r.EventsURL("cluster_id", string(aci.UID))
 	}
 	if reflect.DeepEqual(*before, aci.Status) {
-		return nil
+		return false, nil
 	}
 	if err := r.Client.Status().Update(ctx, aci); err != nil {
 		if apierrors.IsConflict(err) {
-			return nil
+			return false, nil
 		}
-		return err
+		return false, err
 	}
 	if from, to := before.DebugInfo.State, aci.Status.DebugInfo.State; from != to {
 		typ := corev1.EventTypeNormal
@@ -390,7 +402,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, aci *hiveextv1.AgentCluste
 		}
 		r.Recorder.Eventf(aci, typ, "ClusterStatusUpdated", "Updated status of the cluster to %s (%s)", to, aci.Status.DebugInfo.StateInfo)
 	}
-	return nil
+	return true, nil
 }
 
 func toStatus(v validations.Results) hiveextv1.ValidationsStatus {

@@ -31,6 +31,7 @@ import (
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	"github.com/metalshift/metalshift/baremetal/deployserver"
 	"github.com/metalshift/metalshift/baremetal/pkg/provisioner"
+	"github.com/metalshift/metalshift/internal/metrics"
 )
 
 // credentialsIndex indexes hosts by the name of their credentials Secret.
@@ -99,6 +100,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, sec
 	}); err != nil {
 		return err
 	}
+	if err := metrics.Add(mgr, []client.Object{&metal3v1.BareMetalHost{}}, r.newHostCollector(mgr.GetCache())); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&metal3v1.BareMetalHost{}, builder.WithPredicates(predicates.ResourceHasFilterLabel(mgr.GetScheme(), ctrl.LoggerFrom(ctx), r.WatchFilterValue))).
 		Named("baremetalhost").
@@ -145,9 +149,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	from := host.Status.Provisioning.State
 	defer func() {
 		setConditions(host)
-		if err := helper.Patch(ctx, host, patch.WithOwnedConditions{Conditions: ownedConditions}); err != nil && !apierrors.IsNotFound(err) {
+		err := helper.Patch(ctx, host, patch.WithOwnedConditions{Conditions: ownedConditions})
+		switch {
+		case err == nil:
+			recordWrittenTransition(host, from)
+		case !apierrors.IsNotFound(err):
 			reterr = kerrors.NewAggregate([]error{reterr, err})
 		}
 	}()
@@ -241,7 +250,6 @@ func (r *Reconciler) transition(ctx context.Context, s *hostScope, to metal3v1.P
 	}
 	ctrl.LoggerFrom(ctx).Info("Host changed state", "from", string(from), "to", string(to))
 	s.event(corev1.EventTypeNormal, "StateChanged", "Reconcile", "Host went from %q to %q", displayState(from), to)
-	stateTransitions.WithLabelValues(string(from), string(to)).Inc()
 }
 
 func displayState(s metal3v1.ProvisioningState) string {

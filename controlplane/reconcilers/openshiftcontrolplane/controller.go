@@ -30,6 +30,7 @@ import (
 
 	controlplanev1 "github.com/metalshift/metalshift/api/controlplane/v1alpha1"
 	installconfig "github.com/metalshift/metalshift/api/installconfig/v1"
+	"github.com/metalshift/metalshift/internal/metrics"
 	"github.com/metalshift/metalshift/internal/reconciler"
 )
 
@@ -87,6 +88,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		r.Workload = func(cluster client.ObjectKey) Workload {
 			return &clusterCacheWorkload{cc: r.ClusterCache, secrets: r.APIReader, cluster: cluster}
 		}
+	}
+	if err := metrics.Add(mgr, []client.Object{&controlplanev1.OpenShiftControlPlane{}}, r.newControlPlaneCollector(mgr.GetCache())); err != nil {
+		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&controlplanev1.OpenShiftControlPlane{}).
@@ -168,9 +172,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, err
 	}
 	s := &scope{cp: cp, cluster: cluster}
+	from := cp.Status.BootstrapPhase
 	defer func() {
 		r.updateStatus(s)
 		run.End(ctx, &reterr)
+		if run.Patched() {
+			observeInstalled(cp, from)
+		}
 	}()
 	if s.machines, err = r.ownedMachines(ctx, cp, cluster.Name); err != nil {
 		return ctrl.Result{}, err
