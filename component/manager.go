@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -45,7 +46,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, name string, opts Options
 	}
 	mgrOpts := ctrl.Options{
 		Scheme:                  scheme,
-		Cache:                   coresetup.ManagerCacheOptions(scheme, name, opts.Namespace, syncPeriod),
+		Cache:                   coresetup.ManagerCacheOptions(scheme, informerName(name, opts), opts.Namespace, syncPeriod),
 		Client:                  coresetup.ManagerClientOptions(),
 		Metrics:                 metricsserver.Options{BindAddress: orZero(opts.MetricsAddr)},
 		HealthProbeBindAddress:  orZero(opts.HealthAddr),
@@ -68,6 +69,14 @@ func NewManager(ctx context.Context, cfg *rest.Config, name string, opts Options
 		return nil, fmt.Errorf("creating the manager: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+	// Ready once the webhook server serves, when it is one of the manager's.
+	ready := healthz.Ping
+	if opts.WebhookPort != 0 {
+		ready = mgr.GetWebhookServer().StartedChecker()
+	}
+	if err := mgr.AddReadyzCheck("webhook", ready); err != nil {
 		return nil, err
 	}
 	hub := &Hub{
@@ -146,6 +155,19 @@ func (s drainingSource) Start(ctx context.Context, q workqueue.TypedRateLimiting
 func http1Only(c *tls.Config) {
 	c.NextProtos = []string{"http/1.1"}
 	c.MinVersion = tls.VersionTLS12
+}
+
+// instances counts the managers a process started, for informerName.
+var instances atomic.Int64
+
+// informerName names the manager's informers (client-go's informer
+// metrics): name, unique in the process even when it runs several managers
+// (RestartableInProcess).
+func informerName(name string, opts Options) string {
+	if !opts.RestartableInProcess {
+		return name
+	}
+	return fmt.Sprintf("%s-%d", name, instances.Add(1))
 }
 
 func orZero(addr string) string {

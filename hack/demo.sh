@@ -64,6 +64,27 @@ echo
 "${oc[@]}" get clusterversion
 "${oc[@]}" get clusteroperators
 
+step "The bare-metal operator in the installed cluster: the baremetal ClusterOperator is its report"
+"${oc[@]}" get clusteroperator baremetal -o jsonpath='{range .status.conditions[*]}  {.type}={.status} {.reason}: {.message}{"\n"}{end}'
+echo "A Provisioning singleton (provisioning network Disabled) makes it deploy the metal3 Deployment: metalshift's host engine"
+"${oc[@]}" apply -f - <<'YAML'
+apiVersion: metal3.io/v1alpha1
+kind: Provisioning
+metadata:
+  name: provisioning-configuration
+spec:
+  provisioningNetwork: Disabled
+YAML
+"${oc[@]}" -n openshift-machine-api wait deployment/metal3 --for=condition=Available --timeout=2m
+"${oc[@]}" -n openshift-machine-api get deployments,pods -o wide
+"${oc[@]}" wait clusteroperator baremetal --for=jsonpath='{.status.conditions[?(@.type=="Available")].reason}'=DeployComplete --timeout=2m
+"${oc[@]}" get clusteroperator baremetal -o jsonpath='{range .status.conditions[*]}  {.type}={.status} {.reason}: {.message}{"\n"}{end}'
+echo "An invalid edit is refused by the operator's webhook, naming the field:"
+if "${oc[@]}" patch provisioning provisioning-configuration --type merge -p '{"spec":{"provisioningNetwork":"Managed","provisioningIP":"not-an-ip"}}'; then
+	echo "the invalid Provisioning was accepted" >&2
+	exit 1
+fi
+
 step "The hub: Machines (all Running, with their Nodes), the control plane, the hosts"
 "${kubectl[@]}" get machines
 "${kubectl[@]}" get openshiftcontrolplane

@@ -15,6 +15,7 @@ import (
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	"github.com/metalshift/metalshift/localcp"
 	"github.com/metalshift/metalshift/sim"
+	"github.com/metalshift/metalshift/internal/simruntime"
 	"github.com/metalshift/metalshift/sim/cluster"
 )
 
@@ -122,7 +123,7 @@ func (o *simBMCOptions) run(ctx context.Context, stdout, stderr io.Writer) error
 		Backend: o.backend, StateDir: o.stateDir, BootModes: modes, LegacyBMC: o.legacyBMC,
 		NamePrefix: o.namePrefix, Subnet: o.subnet, MACOctet: o.macOctet, HostLabels: o.hostLabels, HostAnnotations: o.hostAnnotations}
 	if o.backend != sim.BackendQEMU { // VMs run their installed OS themselves
-		world, err := cluster.New(cluster.Options{BinDir: o.binDir, Logf: func(format string, args ...any) {
+		world, err := cluster.New(cluster.Options{BinDir: o.binDir, Runtime: simruntime.Manager{}, Logf: func(format string, args ...any) {
 			fmt.Fprintf(stderr, format+"\n", args...)
 		}})
 		if err != nil {

@@ -64,6 +64,9 @@ type Cluster struct {
 	tokenID, tokenSecret string
 
 	apiserver *localcp.Child
+	// controllerManager runs the cluster's workload controllers when it
+	// runs the bare-metal operator.
+	controllerManager *localcp.Child
 	// inMemory is the API server with InMemoryAPIServer.
 	inMemory *kubeapi.Server
 	mcs      *http.Server
@@ -167,6 +170,15 @@ func (w *World) start(ctx context.Context, f bootstrapFiles) (_ *Cluster, reterr
 	c.cancel = cancel
 	if err := c.installContent(ctx); err != nil {
 		return nil, err
+	}
+	if c.runsOperator() {
+		if err := c.startControllerManager(ctx); err != nil {
+			return nil, err
+		}
+		if err := c.installOperator(ctx); err != nil {
+			return nil, err
+		}
+		go c.workloadLoop(loopCtx)
 	}
 	go c.versionLoop(loopCtx)
 	go c.csrLoop(loopCtx)
@@ -323,6 +335,9 @@ func (c *Cluster) stop() {
 	}
 	c.w.unregister(c.names)
 	c.w.unregister(c.wildcard)
+	if c.controllerManager != nil {
+		c.controllerManager.Stop()
+	}
 	if c.apiserver != nil {
 		c.apiserver.Stop()
 	}

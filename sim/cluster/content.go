@@ -66,6 +66,9 @@ func (c *Cluster) installContent(ctx context.Context) error {
 	if err := c.client.Create(ctx, rootCA); err != nil && !apierrors.IsAlreadyExists(err) {
 		c.w.opts.Logf("Cluster %s: ConfigMap kube-system/root-ca: %v", c.name, err)
 	}
+	if err := c.installInfrastructure(ctx); err != nil {
+		return err
+	}
 	cv := &configv1.ClusterVersion{
 		ObjectMeta: metav1.ObjectMeta{Name: "version"},
 		Spec:       configv1.ClusterVersionSpec{ClusterID: clusterID(c.files.ca.Cert)},
@@ -74,6 +77,9 @@ func (c *Cluster) installContent(ctx context.Context) error {
 		return fmt.Errorf("creating ClusterVersion: %w", err)
 	}
 	for _, op := range operators {
+		if op.name == baremetalOperator && c.runsOperator() {
+			continue // the operator creates it
+		}
 		co := &configv1.ClusterOperator{ObjectMeta: metav1.ObjectMeta{Name: op.name}}
 		if err := c.client.Create(ctx, co); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating ClusterOperator %s: %w", op.name, err)
@@ -204,11 +210,20 @@ func (c *Cluster) syncVersion(ctx context.Context, started metav1.Time) error {
 	}
 	available := 0
 	for _, op := range operators {
+		co := byName[op.name]
+		if op.name == baremetalOperator && c.runsOperator() {
+			// The bare-metal operator reports itself.
+			if co != nil {
+				if cond := configv1.FindCondition(co.Status.Conditions, configv1.OperatorAvailable); cond != nil && cond.Status == metav1.ConditionTrue {
+					available++
+				}
+			}
+			continue
+		}
 		ok := op.ready(n)
 		if ok {
 			available++
 		}
-		co := byName[op.name]
 		if co == nil {
 			return fmt.Errorf("ClusterOperator %s is missing", op.name)
 		}
@@ -266,6 +281,9 @@ func reason(ok bool) string {
 }
 
 func (c *Cluster) setVersion(ctx context.Context, started metav1.Time, available int) error {
+	if err := c.installInfrastructure(ctx); err != nil {
+		return err
+	}
 	cv := &configv1.ClusterVersion{}
 	if err := c.client.Get(ctx, client.ObjectKey{Name: "version"}, cv); err != nil {
 		return err

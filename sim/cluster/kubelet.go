@@ -185,7 +185,7 @@ func (c *Cluster) handleCSR(ctx context.Context, csr *certificatesv1.Certificate
 // kubelet joins with the bootstrap kubeconfig, registers the Node, reports
 // it Ready and renews its Lease, and reports Unknown when the machine goes
 // down.
-func (w *World) kubelet(ctx context.Context, m Machine, md metadata, pool, version string, bootstrapKubeconfig []byte) error {
+func (w *World) kubelet(ctx context.Context, cl *Cluster, m Machine, md metadata, pool, version string, bootstrapKubeconfig []byte) error {
 	name := md.Hostname
 	if name == "" {
 		name = md.Name
@@ -237,6 +237,9 @@ func (w *World) kubelet(ctx context.Context, m Machine, md metadata, pool, versi
 		return nil
 	}
 	w.opts.Logf("%s: kubelet: Node %s registered (providerID %s), Ready", m.ID, name, md.ProviderID)
+	if cl.runsOperator() {
+		go w.runPods(ctx, cl, c, name, m.IP, m.ID)
+	}
 	for tick := 1; ; tick++ {
 		if err := renewLease(ctx, c, name); err != nil && ctx.Err() == nil {
 			w.opts.Logf("%s: kubelet: renewing the node lease: %v", m.ID, err)

@@ -258,7 +258,7 @@ func (w *World) runBootstrap(ctx context.Context, m Machine, cfg types.Config) e
 	if role, ok := files[bootstrapnode.BootstrapInPlacePath]; ok {
 		// Bootstrap in place: the same machine is the cluster's node.
 		md := metadata{Name: strings.ToLower(m.ID), Hostname: hostname(cfg, m)}
-		return w.kubelet(ctx, m, md, strings.TrimSpace(string(role)), ic.KubernetesVersion(), c.kubelet)
+		return w.kubelet(ctx, c, m, md, strings.TrimSpace(string(role)), ic.KubernetesVersion(), c.kubelet)
 	}
 	<-ctx.Done()
 	return nil
@@ -314,7 +314,7 @@ func (w *World) runNode(ctx context.Context, m Machine, cfg types.Config, mcsHos
 		}
 	}
 	defer w.release(c)
-	return w.kubelet(ctx, m, md, pool, c.files.installConfig.KubernetesVersion(), kubeconfig)
+	return w.kubelet(ctx, c, m, md, pool, c.files.installConfig.KubernetesVersion(), kubeconfig)
 }
 
 func fetch(ctx context.Context, hc interface {

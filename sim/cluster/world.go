@@ -28,6 +28,13 @@ type Options struct {
 	// APIServer is what serves each installed cluster's API; the default
 	// is a real kube-apiserver.
 	APIServer APIServer
+	// Runtime runs the containers of the images it knows on the installed
+	// clusters' nodes, the bare-metal operator's among them; with it, each
+	// cluster (with a kube-apiserver) gets the operator's manifests, as a
+	// release payload carries them, and its baremetal ClusterOperator is
+	// the operator's. Without it, or with InMemoryAPIServer, that
+	// ClusterOperator is simulated like the others.
+	Runtime Runtime
 }
 
 // APIServer is the kind of API server an installed cluster runs.

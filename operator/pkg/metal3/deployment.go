@@ -132,6 +132,7 @@ func podSpec(spec *metal3v1.ProvisioningSpec, o Options) corev1.PodSpec {
 // only unless watchAllNamespaces; no webhooks, no metrics.
 func Args(spec *metal3v1.ProvisioningSpec) []string {
 	args := []string{
+		"--components=host-engine",
 		fmt.Sprintf("--deploy-listen-address=:%d", DeployPort),
 		"--deploy-url=" + DeployURL(spec),
 		"--signing-key-file=" + signingKeyDir + "/" + SigningKeyKey,

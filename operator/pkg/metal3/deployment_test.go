@@ -27,7 +27,7 @@ func TestArgs(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
 			args := Args(&tc.spec)
-			g.Expect(args).To(ContainElements("--deploy-listen-address=:6180", "--deploy-url="+tc.deployURL, "--signing-key-file=/etc/metalshift/signing-key/key"))
+			g.Expect(args).To(ContainElements("--components=host-engine", "--deploy-listen-address=:6180", "--deploy-url="+tc.deployURL, "--signing-key-file=/etc/metalshift/signing-key/key"))
 			if tc.namespace {
 				g.Expect(args).To(ContainElement("--namespace=openshift-machine-api"))
 			} else {
