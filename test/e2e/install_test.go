@@ -286,6 +286,7 @@ func TestInstallScaleDestroy(t *testing.T) {
 	out, err = kubectl(admin, "get", "clusterversion", "version", "-o", "jsonpath={.status.conditions[?(@.type==\"Available\")].status}")
 	g.Expect(err).NotTo(HaveOccurred(), "%s", out)
 	g.Expect(out).To(Equal("True"))
+	checkBaremetalOperator(g, admin)
 	out, err = kubectl(admin, "-n", "default", "get", "configmap", "from-the-user", "-o", "jsonpath={.data.hello}")
 	g.Expect(err).NotTo(HaveOccurred(), "%s", out)
 	g.Expect(out).To(Equal("world"))
