@@ -14,6 +14,14 @@
 // carries), then registers a Node with the providerID of its metadata and
 // reports it Ready. The cluster stops when the last of its machines powers off.
 //
+// With Options.Runtime, a cluster also runs workloads (pods.go,
+// workloads.go): the bare-metal operator's manifests as a release payload
+// carries them, kube-controller-manager's Deployment and ReplicaSet
+// controllers, a scheduler, OpenShift's service-ca, and kubelets that run
+// Pods as kwok does, except containers of images the Runtime runs (the
+// manager's), which run for real. The baremetal ClusterOperator is then the
+// real operator's report.
+//
 // With Options.APIServer InMemoryAPIServer (the fleet fidelity level, for
 // scale benchmarks) each cluster's API is served by sim/kubeapi in this
 // process instead of a kube-apiserver, at the same address with the same
