@@ -20,8 +20,8 @@ var (
 	}, []string{"from", "to"})
 
 	provisionDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name: "metalshift_baremetalhost_provision_duration_seconds",
-		Help: "How long BareMetalHosts took from provisioning to provisioned (status.operationHistory.provision), observed once per provisioning by the replica that wrote the transition.",
+		Name:    "metalshift_baremetalhost_provision_duration_seconds",
+		Help:    "How long BareMetalHosts took from provisioning to provisioned (status.operationHistory.provision), observed once per provisioning by the replica that wrote the transition.",
 		Buckets: metrics.InstallBuckets,
 	})
 )

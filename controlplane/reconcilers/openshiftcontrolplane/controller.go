@@ -175,9 +175,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	from := cp.Status.BootstrapPhase
 	defer func() {
 		r.updateStatus(s)
+		installed := r.completesInstall(ctx, cp, from)
 		run.End(ctx, &reterr)
-		if run.Patched() {
-			observeInstalled(cp, from)
+		if installed && run.Patched() {
+			observeInstalled(cp)
 		}
 	}()
 	if s.machines, err = r.ownedMachines(ctx, cp, cluster.Name); err != nil {

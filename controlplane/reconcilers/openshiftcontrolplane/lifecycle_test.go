@@ -19,6 +19,7 @@ import (
 
 	bootstrapv1 "github.com/metalshift/metalshift/api/bootstrap/v1alpha1"
 	controlplanev1 "github.com/metalshift/metalshift/api/controlplane/v1alpha1"
+	"github.com/metalshift/metalshift/internal/testenv"
 )
 
 // holdFinalizer keeps a deleted Machine visible until the test releases it,
@@ -184,6 +185,7 @@ func TestControlPlaneLifecycle(t *testing.T) {
 	g.Expect(deleting(ownedMachines(g, cp)[bootstrap])).To(BeFalse(), "the bootstrap node stays until it reports the bootstrap complete")
 
 	// Both: initialized, and the bootstrap Machine goes.
+	before := scrape(g)
 	w.complete.Store(true)
 	g.Eventually(func(g Gomega) {
 		cp = controlPlane(g, ns, name)
@@ -203,6 +205,7 @@ func TestControlPlaneLifecycle(t *testing.T) {
 	}).Should(BeTrue(), "the bootstrap node's install-config and pull secret copy goes with it")
 	g.Expect(cp.Status.Version).To(Equal(cp.Spec.Version))
 	g.Expect(cp.Status.Replicas).To(HaveValue(BeEquivalentTo(3)))
+	installs := expectMetrics(t, cp, before)
 
 	// After initialization, an install-config that no longer validates
 	// blocks a scale-up, and the MachinesCreated condition says why.
@@ -286,6 +289,8 @@ func TestControlPlaneLifecycle(t *testing.T) {
 	ms = ownedMachines(g, cp)
 	g.Expect(names(ms)).To(Equal([]string{survivor.Name}))
 	g.Expect(deleting(ms[survivor.Name])).To(BeFalse(), "spec.replicas masters are kept")
+	count, _ := scrape(g).Histogram(installHistogram)
+	g.Expect(count).To(Equal(installs), "the install is observed once, whatever the reconciles after it")
 }
 
 // TestDeleteInOrder: deleting the control plane deletes the bootstrap
@@ -348,3 +353,50 @@ func TestDeleteInOrder(t *testing.T) {
 		return apierrors.IsNotFound(err)
 	}).Should(BeTrue(), "the finalizer goes with the last Machine")
 }
+
+// scrape reads the manager's metrics endpoint.
+func scrape(g Gomega) testenv.Metrics {
+	m, err := testenv.Scrape(context.Background(), env.MetricsURL)
+	g.Expect(err).NotTo(HaveOccurred())
+	return m
+}
+
+// expectMetrics checks the metrics endpoint once cp finished its install,
+// since the scrape before: the install observed once, with the duration
+// its own timestamps tell, and the gauge of control planes by bootstrap
+// phase and availability equal to the counts listed from the API, every
+// phase reported. It returns the installs observed in all.
+func expectMetrics(t *testing.T, cp *controlplanev1.OpenShiftControlPlane, before testenv.Metrics) uint64 {
+	t.Helper()
+	g := NewWithT(t)
+	const histogram = installHistogram
+	count0, sum0 := before.Histogram(histogram)
+	var after testenv.Metrics
+	g.Eventually(func(g Gomega) {
+		after = scrape(g)
+		count, _ := after.Histogram(histogram)
+		g.Expect(count).To(Equal(count0 + 1))
+	}).Should(Succeed(), "the install is observed once")
+	_, sum := after.Histogram(histogram)
+	removed := conditionOf(g, cp, controlplanev1.BootstrapRemovedCondition)
+	// Within a second: a reconcile that read an older copy from the cache
+	// after the transition writes the condition again, with its own time.
+	g.Expect(sum-sum0).To(BeNumerically("~", removed.LastTransitionTime.Sub(cp.CreationTimestamp.Time).Seconds(), 1),
+		"from the control plane's creation to BootstrapRemoved")
+
+	const gauge = "metalshift_openshiftcontrolplanes"
+	g.Eventually(func(g Gomega) {
+		list := &controlplanev1.OpenShiftControlPlaneList{}
+		g.Expect(env.Client.List(context.Background(), list)).To(Succeed())
+		want := map[string]float64{}
+		for _, c := range list.Items {
+			want[fmt.Sprintf("%s/%t", c.Status.BootstrapPhase, conditions.IsTrue(&c, controlplanev1.AvailableCondition))]++
+		}
+		m := scrape(g)
+		g.Expect(m.Counts(gauge, "bootstrap_phase", "available")).To(Equal(want))
+		g.Expect(m.Series(gauge, "bootstrap_phase", "available")).To(ContainElements("Pending/false", "Serving/false", "Removing/false", "Removed/true"))
+	}).Should(Succeed(), "the gauge counts the control planes in the API")
+	return count0 + 1
+}
+
+const installHistogram = "metalshift_openshiftcontrolplane_install_duration_seconds"

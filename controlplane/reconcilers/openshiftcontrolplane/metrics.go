@@ -27,13 +27,25 @@ func init() {
 	ctrlmetrics.Registry.MustRegister(installDuration)
 }
 
-// observeInstalled observes the control plane's install when the patch
-// that just succeeded moved its bootstrap phase from from to Removed: from
-// its creation to the transition time of BootstrapRemoved.
-func observeInstalled(cp *controlplanev1.OpenShiftControlPlane, from string) {
+// completesInstall tells whether the status about to be written completes
+// the control plane's install: its bootstrap phase goes from from to
+// Removed, and the API does not hold Removed already (the cache may show
+// an older copy than the API holds, and the transition is written once).
+func (r *Reconciler) completesInstall(ctx context.Context, cp *controlplanev1.OpenShiftControlPlane, from string) bool {
 	if from == controlplanev1.BootstrapPhaseRemoved || cp.Status.BootstrapPhase != controlplanev1.BootstrapPhaseRemoved {
-		return
+		return false
 	}
+	stored := &controlplanev1.OpenShiftControlPlane{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(cp), stored); err != nil {
+		return false
+	}
+	return stored.Status.BootstrapPhase != controlplanev1.BootstrapPhaseRemoved
+}
+
+// observeInstalled observes the install of a control plane whose status
+// write just completed it: from its creation to the transition time of
+// BootstrapRemoved.
+func observeInstalled(cp *controlplanev1.OpenShiftControlPlane) {
 	if c := conditions.Get(cp, controlplanev1.BootstrapRemovedCondition); c != nil && c.Status == metav1.ConditionTrue {
 		metrics.ObserveDuration(installDuration, cp.CreationTimestamp.Time, c.LastTransitionTime.Time)
 	}

@@ -24,10 +24,11 @@ var env *testenv.Env
 
 // The control plane runs with Cluster API core, the MetalCluster and
 // OpenShiftConfig reconcilers; the test plays the MetalMachine provider, and
-// the installed cluster where a test registered a fakeWorkload.
+// the installed cluster where a test registered a fakeWorkload. The
+// manager serves its metrics endpoint.
 func TestMain(m *testing.M) {
 	os.Exit(testenv.Run(m, &env, testenv.Options{
-		CAPICore: true,
+		CAPICore: true, Metrics: true,
 		Components: []component.Component{{Name: "openshift", Setup: func(ctx context.Context, hub *component.Hub) error {
 			mgr := hub.Manager
 			if err := (&metalcluster.Reconciler{Client: mgr.GetClient()}).SetupWithManager(ctx, mgr, controller.Options{}); err != nil {
