@@ -12,9 +12,15 @@ GOLANGCI_LINT := $(BIN)/golangci-lint
 # envtest and the embedded control plane find etcd and kube-apiserver here.
 export KUBEBUILDER_ASSETS := $(BIN)
 export METALSHIFT_BIN_DIR := $(BIN)
-# The live image, the iPXE artifacts and the QEMU lab's OS image.
+# The live image, the iPXE artifacts, the QEMU lab's OS image and the
+# container images (oci/).
 IMAGES := $(BIN)/images
 export METALSHIFT_IMAGES_DIR := $(IMAGES)
+# The manager's container image (bin/images/oci/manager) is tagged VERSION,
+# `git describe --tags --always --dirty` when empty, for IMAGE_PLATFORMS
+# (linux/amd64,linux/arm64 for both).
+VERSION ?=
+IMAGE_PLATFORMS ?= linux/amd64
 export PATH := $(BIN):$(PATH)
 
 TEST_FLAGS ?=
@@ -61,9 +67,9 @@ build: ## Build the metalshift binaries into bin/.
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/metalshift-agent ./cmd/metalshift-agent
 
 .PHONY: images
-images: ## Build the live image (hybrid BIOS/UEFI ISO with the agent), its iPXE kernel and initramfs and the QEMU lab's OS image into bin/images, skipping what is up to date.
+images: ## Build the manager's container image (OCI layout bin/images/oci/manager, VERSION, IMAGE_PLATFORMS), the live image (hybrid BIOS/UEFI ISO with the agent), its iPXE kernel and initramfs and the QEMU lab's OS image into bin/images, skipping what is up to date.
 	@CGO_ENABLED=0 $(GO) build -o $(BIN)/metalshift-agent ./cmd/metalshift-agent
-	@$(GO) run ./hack/images -out $(IMAGES) -agent $(BIN)/metalshift-agent
+	@$(GO) run ./hack/images -out $(IMAGES) -agent $(BIN)/metalshift-agent -version '$(VERSION)' -platforms '$(IMAGE_PLATFORMS)'
 
 ##@ Checks
 

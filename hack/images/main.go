@@ -13,6 +13,9 @@
 //   - metalshift-testos.img: a small raw disk image for the QEMU lab, which
 //     boots (BIOS and UEFI) a kernel whose init mounts the config drive and
 //     prints the SHA-256 of its user data.
+//   - oci/manager: the manager's container image, an OCI image layout
+//     tagged ghcr.io/metalshift/manager:<version> (container.go), built
+//     first: it needs none of the Debian tools below.
 //
 // The kernel comes from Debian's linux-image-amd64, fetched with `apt-get
 // download` and unpacked with dpkg-deb into the cache; nothing is installed.
@@ -76,9 +79,25 @@ func main() {
 	flag.StringVar(&b.out, "out", "bin/images", "Output directory")
 	flag.StringVar(&b.agent, "agent", "bin/metalshift-agent", "The agent binary (static, CGO off)")
 	force := flag.Bool("force", false, "Build even when up to date")
+	var img imageOptions
+	flag.StringVar(&img.version, "version", "", "The container images' tag (default: git describe --tags --always --dirty)")
+	platforms := flag.String("platforms", "linux/amd64", "The container images' platforms, comma-separated (linux/amd64,linux/arm64)")
+	flag.StringVar(&img.caBundle, "ca-certs", "/etc/ssl/certs/ca-certificates.crt", "The CA certificates (PEM) the container images trust")
 	flag.Parse()
+	img.platforms = strings.Split(*platforms, ",")
 	b.cache = filepath.Join(b.out, "cache")
-	if err := b.run(*force); err != nil {
+	if err := os.MkdirAll(b.cache, 0o750); err != nil {
+		fmt.Fprintln(os.Stderr, "images:", err)
+		os.Exit(1)
+	}
+	err := resolveImageOptions(&img)
+	if err == nil {
+		err = b.managerImage(img, *force)
+	}
+	if err == nil {
+		err = b.run(*force)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "images:", err)
 		os.Exit(1)
 	}
@@ -110,7 +129,7 @@ func (b *builder) run(force bool) error {
 		return err
 	}
 	testos := filepath.Join(b.cache, "testos")
-	if err := goBuild(testos, "./hack/images/testos"); err != nil {
+	if err := goBuild(testos, "./hack/images/testos", "amd64"); err != nil {
 		return err
 	}
 	pkg, err := kernelPackage()
@@ -197,9 +216,11 @@ func (b *builder) present(m Manifest) bool {
 	return len(m.Files) > 0
 }
 
-func goBuild(out, pkg string) error {
-	cmd := exec.Command("go", "build", "-trimpath", "-o", out, pkg)
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
+// goBuild builds pkg, static (CGO off), for linux on goarch, with the
+// linker flags given.
+func goBuild(out, pkg, goarch string, ldflags ...string) error {
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags="+strings.Join(ldflags, " "), "-o", out, pkg)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+goarch)
 	if o, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("go build %s: %v\n%s", pkg, err, o)
 	}
