@@ -306,6 +306,9 @@ for c in "${clusters[@]}"; do
 	echo "$ kubectl --kubeconfig ${dir}/${c}.kubeconfig get nodes -o wide"
 	"${bin}/kubectl" --kubeconfig "${dir}/${c}.kubeconfig" get nodes -o wide
 	"${bin}/kubectl" --kubeconfig "${dir}/${c}.kubeconfig" get clusterversion
+	echo "The bare-metal operator's report (platform $("${bin}/kubectl" --kubeconfig "${dir}/${c}.kubeconfig" get infrastructure cluster -o jsonpath='{.status.platformStatus.type}')):"
+	"${bin}/kubectl" --kubeconfig "${dir}/${c}.kubeconfig" get clusteroperator baremetal \
+		-o jsonpath='{range .status.conditions[?(@.status=="True")]}  {.type} {.reason}: {.message}{"\n"}{end}'
 done
 
 if [[ ${#failed[@]} -gt 0 ]]; then
