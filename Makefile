@@ -71,6 +71,15 @@ images: ## Build the manager's container image (OCI layout bin/images/oci/manage
 	@CGO_ENABLED=0 $(GO) build -o $(BIN)/metalshift-agent ./cmd/metalshift-agent
 	@$(GO) run ./hack/images -out $(IMAGES) -agent $(BIN)/metalshift-agent -version '$(VERSION)' -platforms '$(IMAGE_PLATFORMS)'
 
+# The clusterctl local repository of metalshift's providers (docs/production.md).
+PROVIDER_VERSION ?= v0.1.0
+PROVIDER_IMAGE ?=
+CLUSTERCTL_REPO := $(BIN)/clusterctl-repo
+
+.PHONY: clusterctl-repo
+clusterctl-repo: ## Generate metalshift's Cluster API providers as a clusterctl local repository in bin/clusterctl-repo (PROVIDER_VERSION, PROVIDER_IMAGE).
+	$(GO) run ./hack/clusterctl-repo -out $(CLUSTERCTL_REPO) -version $(PROVIDER_VERSION) $(if $(PROVIDER_IMAGE),-image $(PROVIDER_IMAGE))
+
 ##@ Checks
 
 # The tools the tests and the hub run; linters and generators are not needed to test.

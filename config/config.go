@@ -10,12 +10,13 @@ import (
 	"sort"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 )
 
-//go:embed crd/bases/*.yaml capi/crd/*.yaml capi/webhook/manifests.yaml webhook/manifests.yaml
+//go:embed crd/bases/*.yaml capi/crd/*.yaml capi/webhook/manifests.yaml capi/rbac/role.yaml webhook/manifests.yaml rbac/role.yaml
 var manifests embed.FS
 
 // CRD globs: every file of a source.
@@ -79,6 +80,36 @@ func CAPIWebhooks() ([]*admissionregistrationv1.MutatingWebhookConfiguration, []
 // clientConfig names an in-cluster Service.
 func OwnWebhooks() ([]*admissionregistrationv1.MutatingWebhookConfiguration, []*admissionregistrationv1.ValidatingWebhookConfiguration, error) {
 	return webhookConfigurations("webhook/manifests.yaml")
+}
+
+// ManagerRules are the rules of metalshift's ClusterRole metalshift-manager,
+// generated from the kubebuilder RBAC markers of every component.
+func ManagerRules() ([]rbacv1.PolicyRule, error) {
+	return clusterRoleRules("rbac/role.yaml")
+}
+
+// CAPIRules are the rules of the upstream Cluster API core manager's
+// ClusterRole.
+func CAPIRules() ([]rbacv1.PolicyRule, error) {
+	return clusterRoleRules("capi/rbac/role.yaml")
+}
+
+func clusterRoleRules(f string) ([]rbacv1.PolicyRule, error) {
+	docs, err := documents(f)
+	if err != nil {
+		return nil, err
+	}
+	if len(docs) != 1 {
+		return nil, fmt.Errorf("%s: want one ClusterRole, found %d documents", f, len(docs))
+	}
+	role := &rbacv1.ClusterRole{}
+	if err := yaml.UnmarshalStrict(docs[0], role); err != nil {
+		return nil, fmt.Errorf("%s: %w", f, err)
+	}
+	if role.Kind != "ClusterRole" {
+		return nil, fmt.Errorf("%s: unexpected kind %q", f, role.Kind)
+	}
+	return role.Rules, nil
 }
 
 func webhookConfigurations(f string) ([]*admissionregistrationv1.MutatingWebhookConfiguration, []*admissionregistrationv1.ValidatingWebhookConfiguration, error) {

@@ -54,3 +54,15 @@ func TestCAPIWebhooks(t *testing.T) {
 	}
 	g.Expect(validating[0].Webhooks).To(ContainElement(HaveField("Name", "validation.cluster.cluster.x-k8s.io")))
 }
+
+// TestRules: the ClusterRoles' rules parse; metalshift's covers its own
+// kinds, Cluster API's the core's.
+func TestRules(t *testing.T) {
+	g := NewWithT(t)
+	own, err := ManagerRules()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(own).To(ContainElement(And(HaveField("APIGroups", ContainElement("metal3.io")), HaveField("Resources", ContainElement("baremetalhosts")))))
+	capi, err := CAPIRules()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(capi).To(ContainElement(And(HaveField("APIGroups", ContainElement("cluster.x-k8s.io")), HaveField("Resources", ContainElement("machines")))))
+}

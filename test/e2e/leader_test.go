@@ -254,6 +254,7 @@ func agentState(d *metal3v1.DeployAgentStatus) string {
 type replica struct {
 	name, log                                         string
 	webhookPort, deployAddr, ignitionAddr, healthAddr string
+	env                                               []string // the process's environment; nil inherits the test's
 	cmd                                               *exec.Cmd
 	done                                              chan struct{}
 }
@@ -265,6 +266,7 @@ func (r *replica) start(t *testing.T, bin string, args []string) {
 		t.Fatal(err)
 	}
 	r.cmd = exec.Command(bin, args...)
+	r.cmd.Env = r.env
 	r.cmd.Stdout, r.cmd.Stderr = logs, logs
 	if err := r.cmd.Start(); err != nil {
 		t.Fatal(err)
