@@ -20,6 +20,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -70,7 +71,12 @@ const (
 // files written from those Secrets, and listen ports are free loopback
 // ports. Each replica becomes live and ready, each provider elects one
 // leader, and every webhook path and conversion its configurations name
-// is served with the certificate of the Service's name.
+// is served with the certificate of the Service's name. Then each leader
+// is SIGKILLed and the other replica takes its Lease over; no replica was
+// refused anything by its ServiceAccount's RBAC. (The failover of an
+// install in progress is TestLeaderKilledMidProvisioning's, on managers
+// that run every component: with the packaged ones the hub's webhooks
+// would have to reach Services, which needs a pod network.)
 //
 // The hub has no cert-manager (no container runtime runs it here): the
 // test installs its CRDs (Issuer, Certificate, ClusterIssuer) as a
@@ -245,6 +251,41 @@ func TestClusterctlInit(t *testing.T) {
 			t.Logf("%s: %d replicas live, ready, one leader; webhooks served: %s", cp.Label(), len(cp.replicas), strings.Join(paths, " "))
 		}
 	}
+	// The ignition server speaks https with the certificate machines trust.
+	bootstrap := all[2]
+	g.Expect(bootstrap.Label()).To(Equal("bootstrap-openshift"))
+	ignitionCA := secretData(ctx, g, hubc, bootstrap.Namespace(), "metalshift-ignition-cert")["ca.crt"]
+	for _, r := range bootstrap.replicas {
+		g.Expect(tlsHandshake(r.servers[0], ccIgnitionHost, ignitionCA)).To(Succeed())
+	}
+
+	// Leader failover: each provider's leader is SIGKILLed, and the other
+	// replica takes the Lease over and keeps serving.
+	firstHolder := map[string]string{}
+	for _, cp := range all {
+		lease := &coordinationv1.Lease{}
+		g.Expect(hubc.Get(ctx, client.ObjectKey{Namespace: cp.Namespace(), Name: manager.Name}, lease)).To(Succeed())
+		firstHolder[cp.Label()] = *lease.Spec.HolderIdentity
+		for _, r := range cp.replicas {
+			if r.acquiredLease() {
+				g.Expect(r.cmd.Process.Signal(syscall.SIGKILL)).To(Succeed())
+				g.Eventually(r.done, time.Minute).Should(BeClosed())
+			}
+		}
+	}
+	for _, cp := range all {
+		for _, r := range cp.replicas {
+			if !r.running() {
+				continue
+			}
+			g.Eventually(r.acquiredLease, 2*time.Minute, 200*time.Millisecond).Should(BeTrue(), "%s takes the Lease over", r.name)
+			g.Expect(getOK("http://" + r.healthAddr + "/readyz")).To(Succeed())
+		}
+		lease := &coordinationv1.Lease{}
+		g.Expect(hubc.Get(ctx, client.ObjectKey{Namespace: cp.Namespace(), Name: manager.Name}, lease)).To(Succeed())
+		g.Expect(*lease.Spec.HolderIdentity).NotTo(Equal(firstHolder[cp.Label()]), "%s: the Lease changed holder", cp.Label())
+	}
+
 	// The ServiceAccounts' RBAC let every replica do what it did.
 	for _, cp := range all {
 		for _, r := range cp.replicas {
@@ -252,13 +293,6 @@ func TestClusterctlInit(t *testing.T) {
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(string(data)).NotTo(ContainSubstring("forbidden"), "%s: its ClusterRole lacks a permission", r.name)
 		}
-	}
-	// The ignition server speaks https with the certificate machines trust.
-	bootstrap := all[2]
-	g.Expect(bootstrap.Label()).To(Equal("bootstrap-openshift"))
-	ignitionCA := secretData(ctx, g, hubc, bootstrap.Namespace(), "metalshift-ignition-cert")["ca.crt"]
-	for _, r := range bootstrap.replicas {
-		g.Expect(tlsHandshake(r.servers[0], ccIgnitionHost, ignitionCA)).To(Succeed())
 	}
 }
 
