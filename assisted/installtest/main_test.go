@@ -20,8 +20,8 @@ import (
 var (
 	env *testenv.Env
 	// serviceAddr is where the agent service listens, deployAddr the host
-	// engine's deploy server.
-	serviceAddr, deployAddr string
+	// engine's deploy server, metricsAddr the hub's metrics endpoint.
+	serviceAddr, deployAddr, metricsAddr string
 	// key signs the agents' tokens and the image URLs; every hub the tests
 	// start shares it, as the replicas of one hub share the signing key.
 	key = make([]byte, 32)
@@ -58,6 +58,11 @@ func run(m *testing.M) int {
 		panic(err)
 	}
 	deployAddr = l.Addr().String()
+	l.Close()
+	if l, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+		panic(err)
+	}
+	metricsAddr = l.Addr().String()
 	l.Close()
 	_, _ = rand.Read(key)
 	if env, err = testenv.Start(testenv.Options{}); err != nil {
@@ -97,7 +102,7 @@ func startHub() (stop func() error, err error) {
 	}}
 	ctx, cancel := context.WithCancel(context.Background())
 	hubs++
-	mgr, err := component.NewManager(ctx, env.Config, fmt.Sprintf("agent-service-%d", hubs), component.Options{RestartableInProcess: true}, []component.Component{c, engine})
+	mgr, err := component.NewManager(ctx, env.Config, fmt.Sprintf("agent-service-%d", hubs), component.Options{RestartableInProcess: true, MetricsAddr: metricsAddr}, []component.Component{c, engine})
 	if err != nil {
 		cancel()
 		return nil, err

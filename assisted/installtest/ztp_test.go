@@ -23,7 +23,9 @@ import (
 // by MAC, approved, and takes the host's role and hostname annotations and
 // agent labels; the host gets the Agent's inventory as hardware details;
 // the single node installs, and the host is detached once it rebooted into
-// its disk. Nobody boots or approves anything by hand.
+// its disk. Nobody boots or approves anything by hand. The hub's metrics
+// endpoint, scraped before and after, counts the install and the host's
+// provisioning once and the objects by state as the API does.
 func TestZTPSingleNode(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end to end")
@@ -35,6 +37,7 @@ func TestZTPSingleNode(t *testing.T) {
 	const ns, name = "ztp-sno", "ztp-sno"
 	lab, _ := start(t, g, ns, 1, 0, "127.77.8")
 	g.Expect(lab.Start("127.0.0.1:0")).To(Succeed())
+	metricsBefore := scrapeHub(g)
 	t.Cleanup(lab.Close)
 	m := lab.Machines[0]
 	host, secret := lab.Host(m, ns, true)
@@ -88,6 +91,10 @@ func TestZTPSingleNode(t *testing.T) {
 	g.Expect(hw.CPU.Count).To(Equal(m.Hardware.CPUCount))
 	g.Expect(host.Status.HardwareDetails).NotTo(BeNil())
 	g.Expect(host.Status.HardwareDetails.NIC).To(ContainElement(HaveField("MAC", m.Hardware.NICs[0].MAC)))
+
+	// The hub's metrics: the install and the host's provisioning observed
+	// once, the gauges as the API counts.
+	expectInstallMetrics(t, metricsBefore, aci, host)
 }
 
 // TestZTPWorkers: three masters and two workers from BareMetalHosts
