@@ -23,7 +23,7 @@ import (
 // root CA; the certificates it issues hold the cluster's address too, where
 // the simulated network reaches the Pods (reachWebhooks).
 const (
-	servingCertSecretAnnotation = "service.beta.openshift.io/serving-cert-secret-name"
+	servingCertSecretAnnotation = "service.beta.openshift.io/serving-cert-secret-name" //nolint:gosec // an annotation name, no credential
 	injectCABundleAnnotation    = "service.beta.openshift.io/inject-cabundle"
 )
 
