@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -66,10 +67,18 @@ func Build(spec Spec) (v1.ImageIndex, error) {
 			return nil, fmt.Errorf("%s: %w", p.String(), err)
 		}
 		platform := p.Platform
-		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: &platform}})
+		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: plainImage{img}, Descriptor: v1.Descriptor{Platform: &platform}})
 	}
 	return idx, nil
 }
+
+// plainImage is an image whose descriptor in an index has no artifactType:
+// go-containerregistry would set it to the config's media type, which
+// marks artifacts, not images.
+type plainImage struct{ v1.Image }
+
+// ArtifactType is empty: an image is no artifact.
+func (plainImage) ArtifactType() (string, error) { return "", nil }
 
 func platformImage(spec Spec, p Platform) (v1.Image, error) {
 	raw, err := layerTar(append(append([]File(nil), spec.Files...), p.Files...), spec.Created)
@@ -135,8 +144,28 @@ func Write(dir, ref string, idx v1.ImageIndex) (v1.Hash, error) {
 		_ = os.RemoveAll(tmp)
 		return v1.Hash{}, fmt.Errorf("writing the image layout: %w", err)
 	}
+	if err := readable(tmp); err != nil {
+		_ = os.RemoveAll(tmp)
+		return v1.Hash{}, err
+	}
 	if err := os.RemoveAll(dir); err != nil {
 		return v1.Hash{}, err
 	}
 	return digest, os.Rename(tmp, dir)
+}
+
+// readable sets the modes of a layout's files to 0644 and of its
+// directories to 0755: go-containerregistry leaves some blobs 0600 (and
+// index.json executable), which another user's tools could not read.
+func readable(dir string) error {
+	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		mode := fs.FileMode(0o644)
+		if d.IsDir() {
+			mode = 0o755
+		}
+		return os.Chmod(p, mode)
+	})
 }

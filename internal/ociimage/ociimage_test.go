@@ -111,6 +111,7 @@ func TestLayout(t *testing.T) {
 	var archs []string
 	for _, m := range im.Manifests {
 		g.Expect(m.MediaType).To(Equal(types.OCIManifestSchema1))
+		g.Expect(m.ArtifactType).To(BeEmpty())
 		g.Expect(m.Platform).NotTo(BeNil())
 		g.Expect(m.Platform.OS).To(Equal("linux"))
 		archs = append(archs, m.Platform.Architecture)
@@ -123,6 +124,23 @@ func TestLayout(t *testing.T) {
 		}
 	}
 	g.Expect(archs).To(ConsistOf("amd64", "arm64"))
+
+	// Any user's tools can read the layout.
+	g.Expect(filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		want := fs.FileMode(0o644)
+		if d.IsDir() {
+			want = fs.ModeDir | 0o755
+		}
+		g.Expect(info.Mode()).To(Equal(want), p)
+		return nil
+	})).To(Succeed())
 }
 
 // checkImage checks what a runtime reads: the manifest, the config and the
