@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/blang/semver/v4"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -19,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
@@ -57,7 +57,7 @@ const ServiceType = "${METALSHIFT_SERVICE_TYPE:=LoadBalancer}"
 // into dir: <label>/<version>/{<type>-components.yaml,metadata.yaml}, and
 // dir/clusterctl.yaml, a clusterctl config file naming them.
 func WriteRepository(dir string, o Options) error {
-	if _, err := semver.ParseTolerant(o.Version); err != nil || !strings.HasPrefix(o.Version, "v") {
+	if _, err := version.ParseSemantic(o.Version); err != nil || !strings.HasPrefix(o.Version, "v") {
 		return fmt.Errorf("version %q: want a semantic version such as v0.1.0", o.Version)
 	}
 	abs, err := filepath.Abs(dir)
@@ -93,14 +93,14 @@ func WriteRepository(dir string, o Options) error {
 
 // Metadata is the metadata.yaml of a version: its release series
 // implements Contract.
-func Metadata(version string) ([]byte, error) {
-	v, err := semver.ParseTolerant(version)
+func Metadata(semver string) ([]byte, error) {
+	v, err := version.ParseSemantic(semver)
 	if err != nil {
-		return nil, fmt.Errorf("version %q: %w", version, err)
+		return nil, fmt.Errorf("version %q: %w", semver, err)
 	}
 	m := clusterctlv1.Metadata{
 		TypeMeta:      metav1.TypeMeta{APIVersion: clusterctlv1.GroupVersion.String(), Kind: "Metadata"},
-		ReleaseSeries: []clusterctlv1.ReleaseSeries{{Major: int32(v.Major), Minor: int32(v.Minor), Contract: Contract}}, //nolint:gosec // versions are small
+		ReleaseSeries: []clusterctlv1.ReleaseSeries{{Major: int32(v.Major()), Minor: int32(v.Minor()), Contract: Contract}}, //nolint:gosec // versions are small
 	}
 	out, err := toMap(&m)
 	if err != nil {
