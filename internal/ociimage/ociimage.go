@@ -158,7 +158,12 @@ func Write(dir, ref string, idx v1.ImageIndex) (v1.Hash, error) {
 // directories to 0755: go-containerregistry leaves some blobs 0600 (and
 // index.json executable), which another user's tools could not read.
 func readable(dir string) error {
-	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close() //nolint:errcheck // closing a directory opened to read
+	return fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -166,6 +171,6 @@ func readable(dir string) error {
 		if d.IsDir() {
 			mode = 0o755
 		}
-		return os.Chmod(p, mode)
+		return root.Chmod(p, mode)
 	})
 }
