@@ -150,6 +150,9 @@ func (r *registration) Start(ctx context.Context) error {
 	log := ctrl.LoggerFrom(ctx).WithName("metrics")
 	for _, obj := range r.watched {
 		if _, err := r.cache.GetInformer(ctx, obj); err != nil {
+			if ctx.Err() != nil {
+				return nil // stopped before the informer synced
+			}
 			return fmt.Errorf("starting the informer of %T for the metrics: %w", obj, err)
 		}
 	}
