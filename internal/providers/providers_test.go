@@ -261,6 +261,17 @@ func TestWriteRepository(t *testing.T) {
 		g.Expect(m.ReleaseSeries).To(ConsistOf(clusterctlv1.ReleaseSeries{Major: 1, Minor: 2, Contract: "v1beta2"}))
 	}
 	g.Expect(WriteRepository(dir, Options{Version: "1.2"})).To(MatchError(ContainSubstring("want a semantic version")))
+
+	// A newer version's metadata names the older ones' series: clusterctl
+	// upgrades only from a version the newest metadata knows.
+	g.Expect(WriteRepository(dir, Options{Version: "v1.3.0"})).To(Succeed())
+	for _, p := range All() {
+		data, err := os.ReadFile(filepath.Join(dir, p.Label(), "v1.3.0", "metadata.yaml"))
+		g.Expect(err).NotTo(HaveOccurred())
+		m := clusterctlv1.Metadata{}
+		g.Expect(yaml.UnmarshalStrict(data, &m)).To(Succeed())
+		g.Expect(m.ReleaseSeries).To(Equal([]clusterctlv1.ReleaseSeries{{Major: 1, Minor: 2, Contract: "v1beta2"}, {Major: 1, Minor: 3, Contract: "v1beta2"}}))
+	}
 	yml, err := All()[0].ComponentsYAML(Options{Version: "v1.2.3"})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(string(yml)).To(ContainSubstring("image: ghcr.io/metalshift/manager:v1.2.3"))

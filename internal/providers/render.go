@@ -55,16 +55,14 @@ const ServiceType = "${METALSHIFT_SERVICE_TYPE:=LoadBalancer}"
 
 // WriteRepository writes a clusterctl local repository of every provider
 // into dir: <label>/<version>/{<type>-components.yaml,metadata.yaml}, and
-// dir/clusterctl.yaml, a clusterctl config file naming them.
+// dir/clusterctl.yaml, a clusterctl config file naming them. Versions
+// already in dir stay, and metadata.yaml lists their release series too:
+// clusterctl upgrades from a version only if the newest metadata names it.
 func WriteRepository(dir string, o Options) error {
 	if _, err := version.ParseSemantic(o.Version); err != nil || !strings.HasPrefix(o.Version, "v") {
 		return fmt.Errorf("version %q: want a semantic version such as v0.1.0", o.Version)
 	}
 	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return err
-	}
-	metadata, err := Metadata(o.Version)
 	if err != nil {
 		return err
 	}
@@ -75,9 +73,16 @@ func WriteRepository(dir string, o Options) error {
 		if err != nil {
 			return err
 		}
+		versions, err := filepath.Glob(filepath.Join(abs, p.Label(), "v*"))
+		if err != nil {
+			return err
+		}
+		metadata, err := Metadata(append(relativeNames(versions), o.Version)...)
+		if err != nil {
+			return err
+		}
 		d := filepath.Join(abs, p.Label(), o.Version)
 		if err := os.MkdirAll(d, 0o755); err != nil { //nolint:gosec // a repository others read
-
 			return err
 		}
 		if err := os.WriteFile(filepath.Join(d, p.ComponentsFile()), yml, 0o644); err != nil {
@@ -91,17 +96,34 @@ func WriteRepository(dir string, o Options) error {
 	return os.WriteFile(filepath.Join(abs, "clusterctl.yaml"), cfg.Bytes(), 0o644)
 }
 
-// Metadata is the metadata.yaml of a version: its release series
-// implements Contract.
-func Metadata(semver string) ([]byte, error) {
-	v, err := version.ParseSemantic(semver)
-	if err != nil {
-		return nil, fmt.Errorf("version %q: %w", semver, err)
+func relativeNames(paths []string) []string {
+	names := make([]string, len(paths))
+	for i, p := range paths {
+		names[i] = filepath.Base(p)
 	}
-	m := clusterctlv1.Metadata{
-		TypeMeta:      metav1.TypeMeta{APIVersion: clusterctlv1.GroupVersion.String(), Kind: "Metadata"},
-		ReleaseSeries: []clusterctlv1.ReleaseSeries{{Major: int32(v.Major()), Minor: int32(v.Minor()), Contract: Contract}}, //nolint:gosec // versions are small
+	return names
+}
+
+// Metadata is a metadata.yaml whose release series, one per major.minor
+// of versions, implement Contract.
+func Metadata(versions ...string) ([]byte, error) {
+	m := clusterctlv1.Metadata{TypeMeta: metav1.TypeMeta{APIVersion: clusterctlv1.GroupVersion.String(), Kind: "Metadata"}}
+	for _, s := range versions {
+		v, err := version.ParseSemantic(s)
+		if err != nil {
+			return nil, fmt.Errorf("version %q: %w", s, err)
+		}
+		series := clusterctlv1.ReleaseSeries{Major: int32(v.Major()), Minor: int32(v.Minor()), Contract: Contract} //nolint:gosec // versions are small
+		if !slices.Contains(m.ReleaseSeries, series) {
+			m.ReleaseSeries = append(m.ReleaseSeries, series)
+		}
 	}
+	slices.SortFunc(m.ReleaseSeries, func(a, b clusterctlv1.ReleaseSeries) int {
+		if a.Major != b.Major {
+			return int(a.Major - b.Major)
+		}
+		return int(a.Minor - b.Minor)
+	})
 	out, err := toMap(&m)
 	if err != nil {
 		return nil, err

@@ -113,17 +113,13 @@ func TestClusterctlInit(t *testing.T) {
 	repo := filepath.Join(work, "repo")
 	g.Expect(providers.WriteRepository(repo, providers.Options{Version: version})).To(Succeed())
 	config := filepath.Join(repo, "clusterctl.yaml")
-	f, err := os.OpenFile(config, os.O_APPEND|os.O_WRONLY, 0)
-	g.Expect(err).NotTo(HaveOccurred())
-	_, err = fmt.Fprintf(f, "METALSHIFT_DEPLOY_URL: %q\nMETALSHIFT_IGNITION_HOST: %q\nMETALSHIFT_AGENT_SERVICE_URL: %q\nCLUSTERCTL_DISABLE_VERSIONCHECK: \"true\"\n",
-		ccDeployURL, ccIgnitionHost, ccAgentServiceURL)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(f.Close()).To(Succeed())
+	addVariables(g, config)
 
 	// clusterctl init, step 5.
 	init := exec.Command(clusterctl, "init", "--config", config, "--kubeconfig", kubeconfig, "--core", "cluster-api:"+version,
 		"--infrastructure", "metal", "--bootstrap", "openshift", "--control-plane", "openshift", "--addon", "agent")
-	init.Env = append(os.Environ(), "HOME="+work, "XDG_CONFIG_HOME="+filepath.Join(work, "config"))
+	clusterctlEnv := append(os.Environ(), "HOME="+work, "XDG_CONFIG_HOME="+filepath.Join(work, "config"))
+	init.Env = clusterctlEnv
 	out, err = init.CombinedOutput()
 	g.Expect(err).NotTo(HaveOccurred(), "clusterctl init:\n%s", out)
 	t.Logf("clusterctl init:\n%s", out)
@@ -131,21 +127,11 @@ func TestClusterctlInit(t *testing.T) {
 	g.Expect(string(out)).To(ContainSubstring("Your management cluster has been initialized successfully!"))
 
 	// What clusterctl created.
-	inventory := &unstructured.UnstructuredList{}
-	inventory.SetGroupVersionKind(clusterctlv1.GroupVersion.WithKind("ProviderList"))
-	g.Expect(hubc.List(ctx, inventory)).To(Succeed())
-	var installed []string
-	for _, p := range inventory.Items {
-		name, _, _ := unstructured.NestedString(p.Object, "providerName")
-		typ, _, _ := unstructured.NestedString(p.Object, "type")
-		v, _, _ := unstructured.NestedString(p.Object, "version")
-		installed = append(installed, fmt.Sprintf("%s %s %s %s", p.GetNamespace(), typ, name, v))
-	}
 	var want []string
 	for _, p := range providers.All() {
 		want = append(want, fmt.Sprintf("%s %s %s %s", p.Namespace(), p.Type, p.Name, version))
 	}
-	g.Expect(installed).To(ConsistOf(want), "clusterctl's inventory")
+	g.Expect(installedProviders(ctx, g, hubc)).To(ConsistOf(want), "clusterctl's inventory")
 
 	crds := &apiextensionsv1.CustomResourceDefinitionList{}
 	g.Expect(hubc.List(ctx, crds)).To(Succeed())
@@ -294,6 +280,60 @@ func TestClusterctlInit(t *testing.T) {
 			g.Expect(string(data)).NotTo(ContainSubstring("forbidden"), "%s: its ClusterRole lacks a permission", r.name)
 		}
 	}
+
+	// Upgrading, as docs/production.md says: the next version generated
+	// into the same repository, the variables added again, clusterctl
+	// upgrade plan and apply.
+	const next = "v0.2.0"
+	g.Expect(providers.WriteRepository(repo, providers.Options{Version: next})).To(Succeed())
+	addVariables(g, config)
+	plan := exec.Command(clusterctl, "upgrade", "plan", "--config", config, "--kubeconfig", kubeconfig)
+	plan.Env = clusterctlEnv
+	out, err = plan.CombinedOutput()
+	g.Expect(err).NotTo(HaveOccurred(), "clusterctl upgrade plan:\n%s", out)
+	g.Expect(strings.Count(string(out), next)).To(BeNumerically(">=", len(all)), "every provider can be upgraded to %s:\n%s", next, out)
+	apply := exec.Command(clusterctl, "upgrade", "apply", "--config", config, "--kubeconfig", kubeconfig, "--contract", "v1beta2")
+	apply.Env = clusterctlEnv
+	out, err = apply.CombinedOutput()
+	g.Expect(err).NotTo(HaveOccurred(), "clusterctl upgrade apply:\n%s", out)
+	t.Logf("clusterctl upgrade apply:\n%s", out)
+	want = nil
+	for _, p := range providers.All() {
+		want = append(want, fmt.Sprintf("%s %s %s %s", p.Namespace(), p.Type, p.Name, next))
+		d := &appsv1.Deployment{}
+		g.Expect(hubc.Get(ctx, client.ObjectKey{Namespace: p.Namespace(), Name: providers.DeploymentName}, d)).To(Succeed())
+		g.Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal(providers.DefaultImage(next)))
+		if p.SigningKey() {
+			g.Expect(secretData(ctx, g, hubc, p.Namespace(), providers.SigningKeySecret)).To(HaveKeyWithValue("key", key), "the signing key is kept")
+		}
+	}
+	g.Expect(installedProviders(ctx, g, hubc)).To(ConsistOf(want), "clusterctl's inventory after the upgrade")
+}
+
+// addVariables adds the required variables to a clusterctl config file, as
+// docs/production.md step 4 says.
+func addVariables(g Gomega, config string) {
+	f, err := os.OpenFile(config, os.O_APPEND|os.O_WRONLY, 0)
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = fmt.Fprintf(f, "METALSHIFT_DEPLOY_URL: %q\nMETALSHIFT_IGNITION_HOST: %q\nMETALSHIFT_AGENT_SERVICE_URL: %q\nCLUSTERCTL_DISABLE_VERSIONCHECK: \"true\"\n",
+		ccDeployURL, ccIgnitionHost, ccAgentServiceURL)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(f.Close()).To(Succeed())
+}
+
+// installedProviders lists clusterctl's inventory: "<namespace> <type> <name> <version>".
+func installedProviders(ctx context.Context, g Gomega, hubc client.Client) []string {
+	inventory := &unstructured.UnstructuredList{}
+	inventory.SetGroupVersionKind(clusterctlv1.GroupVersion.WithKind("ProviderList"))
+	g.Expect(hubc.List(ctx, inventory)).To(Succeed())
+	var installed []string
+	for _, p := range inventory.Items {
+		name, _, _ := unstructured.NestedString(p.Object, "providerName")
+		typ, _, _ := unstructured.NestedString(p.Object, "type")
+		v, _, _ := unstructured.NestedString(p.Object, "version")
+		installed = append(installed, fmt.Sprintf("%s %s %s %s", p.GetNamespace(), typ, name, v))
+	}
+	return installed
 }
 
 // ccProvider is a provider's replicas in TestClusterctlInit.
