@@ -16,10 +16,11 @@ export METALSHIFT_BIN_DIR := $(BIN)
 # container images (oci/).
 IMAGES := $(BIN)/images
 export METALSHIFT_IMAGES_DIR := $(IMAGES)
-# The manager's container image (bin/images/oci/manager) is tagged VERSION,
-# `git describe --tags --always --dirty` when empty, for IMAGE_PLATFORMS
-# (linux/amd64,linux/arm64 for both).
-VERSION ?=
+# metalshift's version, a semantic version: the tag of the manager's
+# container image (bin/images/oci/manager; the commit is in its revision
+# label) and the version of the clusterctl providers, whose Deployments run
+# that image. IMAGE_PLATFORMS: linux/amd64,linux/arm64 for both.
+VERSION ?= v0.1.0
 IMAGE_PLATFORMS ?= linux/amd64
 export PATH := $(BIN):$(PATH)
 
@@ -67,18 +68,19 @@ build: ## Build the metalshift binaries into bin/.
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/metalshift-agent ./cmd/metalshift-agent
 
 .PHONY: images
-images: ## Build the manager's container image (OCI layout bin/images/oci/manager, VERSION, IMAGE_PLATFORMS), the live image (hybrid BIOS/UEFI ISO with the agent), its iPXE kernel and initramfs and the QEMU lab's OS image into bin/images, skipping what is up to date.
+images: ## Build the live image (hybrid BIOS/UEFI ISO with the agent), its iPXE kernel and initramfs, the QEMU lab's OS image and the manager's container image holding the live images (OCI layout bin/images/oci/manager, VERSION, IMAGE_PLATFORMS) into bin/images, skipping what is up to date.
 	@CGO_ENABLED=0 $(GO) build -o $(BIN)/metalshift-agent ./cmd/metalshift-agent
 	@$(GO) run ./hack/images -out $(IMAGES) -agent $(BIN)/metalshift-agent -version '$(VERSION)' -platforms '$(IMAGE_PLATFORMS)'
 
-# The clusterctl local repository of metalshift's providers (docs/production.md).
-PROVIDER_VERSION ?= v0.1.0
+# The clusterctl local repository of metalshift's providers, version VERSION
+# (docs/production.md); their Deployments run PROVIDER_IMAGE, by default the
+# image `make images` tags.
 PROVIDER_IMAGE ?=
 CLUSTERCTL_REPO := $(BIN)/clusterctl-repo
 
 .PHONY: clusterctl-repo
-clusterctl-repo: ## Generate metalshift's Cluster API providers as a clusterctl local repository in bin/clusterctl-repo (PROVIDER_VERSION, PROVIDER_IMAGE).
-	$(GO) run ./hack/clusterctl-repo -out $(CLUSTERCTL_REPO) -version $(PROVIDER_VERSION) $(if $(PROVIDER_IMAGE),-image $(PROVIDER_IMAGE))
+clusterctl-repo: ## Generate metalshift's Cluster API providers as a clusterctl local repository in bin/clusterctl-repo (VERSION, PROVIDER_IMAGE).
+	$(GO) run ./hack/clusterctl-repo -out $(CLUSTERCTL_REPO) -version '$(VERSION)' $(if $(PROVIDER_IMAGE),-image $(PROVIDER_IMAGE))
 
 ##@ Checks
 

@@ -103,7 +103,9 @@ func Component() component.Component {
 				ctrl.LoggerFrom(ctx).Info("Agent service disabled: no --agent-service-listen-address")
 				return nil
 			}
-			return Setup(ctx, hub, o)
+			opts := o
+			opts.LiveImageDir = hub.LiveImageDir
+			return Setup(ctx, hub, opts)
 		},
 	}
 }

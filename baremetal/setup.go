@@ -40,8 +40,6 @@ func Component() component.Component {
 		Flags: func(fs *pflag.FlagSet) {
 			fs.StringVar(&o.DeployListenAddr, "deploy-listen-address", "", "Where the host engine's deploy server listens (hosts fetch deploy images and their agents report there); empty disables the host engine")
 			fs.StringVar(&o.DeployURL, "deploy-url", "", "How hosts reach the deploy server (default http://<deploy-listen-address>)")
-			fs.StringVar(&o.LiveImageDir, "live-image-dir", "", "Directory of the live images `make images` builds (metalshift-live.iso, .vmlinuz, .initrd), which real machines boot; "+
-				"empty serves the light images, which only simulated machines boot")
 		},
 		Complete: func(hub *component.Options) error {
 			if o.DeployListenAddr != "" && len(hub.SigningKey) == 0 {
@@ -58,7 +56,7 @@ func Component() component.Component {
 				return nil
 			}
 			opts := o
-			opts.SigningKey, opts.Clock = hub.SigningKey, hub.Clock
+			opts.SigningKey, opts.Clock, opts.LiveImageDir = hub.SigningKey, hub.Clock, hub.LiveImageDir
 			opts.Namespace, opts.WatchFilterValue, opts.Webhooks = hub.Namespace, hub.WatchFilterValue, hub.Webhooks
 			return Setup(ctx, hub.Manager, opts)
 		},

@@ -96,6 +96,13 @@ type Hub struct {
 	// URLs, agent and ignition tokens); at least 32 bytes, kept across
 	// restarts. Empty when the hub was given none.
 	SigningKey []byte
+
+	// LiveImageDir holds the live images real machines boot
+	// (metalshift-live.iso, .vmlinuz, .initrd), which the servers that
+	// hand out boot images serve (the host engine's deploy server, the
+	// agent service); empty means the light images, which only simulated
+	// machines boot.
+	LiveImageDir string
 }
 
 // Options configure a hub manager: what every component shares. A
@@ -145,6 +152,9 @@ type Options struct {
 	// SigningKey is offered to the components as Hub.SigningKey.
 	SigningKey []byte
 
+	// LiveImageDir is offered to the components as Hub.LiveImageDir.
+	LiveImageDir string
+
 	// Components names the components a manager runs (Component.Name);
 	// empty means all. Select picks them.
 	Components []string
@@ -175,6 +185,8 @@ func BindFlags(fs *pflag.FlagSet, opts *Options, components []Component) {
 		"How soon the hub connects again to a workload cluster whose API did not answer (default: Cluster API's 30s)")
 	fs.StringSliceVar(&opts.Components, "components", nil, "Run only these components, a comma-separated list of "+nameList(components)+" (default: all)")
 	fs.StringVar(&opts.SigningKeyFile, "signing-key-file", "", "File with at least 32 random bytes that sign deploy URLs, agent and ignition tokens; needed by both servers, keep it across restarts")
+	fs.StringVar(&opts.LiveImageDir, "live-image-dir", "", "Directory of the live images `make images` builds (metalshift-live.iso, .vmlinuz, .initrd), which real machines boot "+
+		"from the deploy server and the agent service; empty serves the light images, which only simulated machines boot")
 	for _, c := range components {
 		if c.Flags != nil {
 			c.Flags(fs)

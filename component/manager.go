@@ -83,6 +83,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, name string, opts Options
 		Manager: mgr, Clock: opts.Clock,
 		Namespace: opts.Namespace, WatchFilterValue: opts.WatchFilterValue,
 		Webhooks: opts.WebhookPort != 0, SigningKey: opts.SigningKey,
+		LiveImageDir: opts.LiveImageDir,
 	}
 	if hub.Clock == nil {
 		hub.Clock = clock.RealClock{}

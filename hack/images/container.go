@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -13,23 +14,28 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"github.com/metalshift/metalshift/imageservice"
 	"github.com/metalshift/metalshift/internal/ociimage"
+	"github.com/metalshift/metalshift/manager"
 )
 
 // containerVersion changes when the container images change for the same
 // inputs.
-const containerVersion = "1"
+const containerVersion = "2"
 
-// The manager's container image: what a production hub's Deployments run.
+// The manager's container image (manager.ImageRepository, tagged with
+// -version): what a production hub's Deployments run.
 const (
-	// ManagerRepository is the manager image's repository; its tag is the
-	// version (-version, `make images VERSION=...`).
-	ManagerRepository = "ghcr.io/metalshift/manager"
 	// managerPackage is built, static, into the image as /manager.
 	managerPackage = "github.com/metalshift/metalshift/cmd/manager"
 	// sourceURL is the images' org.opencontainers.image.source.
 	sourceURL = "https://github.com/metalshift/metalshift"
 )
+
+// liveImageFiles are the live images, as imageservice.LoadImages reads
+// them from --live-image-dir; images.json, which records a build's time,
+// stays out.
+var liveImageFiles = []string{imageservice.LiveISOFile, imageservice.LiveKernelFile, imageservice.LiveInitrdFile}
 
 // imageOptions say what the container images are made of besides the
 // code.
@@ -44,6 +50,10 @@ type imageOptions struct {
 	// caBundle is the PEM file copied into the images as
 	// /etc/ssl/certs/ca-certificates.crt.
 	caBundle string
+	// live is the directory of the live images (imageservice.LiveISOFile,
+	// LiveKernelFile, LiveInitrdFile), which the manager's image holds in
+	// manager.ImageLiveDir.
+	live string
 }
 
 // ImageStamp is <out>/oci/<name>.json: what the layout next to it was built
@@ -54,15 +64,13 @@ type ImageStamp struct {
 	Digest    string `json:"digest"`
 }
 
-// resolveImageOptions fills what the flags left empty from git: the
-// version from `git describe --tags --always --dirty`, the creation time
+// resolveImageOptions fills what the flags left empty: the creation time
 // from SOURCE_DATE_EPOCH, else the commit's time, the revision from HEAD.
+// The version is required: the Makefile's VERSION, which `make
+// clusterctl-repo` names the providers and their image with too.
 func resolveImageOptions(o *imageOptions) error {
-	var err error
 	if o.version == "" {
-		if o.version, err = git("describe", "--tags", "--always", "--dirty"); err != nil {
-			return fmt.Errorf("the image version: %w (set VERSION)", err)
-		}
+		return errors.New("the image version is required (-version; make images passes VERSION)")
 	}
 	if epoch := os.Getenv("SOURCE_DATE_EPOCH"); epoch != "" {
 		sec, err := strconv.ParseInt(epoch, 10, 64)
@@ -98,9 +106,10 @@ func git(args ...string) (string, error) {
 }
 
 // managerImage builds the manager's image into <out>/oci/manager, an OCI
-// image layout tagged ManagerRepository:<version>, unless its stamp says
-// it was built from the same inputs: the manager, static (CGO off), per
-// platform, at /manager, run as ociimage.NonRoot, over ociimage.Base.
+// image layout tagged manager.ImageRepository:<version>, unless its stamp
+// says it was built from the same inputs: the manager, static (CGO off),
+// per platform, at /manager, run as ociimage.NonRoot, over ociimage.Base,
+// over a layer of the live images in manager.ImageLiveDir.
 func (b *builder) managerImage(o imageOptions, force bool) error {
 	bins, err := b.managerBinaries(o.platforms)
 	if err != nil {
@@ -131,10 +140,21 @@ func (b *builder) managerBinaries(platforms []string) (map[string]string, error)
 // up to date.
 func (b *builder) writeManagerImage(o imageOptions, bins map[string]string, force bool) error {
 	start := time.Now()
-	ref := ManagerRepository + ":" + o.version
+	ref := manager.ImageRepository + ":" + o.version
 	ca, err := os.ReadFile(o.caBundle)
 	if err != nil {
 		return fmt.Errorf("the CA certificates for the images: %w (install Debian's ca-certificates, or give -ca-certs)", err)
+	}
+	inputs := []string{containerVersion, ref, o.revision, o.created.Format(time.RFC3339), o.caBundle}
+	var live []ociimage.File
+	for _, name := range liveImageFiles {
+		file := filepath.Join(o.live, name)
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return fmt.Errorf("the live images for the manager's image: %w", err)
+		}
+		live = append(live, ociimage.File{Path: path.Join(manager.ImageLiveDir, name), Data: data})
+		inputs = append(inputs, file)
 	}
 	spec := ociimage.Spec{
 		Reference: ref,
@@ -154,8 +174,8 @@ func (b *builder) writeManagerImage(o imageOptions, bins map[string]string, forc
 			},
 		},
 		Files: ociimage.Base(ca),
+		Data:  live,
 	}
-	inputs := []string{containerVersion, ref, o.revision, o.created.Format(time.RFC3339), o.caBundle}
 	for _, p := range o.platforms {
 		platform, err := v1.ParsePlatform(p)
 		if err != nil {

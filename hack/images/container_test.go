@@ -19,6 +19,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/metalshift/metalshift/internal/ociimage"
+	"github.com/metalshift/metalshift/manager"
 )
 
 // TestManagerImage builds the real manager's image as `make images` does,
@@ -35,7 +36,13 @@ func TestManagerImage(t *testing.T) {
 	ca := filepath.Join(out, "ca.crt")
 	g.Expect(os.WriteFile(ca, []byte("-----BEGIN CERTIFICATE-----\ntest\n-----END CERTIFICATE-----\n"), 0o644)).To(Succeed())
 	created := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
-	opts := imageOptions{version: "v0.1.0-test", revision: "0123abc", created: created, platforms: []string{"linux/amd64"}, caBundle: ca}
+	// Stand-ins for the live images, which need Debian's tools to build.
+	live := filepath.Join(out, "live")
+	g.Expect(os.MkdirAll(live, 0o750)).To(Succeed())
+	for _, name := range liveImageFiles {
+		g.Expect(os.WriteFile(filepath.Join(live, name), []byte("live image "+name), 0o644)).To(Succeed())
+	}
+	opts := imageOptions{version: "v0.1.0-test", revision: "0123abc", created: created, platforms: []string{"linux/amd64"}, caBundle: ca, live: live}
 
 	g.Expect(b.managerImage(opts, false)).To(Succeed())
 	// What follows writes the image of the binary built here, which the
@@ -81,15 +88,33 @@ func TestManagerImage(t *testing.T) {
 		"org.opencontainers.image.created":     "2026-11-25T12:00:00Z",
 	}))
 
-	// /manager: root's, 0755, static (no program interpreter), and it runs.
+	// Two layers: the live images, where the Deployments that serve them
+	// name them (--live-image-dir), then the rest.
 	layers, err := img.Layers()
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(layers).To(HaveLen(1))
-	hdr, manager := layerFile(t, layers[0].Uncompressed, "manager")
+	g.Expect(layers).To(HaveLen(2))
+	g.Expect(layerNames(t, layers[0].Uncompressed)).To(Equal([]string{
+		"usr/", "usr/share/", "usr/share/metalshift/", "usr/share/metalshift/live/",
+		"usr/share/metalshift/live/metalshift-live.initrd", "usr/share/metalshift/live/metalshift-live.iso", "usr/share/metalshift/live/metalshift-live.vmlinuz",
+	}))
+	g.Expect(manager.ImageLiveDir).To(Equal("/usr/share/metalshift/live"))
+	for _, name := range liveImageFiles {
+		hdr, data := layerFile(t, layers[0].Uncompressed, "usr/share/metalshift/live/"+name)
+		g.Expect(string(data)).To(Equal("live image " + name))
+		g.Expect(hdr.Mode).To(Equal(int64(0o644)), "readable by the manager's user")
+		g.Expect([]int{hdr.Uid, hdr.Gid}).To(Equal([]int{0, 0}))
+	}
+	g.Expect(layerNames(t, layers[1].Uncompressed)).To(Equal([]string{
+		"etc/", "etc/group", "etc/passwd", "etc/ssl/", "etc/ssl/certs/", "etc/ssl/certs/ca-certificates.crt",
+		"home/", "home/nonroot/", "manager", "root/", "tmp/",
+	}))
+
+	// /manager: root's, 0755, static (no program interpreter), and it runs.
+	hdr, managerBin := layerFile(t, layers[1].Uncompressed, "manager")
 	g.Expect(hdr.Mode).To(Equal(int64(0o755)))
 	g.Expect([]int{hdr.Uid, hdr.Gid}).To(Equal([]int{0, 0}))
 	bin := filepath.Join(t.TempDir(), "manager")
-	g.Expect(os.WriteFile(bin, manager, hdr.FileInfo().Mode().Perm())).To(Succeed())
+	g.Expect(os.WriteFile(bin, managerBin, hdr.FileInfo().Mode().Perm())).To(Succeed())
 	f, err := elf.Open(bin)
 	g.Expect(err).NotTo(HaveOccurred())
 	for _, p := range f.Progs {
@@ -119,6 +144,16 @@ func TestManagerImage(t *testing.T) {
 	g.Expect(json.Unmarshal(data, &again)).To(Succeed())
 	g.Expect(again).To(Equal(stamp))
 
+	// Other live images: another image, with the same manager layer.
+	g.Expect(os.WriteFile(filepath.Join(live, liveImageFiles[0]), []byte("rebuilt"), 0o644)).To(Succeed())
+	logs.Reset()
+	g.Expect(b.writeManagerImage(opts, bins, false)).To(Succeed())
+	g.Expect(logs.String()).NotTo(ContainSubstring("up to date"))
+	data, err = os.ReadFile(dir + ".json")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(json.Unmarshal(data, &again)).To(Succeed())
+	g.Expect(again.Digest).NotTo(Equal(stamp.Digest))
+
 	// Another version: another image.
 	opts.version = "v0.1.1-test"
 	g.Expect(b.writeManagerImage(opts, bins, false)).To(Succeed())
@@ -127,6 +162,28 @@ func TestManagerImage(t *testing.T) {
 	g.Expect(json.Unmarshal(data, &again)).To(Succeed())
 	g.Expect(again.Reference).To(Equal("ghcr.io/metalshift/manager:v0.1.1-test"))
 	g.Expect(again.Digest).NotTo(Equal(stamp.Digest))
+}
+
+// layerNames are the names of a layer's entries, in their order.
+func layerNames(t *testing.T, open func() (io.ReadCloser, error)) []string {
+	t.Helper()
+	rc, err := open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	var names []string
+	tr := tar.NewReader(rc)
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return names
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, hdr.Name)
+	}
 }
 
 // layerFile returns the header and content of name in a layer.
@@ -159,11 +216,13 @@ func layerFile(t *testing.T, open func() (io.ReadCloser, error), name string) (*
 func TestImageOptionsFromGit(t *testing.T) {
 	g := NewWithT(t)
 	t.Setenv("SOURCE_DATE_EPOCH", "1764072000")
-	var o imageOptions
+	o := imageOptions{version: "v0.1.0"}
 	g.Expect(resolveImageOptions(&o)).To(Succeed())
 	g.Expect(o.created).To(Equal(time.Unix(1764072000, 0).UTC()))
-	g.Expect(o.version).NotTo(BeEmpty())
+	g.Expect(o.version).To(Equal("v0.1.0"))
 	g.Expect(o.revision).To(HaveLen(40))
+
+	g.Expect(resolveImageOptions(&imageOptions{})).To(MatchError(ContainSubstring("version is required")))
 
 	t.Setenv("SOURCE_DATE_EPOCH", "yesterday")
 	g.Expect(resolveImageOptions(&imageOptions{version: "v1"})).To(MatchError(ContainSubstring("SOURCE_DATE_EPOCH")))

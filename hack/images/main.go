@@ -14,8 +14,8 @@
 //     boots (BIOS and UEFI) a kernel whose init mounts the config drive and
 //     prints the SHA-256 of its user data.
 //   - oci/manager: the manager's container image, an OCI image layout
-//     tagged ghcr.io/metalshift/manager:<version> (container.go), built
-//     first: it needs none of the Debian tools below.
+//     tagged manager.ImageRepository:<version> (container.go), built
+//     last: it holds the live images.
 //
 // The kernel comes from Debian's linux-image-amd64, fetched with `apt-get
 // download` and unpacked with dpkg-deb into the cache; nothing is installed.
@@ -80,7 +80,7 @@ func main() {
 	flag.StringVar(&b.agent, "agent", "bin/metalshift-agent", "The agent binary (static, CGO off)")
 	force := flag.Bool("force", false, "Build even when up to date")
 	var img imageOptions
-	flag.StringVar(&img.version, "version", "", "The container images' tag (default: git describe --tags --always --dirty)")
+	flag.StringVar(&img.version, "version", "", "The container images' tag, the version (required; make images passes VERSION)")
 	platforms := flag.String("platforms", "linux/amd64", "The container images' platforms, comma-separated (linux/amd64,linux/arm64)")
 	flag.StringVar(&img.caBundle, "ca-certs", "/etc/ssl/certs/ca-certificates.crt", "The CA certificates (PEM) the container images trust")
 	flag.Parse()
@@ -90,12 +90,13 @@ func main() {
 		fmt.Fprintln(os.Stderr, "images:", err)
 		os.Exit(1)
 	}
+	img.live = b.out
 	err := resolveImageOptions(&img)
 	if err == nil {
-		err = b.managerImage(img, *force)
+		err = b.run(*force)
 	}
 	if err == nil {
-		err = b.run(*force)
+		err = b.managerImage(img, *force)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "images:", err)

@@ -43,6 +43,11 @@ type Spec struct {
 	// Platforms are the image's platforms, each with its own files
 	// (its binaries).
 	Platforms []Platform
+	// Data are files in a layer of their own, below the other one and the
+	// same in every platform's image, so stored once in a layout or a
+	// registry: large files that are not the platforms' programs. None
+	// means no such layer.
+	Data []File
 }
 
 // Platform is one platform of an image and the files only it has.
@@ -51,8 +56,10 @@ type Platform struct {
 	Files []File
 }
 
-// Build returns spec's image index: one image per platform, each a single
-// gzip-compressed layer with an OCI config, all OCI media types.
+// Build returns spec's image index: one image per platform, each with an
+// OCI config and a gzip-compressed layer of its files (Files and the
+// platform's), over the layer of Data when there is any; all OCI media
+// types.
 func Build(spec Spec) (v1.ImageIndex, error) {
 	if _, err := name.NewTag(spec.Reference, name.StrictValidation); err != nil {
 		return nil, fmt.Errorf("image reference %q: %w", spec.Reference, err)
@@ -60,9 +67,16 @@ func Build(spec Spec) (v1.ImageIndex, error) {
 	if len(spec.Platforms) == 0 {
 		return nil, errors.New("an image needs at least one platform")
 	}
+	var data v1.Layer
+	if len(spec.Data) > 0 {
+		var err error
+		if data, err = layer(spec.Data, spec.Created); err != nil {
+			return nil, fmt.Errorf("the data layer: %w", err)
+		}
+	}
 	var idx v1.ImageIndex = empty.Index
 	for _, p := range spec.Platforms {
-		img, err := platformImage(spec, p)
+		img, err := platformImage(spec, p, data)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", p.String(), err)
 		}
@@ -80,8 +94,9 @@ type plainImage struct{ v1.Image }
 // ArtifactType is empty: an image is no artifact.
 func (plainImage) ArtifactType() (string, error) { return "", nil }
 
-func platformImage(spec Spec, p Platform) (v1.Image, error) {
-	raw, err := layerTar(append(append([]File(nil), spec.Files...), p.Files...), spec.Created)
+// layer is files as a gzip-compressed OCI layer, held in memory.
+func layer(files []File, mtime time.Time) (v1.Layer, error) {
+	raw, err := layerTar(files, mtime)
 	if err != nil {
 		return nil, err
 	}
@@ -89,9 +104,15 @@ func platformImage(spec Spec, p Platform) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+	return tarball.LayerFromOpener(func() (io.ReadCloser, error) {
 		return io.NopCloser(bytes.NewReader(gz)), nil
 	}, tarball.WithMediaType(types.OCILayer))
+}
+
+// platformImage is p's image: the data layer, if not nil, then the layer
+// of spec's and p's files.
+func platformImage(spec Spec, p Platform, data v1.Layer) (v1.Image, error) {
+	files, err := layer(append(append([]File(nil), spec.Files...), p.Files...), spec.Created)
 	if err != nil {
 		return nil, err
 	}
@@ -109,11 +130,18 @@ func platformImage(spec Spec, p Platform) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	return mutate.Append(img, mutate.Addendum{
-		Layer:     layer,
-		MediaType: types.OCILayer,
-		History:   v1.History{Created: created, CreatedBy: "metalshift ociimage", Comment: spec.Reference},
+	var layers []mutate.Addendum
+	if data != nil {
+		layers = append(layers, mutate.Addendum{
+			Layer: data, MediaType: types.OCILayer,
+			History: v1.History{Created: created, CreatedBy: "metalshift ociimage", Comment: spec.Reference + " data"},
+		})
+	}
+	layers = append(layers, mutate.Addendum{
+		Layer: files, MediaType: types.OCILayer,
+		History: v1.History{Created: created, CreatedBy: "metalshift ociimage", Comment: spec.Reference},
 	})
+	return mutate.Append(img, layers...)
 }
 
 // Write replaces dir with an OCI image layout holding idx, named ref in

@@ -205,13 +205,19 @@ type layerEntry struct {
 	data []byte
 }
 
+// layerEntries are the entries of img's last layer, its files'.
 func layerEntries(t *testing.T, img v1.Image) []layerEntry {
 	t.Helper()
 	layers, err := img.Layers()
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc, err := layers[0].Uncompressed()
+	return entriesOf(t, layers[len(layers)-1])
+}
+
+func entriesOf(t *testing.T, l v1.Layer) []layerEntry {
+	t.Helper()
+	rc, err := l.Uncompressed()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,6 +305,78 @@ func treeSums(t *testing.T, dir string) map[string]string {
 	return sums
 }
 
+// TestDataLayer: Data is a layer of its own below the files', the same
+// blob in every platform's image and stored once in the layout.
+func TestDataLayer(t *testing.T) {
+	g := NewWithT(t)
+	spec := testSpec(t)
+	big := make([]byte, 1<<20)
+	for i := range big {
+		big[i] = byte(i * 7 % 251)
+	}
+	spec.Data = []File{{Path: "usr/share/hello/big.bin", Data: big}, {Path: "usr/share/hello/small.txt", Data: []byte("small\n")}}
+	dir := filepath.Join(t.TempDir(), "hello")
+	digest := buildLayout(t, spec, dir)
+
+	lp, err := layout.FromPath(dir)
+	g.Expect(err).NotTo(HaveOccurred())
+	idx, err := lp.ImageIndex()
+	g.Expect(err).NotTo(HaveOccurred())
+	idx, err = idx.ImageIndex(digest)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(validate.Index(idx)).To(Succeed())
+	im, err := idx.IndexManifest()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(im.Manifests).To(HaveLen(2))
+	var dataDigests []v1.Hash
+	for _, m := range im.Manifests {
+		img, err := idx.Image(m.Digest)
+		g.Expect(err).NotTo(HaveOccurred())
+		manifest, err := img.Manifest()
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(manifest.Layers).To(HaveLen(2))
+		g.Expect(manifest.Layers[0].MediaType).To(Equal(types.OCILayer))
+		dataDigests = append(dataDigests, manifest.Layers[0].Digest)
+		cfg, err := img.ConfigFile()
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(cfg.RootFS.DiffIDs).To(HaveLen(2))
+		g.Expect(cfg.History).To(HaveLen(2))
+
+		layers, err := img.Layers()
+		g.Expect(err).NotTo(HaveOccurred())
+		var names []string
+		byName := map[string]layerEntry{}
+		for _, e := range entriesOf(t, layers[0]) {
+			names = append(names, e.hdr.Name)
+			byName[e.hdr.Name] = e
+			g.Expect(e.hdr.ModTime.Equal(testCreated)).To(BeTrue(), e.hdr.Name)
+			g.Expect([]int{e.hdr.Uid, e.hdr.Gid}).To(Equal([]int{0, 0}), e.hdr.Name)
+		}
+		g.Expect(names).To(Equal([]string{"usr/", "usr/share/", "usr/share/hello/", "usr/share/hello/big.bin", "usr/share/hello/small.txt"}))
+		g.Expect(byName["usr/share/hello/big.bin"].data).To(Equal(big))
+		g.Expect(byName["usr/share/hello/big.bin"].hdr.FileInfo().Mode()).To(Equal(fs.FileMode(0o644)))
+		g.Expect(byName["usr/share/hello/"].hdr.FileInfo().Mode()).To(Equal(fs.ModeDir | 0o755))
+		// The platform's files are in the layer above, as without Data.
+		checkEntries := map[string]bool{}
+		for _, e := range layerEntries(t, img) {
+			checkEntries[e.hdr.Name] = true
+		}
+		g.Expect(checkEntries).To(HaveKey("hello"))
+		g.Expect(checkEntries).NotTo(HaveKey("usr/"))
+		if m.Platform.Architecture == runtime.GOARCH && runtime.GOOS == "linux" {
+			runHello(t, img)
+		}
+	}
+	g.Expect(dataDigests[0]).To(Equal(dataDigests[1]), "one data layer for every platform")
+	blobs, err := os.ReadDir(filepath.Join(dir, "blobs", "sha256"))
+	g.Expect(err).NotTo(HaveOccurred())
+	// index, 2 × (manifest, config, files layer), one data layer
+	g.Expect(blobs).To(HaveLen(1 + 2*3 + 1))
+
+	// Reproducible with it too.
+	g.Expect(buildLayout(t, spec, filepath.Join(t.TempDir(), "again"))).To(Equal(digest))
+}
+
 func TestBuildRefuses(t *testing.T) {
 	platform := Platform{Platform: v1.Platform{OS: "linux", Architecture: "amd64"}}
 	tests := []struct {
@@ -311,6 +389,7 @@ func TestBuildRefuses(t *testing.T) {
 		{name: "outside /", spec: Spec{Reference: testRef, Files: []File{{Path: "../etc/passwd"}}, Platforms: []Platform{platform}}, want: "not a path under /"},
 		{name: "twice", spec: Spec{Reference: testRef, Files: []File{{Path: "a"}, {Path: "/a"}}, Platforms: []Platform{platform}}, want: "given twice"},
 		{name: "under a file", spec: Spec{Reference: testRef, Files: []File{{Path: "a"}, {Path: "a/b"}}, Platforms: []Platform{platform}}, want: "a is not a directory"},
+		{name: "data twice", spec: Spec{Reference: testRef, Data: []File{{Path: "a"}, {Path: "a"}}, Platforms: []Platform{platform}}, want: "given twice"},
 		{name: "symlink", spec: Spec{Reference: testRef, Files: []File{{Path: "a", Mode: fs.ModeSymlink}}, Platforms: []Platform{platform}}, want: "only files and directories"},
 	}
 	for _, tt := range tests {

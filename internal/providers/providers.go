@@ -2,6 +2,7 @@ package providers
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
@@ -41,6 +42,10 @@ type Server struct {
 	// TLS serves https with a certificate cert-manager issues for the
 	// host name in $METALSHIFT_<NAME>_HOST, mounted at TLSDir.
 	TLS bool
+	// BootImages tells that the server hands out the images machines
+	// boot: the Deployment names the live images in the manager's image
+	// with --live-image-dir (manager.ImageLiveDir).
+	BootImages bool
 }
 
 // Where the Deployment mounts its Secrets, and the ports every manager
@@ -82,7 +87,7 @@ func All() []Provider {
 			// controller only runs with --baremetal-operator).
 			Name: "metal", Type: clusterctlv1.InfrastructureProviderType,
 			Components: []string{"host-engine", "infrastructure-metal", "baremetal-operator"},
-			Servers:    []Server{{Name: "deploy", ListenFlag: "deploy-listen-address", Port: 6180, ServicePort: 80}},
+			Servers:    []Server{{Name: "deploy", ListenFlag: "deploy-listen-address", Port: 6180, ServicePort: 80, BootImages: true}},
 			Args:       []string{"--deploy-url=${METALSHIFT_DEPLOY_URL}"},
 		},
 		{
@@ -96,7 +101,7 @@ func All() []Provider {
 		{Name: "openshift", Type: clusterctlv1.ControlPlaneProviderType, Components: []string{"controlplane-openshift"}},
 		{
 			Name: "agent", Type: clusterctlv1.AddonProviderType, Components: []string{"agent-install"},
-			Servers: []Server{{Name: "agent-service", ListenFlag: "agent-service-listen-address", Port: 6190, ServicePort: 80}},
+			Servers: []Server{{Name: "agent-service", ListenFlag: "agent-service-listen-address", Port: 6190, ServicePort: 80, BootImages: true}},
 			Args:    []string{"--agent-service-url=${METALSHIFT_AGENT_SERVICE_URL}", "--agent-service-deploy-url=${METALSHIFT_DEPLOY_URL}"},
 		},
 	}
@@ -139,6 +144,11 @@ func (p Provider) components() ([]component.Component, error) {
 
 // SigningKey tells whether the provider's servers need the signing key.
 func (p Provider) SigningKey() bool { return len(p.Servers) > 0 }
+
+// BootImages tells whether a server of the provider hands out boot images.
+func (p Provider) BootImages() bool {
+	return slices.ContainsFunc(p.Servers, func(s Server) bool { return s.BootImages })
+}
 
 // hostVariable is the clusterctl variable of a TLS server's host name.
 func (s Server) hostVariable() string {

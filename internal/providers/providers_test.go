@@ -85,6 +85,11 @@ func convert[T any](t *testing.T, u unstructured.Unstructured) *T {
 	return out
 }
 
+// bootImageComponents are the components whose servers hand out the images
+// machines boot (imageservice.LoadImages reads --live-image-dir): the host
+// engine's deploy server and the agent service.
+var bootImageComponents = map[string]bool{"host-engine": true, "agent-install": true}
+
 // TestProviders: each provider's components are what clusterctl requires
 // and what the manager runs: the Deployment's arguments are the manager's
 // flags and select the provider's components, whose CRDs and webhooks the
@@ -191,6 +196,14 @@ func TestProviders(t *testing.T) {
 			if p.SigningKey() {
 				g.Expect(opts.SigningKeyFile).To(Equal(SigningKeyDir + "/key"))
 			}
+			// The components whose servers hand out boot images serve the
+			// live images in the manager's image; the others are given none.
+			if slices.ContainsFunc(p.Components, func(c string) bool { return bootImageComponents[c] }) {
+				g.Expect(opts.LiveImageDir).To(Equal(manager.ImageLiveDir))
+			} else {
+				g.Expect(fs.Lookup("live-image-dir").Changed).To(BeFalse())
+			}
+			g.Expect(c.Image).To(Equal(manager.ImageRepository+":v0.1.0"), "the image `make images VERSION=v0.1.0` tags")
 			ports := map[string]bool{}
 			for _, port := range c.Ports {
 				ports[port.Name] = true

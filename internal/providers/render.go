@@ -27,6 +27,7 @@ import (
 
 	"github.com/metalshift/metalshift/component"
 	"github.com/metalshift/metalshift/config"
+	"github.com/metalshift/metalshift/manager"
 )
 
 // Options of a rendered repository.
@@ -37,8 +38,9 @@ type Options struct {
 	Image string
 }
 
-// DefaultImage is the manager's image of a version.
-func DefaultImage(version string) string { return "ghcr.io/metalshift/manager:" + version }
+// DefaultImage is the manager's image of a version, as `make images`
+// tags it.
+func DefaultImage(version string) string { return manager.ImageRepository + ":" + version }
 
 // Contract is the Cluster API contract the providers implement.
 var Contract = clusterv1.GroupVersion.Version
@@ -409,6 +411,9 @@ func (p Provider) args(webhooks bool) []string {
 	}
 	if p.SigningKey() {
 		args = append(args, "--signing-key-file="+SigningKeyDir+"/key")
+	}
+	if p.BootImages() {
+		args = append(args, "--live-image-dir="+manager.ImageLiveDir)
 	}
 	for _, s := range p.Servers {
 		args = append(args, "--"+s.ListenFlag+"=:"+strconv.Itoa(int(s.Port)))

@@ -14,9 +14,12 @@ import (
 	"github.com/metalshift/metalshift/sim/cluster"
 )
 
-// ManagerRepository is the repository of metalshift's manager image,
-// whatever its registry.
-const ManagerRepository = "metalshift/manager"
+// managerPath is the path of the manager's image in any registry:
+// manager.ImageRepository without its registry host.
+var managerPath = func() string {
+	_, path, _ := strings.Cut(manager.ImageRepository, "/")
+	return path
+}()
 
 // Manager runs containers of the manager image.
 type Manager struct{}
@@ -29,7 +32,7 @@ func (Manager) Runs(image string) bool {
 	if i := strings.LastIndex(name, ":"); i > strings.LastIndex(name, "/") {
 		name = name[:i]
 	}
-	return name == ManagerRepository || strings.HasSuffix(name, "/"+ManagerRepository)
+	return name == managerPath || strings.HasSuffix(name, "/"+managerPath)
 }
 
 // Run runs the manager with the container's arguments until ctx is done.

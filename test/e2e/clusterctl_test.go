@@ -44,6 +44,7 @@ import (
 
 	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
 
+	"github.com/metalshift/metalshift/imageservice"
 	"github.com/metalshift/metalshift/internal/providers"
 	"github.com/metalshift/metalshift/localcp"
 	"github.com/metalshift/metalshift/manager"
@@ -392,6 +393,9 @@ func podProcess(ctx context.Context, g Gomega, hubc client.Client, d *appsv1.Dep
 		}
 		mounts[m.MountPath] = local
 	}
+	// The image's own files: its live images are the ones `make images`
+	// built it with.
+	mounts[manager.ImageLiveDir] = imageLiveDir(g)
 
 	// Ports: free loopback ones.
 	byNumber := map[string]string{}
@@ -442,6 +446,16 @@ func podProcess(ctx context.Context, g Gomega, hubc client.Client, d *appsv1.Dep
 		r.webhookTLS = &tls.Config{RootCAs: pool, ServerName: providers.WebhookService + "." + d.Namespace + ".svc", MinVersion: tls.VersionTLS12}
 	}
 	return r
+}
+
+// imageLiveDir is where the live images of the manager's image are on this
+// machine: `make images` builds them into $METALSHIFT_IMAGES_DIR, then the
+// image with them.
+func imageLiveDir(g Gomega) string {
+	dir := os.Getenv("METALSHIFT_IMAGES_DIR")
+	_, err := os.Stat(filepath.Join(dir, imageservice.LiveISOFile))
+	g.Expect(dir != "" && err == nil).To(BeTrue(), "the manager's image holds the live images: build them with make images (METALSHIFT_IMAGES_DIR=%q)", dir)
+	return dir
 }
 
 // portReservations hands out free loopback addresses, each held until
