@@ -14,7 +14,6 @@ import (
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
@@ -28,10 +27,7 @@ import (
 // serves OpenShiftConfig and OpenShiftConfigTemplate, with the ignition
 // server at --ignition-listen-address for configs too large for user data.
 func Component() component.Component {
-	var (
-		o      ignitionserver.Config
-		caFile string
-	)
+	var o ignitionserver.Config
 	return component.Component{
 		Name:        "bootstrap-openshift",
 		AddToScheme: bootstrapv1.AddToScheme,
@@ -39,9 +35,9 @@ func Component() component.Component {
 		Flags: func(fs *pflag.FlagSet) {
 			fs.StringVar(&o.ListenAddr, "ignition-listen-address", "", "Where the ignition server listens (serves Ignition configs too large for user data); empty disables it")
 			fs.StringVar(&o.URL, "ignition-url", "", "How hosts reach the ignition server (default http(s)://<ignition-listen-address>)")
-			fs.StringVar(&o.CertFile, "ignition-cert-file", "", "Serving certificate of the ignition server (https); reloaded when it changes")
-			fs.StringVar(&o.KeyFile, "ignition-key-file", "", "Key of --ignition-cert-file")
-			fs.StringVar(&caFile, "ignition-ca-file", "", "CA bundle hosts trust for the ignition server (https)")
+			fs.StringVar(&o.CertFile, "ignition-cert-file", "", "Serving certificate of the ignition server (https); read again when it changes")
+			fs.StringVar(&o.KeyFile, "ignition-key-file", "", "Key of --ignition-cert-file; read again when it changes")
+			fs.StringVar(&o.CAFile, "ignition-ca-file", "", "CA bundle hosts trust for the ignition server (https), put in the configs that point hosts at it; read again when it changes")
 			fs.IntVar(&o.MaxUserDataBytes, "max-user-data-bytes", 0, "Largest Ignition config put in user data as is (default 64 KiB)")
 			fs.DurationVar(&o.TokenTTL, "ignition-token-ttl", ignitionserver.DefaultTokenTTL,
 				"How long the token of a served Ignition config is valid; a machine that boots later is refused (its config is re-signed while it waits for a host)")
@@ -53,12 +49,12 @@ func Component() component.Component {
 			if o.ListenAddr != "" && len(hub.SigningKey) == 0 {
 				return errors.New("--signing-key-file is required with --ignition-listen-address")
 			}
-			if caFile == "" {
-				return nil
+			if o.CAFile != "" { // read again by the server, when it changes
+				if _, err := os.ReadFile(o.CAFile); err != nil {
+					return err
+				}
 			}
-			var err error
-			o.CA, err = os.ReadFile(caFile)
-			return err
+			return nil
 		},
 		Setup: func(ctx context.Context, hub *component.Hub) error {
 			is := o
@@ -108,7 +104,7 @@ func addIgnitionServer(mgr ctrl.Manager, o ignitionserver.Config, clk clock.Pass
 		o.URL = scheme + o.ListenAddr
 	}
 	// Secrets are read directly: Cluster API's manager keeps them out of the cache.
-	s, err := ignitionserver.New(ignitionserver.Options{Client: mgr.GetClient(), Key: o.SigningKey, BaseURL: o.URL, CA: o.CA, TokenTTL: o.TokenTTL, Clock: clk})
+	s, err := ignitionserver.New(ignitionserver.Options{Client: mgr.GetClient(), Key: o.SigningKey, BaseURL: o.URL, CAFile: o.CAFile, TokenTTL: o.TokenTTL, Clock: clk})
 	if err != nil {
 		return nil, err
 	}
@@ -121,16 +117,12 @@ func addIgnitionServer(mgr ctrl.Manager, o ignitionserver.Config, clk clock.Pass
 			_ = ln.Close()
 			return nil, errors.New("https needs both a certificate and a key file")
 		}
-		w, err := certwatcher.New(o.CertFile, o.KeyFile)
+		cert, err := ignitionserver.NewCertificate(o.CertFile, o.KeyFile, mgr.GetLogger().WithName("ignition-server"))
 		if err != nil {
 			_ = ln.Close()
 			return nil, err
 		}
-		if err := mgr.Add(w); err != nil {
-			_ = ln.Close()
-			return nil, err
-		}
-		ln = tls.NewListener(ln, &tls.Config{GetCertificate: w.GetCertificate, MinVersion: tls.VersionTLS12})
+		ln = tls.NewListener(ln, &tls.Config{GetCertificate: cert.GetCertificate, MinVersion: tls.VersionTLS12})
 	}
 	return s, mgr.Add(&manager.Server{
 		Name:            "ignition-server",

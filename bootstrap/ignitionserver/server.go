@@ -50,10 +50,10 @@ type Config struct {
 	ListenAddr string
 	// URL is how machines reach it; defaults to http(s)://<ListenAddr>.
 	URL string
-	// CertFile and KeyFile serve https (reloaded when they change); CA is
-	// the PEM machines trust for it. Empty serves http.
-	CertFile, KeyFile string
-	CA                []byte
+	// CertFile and KeyFile serve https; CAFile holds the PEM machines
+	// trust for it. All three are read again when they change (a renewed
+	// certificate). Empty serves http.
+	CertFile, KeyFile, CAFile string
 	// SigningKey signs tokens; keep it across restarts.
 	SigningKey []byte
 	// MaxUserDataBytes is the largest config put in user data as is; 0
@@ -72,9 +72,10 @@ type Options struct {
 	Key []byte
 	// BaseURL is how machines reach this server, e.g. https://192.0.2.1:6181.
 	BaseURL string
-	// CA is the PEM of the CA machines trust for BaseURL; empty for http,
-	// or for https with a certificate the machines' system roots trust.
-	CA []byte
+	// CAFile holds the PEM of the CA machines trust for BaseURL, read
+	// again after it changes; empty for http, or for https with a
+	// certificate the machines' system roots trust.
+	CAFile string
 	// TokenTTL is how long a token is valid; 0 means DefaultTokenTTL.
 	TokenTTL time.Duration
 	// Clock tells the time tokens are made and checked at; nil means the
@@ -90,7 +91,7 @@ type Server struct {
 	client  client.Reader
 	key     []byte
 	baseURL *url.URL
-	ca      []byte
+	ca      *reloaded[[]byte]
 	ttl     time.Duration
 	clock   clock.PassiveClock
 	log     logr.Logger
@@ -108,7 +109,7 @@ func New(opts Options) (*Server, error) {
 	if opts.TokenTTL < 0 {
 		return nil, fmt.Errorf("the ignition token lifetime %s is negative", opts.TokenTTL)
 	}
-	srv := &Server{client: opts.Client, key: opts.Key, baseURL: u, ca: opts.CA, ttl: opts.TokenTTL, clock: opts.Clock, log: opts.Log}
+	srv := &Server{client: opts.Client, key: opts.Key, baseURL: u, ttl: opts.TokenTTL, clock: opts.Clock, log: opts.Log}
 	if srv.ttl == 0 {
 		srv.ttl = DefaultTokenTTL
 	}
@@ -118,6 +119,11 @@ func New(opts Options) (*Server, error) {
 	if srv.log.GetSink() == nil {
 		srv.log = ctrl.Log.WithName("ignition-server")
 	}
+	if opts.CAFile != "" {
+		if srv.ca, err = newCA(opts.CAFile, srv.log); err != nil {
+			return nil, fmt.Errorf("the ignition server's CA: %w", err)
+		}
+	}
 	return srv, nil
 }
 
@@ -126,8 +132,14 @@ func (s *Server) URL(namespace, name string) string {
 	return s.baseURL.JoinPath(PathPrefix, namespace, name).String()
 }
 
-// CA is the PEM machines trust for URL; empty when they need none beyond their system roots.
-func (s *Server) CA() []byte { return s.ca }
+// CA is the PEM machines trust for URL, as the CA file holds it now;
+// empty when they need none beyond their system roots.
+func (s *Server) CA() []byte {
+	if s.ca == nil {
+		return nil
+	}
+	return s.ca.get()
+}
 
 // Token authorizes reading Secret namespace/name whose controller has UID
 // owner until TokenTTL from now: a recreated owner invalidates it.

@@ -229,7 +229,7 @@ func userDataSecret(t *testing.T, ns, name, data string) *corev1.SecretReference
 func metalshiftStacks(dump string) string {
 	var keep []string
 	for _, g := range strings.Split(dump, "\n\n") {
-		if strings.Contains(g, "metalshift/metalshift/baremetal") || strings.Contains(g, "metalshift/metalshift/sim") {
+		if strings.Contains(g, "metalshift/metalshift/baremetal") || strings.Contains(g, "metalshift/metalshift/sim") || strings.Contains(g, "metalshift/metalshift/internal") {
 			keep = append(keep, g)
 		}
 	}
