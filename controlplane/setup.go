@@ -10,6 +10,7 @@ import (
 
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
 
+	bootstrapv1 "github.com/metalshift/metalshift/api/bootstrap/v1alpha1"
 	configv1 "github.com/metalshift/metalshift/api/config/v1"
 	controlplanev1 "github.com/metalshift/metalshift/api/controlplane/v1alpha1"
 	"github.com/metalshift/metalshift/component"
@@ -17,7 +18,8 @@ import (
 )
 
 // Component is the OpenShift control-plane provider as a part of the hub:
-// it serves OpenShiftControlPlane, and reads the installed cluster's
+// it serves OpenShiftControlPlane, creates the OpenShiftConfigs of its
+// Machines, and reads the installed cluster's
 // config.openshift.io API (ClusterVersion, ClusterOperators) through
 // workload clients, which share the hub's scheme.
 func Component() component.Component {
@@ -25,6 +27,11 @@ func Component() component.Component {
 		Name: "controlplane-openshift",
 		AddToScheme: func(s *runtime.Scheme) error {
 			if err := controlplanev1.AddToScheme(s); err != nil {
+				return err
+			}
+			// The bootstrap Machine's OpenShiftConfig, which it creates;
+			// the bootstrap provider may run in another process.
+			if err := bootstrapv1.AddToScheme(s); err != nil {
 				return err
 			}
 			return configv1.AddToScheme(s)

@@ -97,8 +97,32 @@ func (h *Hub) apiserver() (*process, error) {
 	)
 	if p != nil {
 		p.env = APIServerEnv()
+		if h.opts.ServiceProxySocket != "" {
+			config, err := h.writeEgressSelector()
+			if err != nil {
+				return nil, err
+			}
+			p.args = append(p.args, "--egress-selector-config-file="+config)
+		}
 	}
 	return p, err
+}
+
+// writeEgressSelector writes kube-apiserver's egress selector
+// configuration: connections to the cluster's network (Services) go
+// through the HTTP CONNECT proxy at Options.ServiceProxySocket.
+func (h *Hub) writeEgressSelector() (string, error) {
+	path := filepath.Join(h.runDir(), "egress-selector.yaml")
+	config := `apiVersion: apiserver.k8s.io/v1beta1
+kind: EgressSelectorConfiguration
+egressSelections:
+- name: cluster
+  connection:
+    proxyProtocol: HTTPConnect
+    transport:
+      uds:
+        udsName: ` + strconv.Quote(h.opts.ServiceProxySocket) + "\n"
+	return path, os.WriteFile(path, []byte(config), 0o600)
 }
 
 func (h *Hub) apiserverReady(ctx context.Context) error {

@@ -39,6 +39,14 @@ type Options struct {
 	// components (component.CRDs). Those with more than one version get
 	// their conversion webhook pointed at the hub's webhook port.
 	CRDs []*apiextensionsv1.CustomResourceDefinition
+
+	// ServiceProxySocket, when set, is the Unix socket of an HTTP CONNECT
+	// proxy through which kube-apiserver reaches Services (webhooks and
+	// conversion webhooks named by a Service): what the pod network and
+	// kube-proxy are on a real cluster. It is asked for
+	// "<cluster IP>:<port>". Empty: Services are reached directly, that is
+	// not at all, since nothing routes the service network.
+	ServiceProxySocket string
 }
 
 // Hub is a running local control plane.

@@ -7,7 +7,9 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	bootstrapv1 "github.com/metalshift/metalshift/api/bootstrap/v1alpha1"
 	configv1 "github.com/metalshift/metalshift/api/config/v1"
+	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	"github.com/metalshift/metalshift/component"
 	"github.com/metalshift/metalshift/config"
 )
@@ -70,4 +72,28 @@ func TestComponents(t *testing.T) {
 		}
 		g.Expect(servedBy).To(HaveKey(crd.Name), "no component serves %s", crd.Name)
 	}
+}
+
+// TestComponentsAlone: a component run alone (a clusterctl provider's
+// Deployment runs some of them, --components) knows the kinds of other
+// components it reads or writes: the control plane creates OpenShiftConfigs,
+// the metal provider claims BareMetalHosts, the agent service pairs them
+// with Agents, the operator reads the installed cluster's Infrastructure.
+func TestComponentsAlone(t *testing.T) {
+	g := NewWithT(t)
+	uses := map[string][]schema.GroupVersionKind{
+		"controlplane-openshift": {bootstrapv1.GroupVersion.WithKind("OpenShiftConfig"), configv1.GroupVersion.WithKind("ClusterVersion")},
+		"infrastructure-metal":   {metal3v1.GroupVersion.WithKind("BareMetalHost")},
+		"agent-install":          {metal3v1.GroupVersion.WithKind("BareMetalHost")},
+		"baremetal-operator":     {configv1.GroupVersion.WithKind("Infrastructure")},
+	}
+	for _, c := range Components() {
+		scheme, err := component.NewScheme(c)
+		g.Expect(err).NotTo(HaveOccurred())
+		for _, gvk := range uses[c.Name] {
+			g.Expect(scheme.Recognizes(gvk)).To(BeTrue(), "%s alone must know %s", c.Name, gvk)
+		}
+		delete(uses, c.Name)
+	}
+	g.Expect(uses).To(BeEmpty(), "no such components")
 }

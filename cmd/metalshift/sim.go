@@ -22,6 +22,7 @@ import (
 type simBMCOptions struct {
 	hosts                       int
 	hostLabels, hostAnnotations map[string]string
+	addHosts                    map[string]string
 	listen                      string
 	bootURL                     string
 	hubDir                      string
@@ -101,6 +102,7 @@ Machines of labs running side by side need their own --name-prefix, --subnet and
 	f.StringVar(&o.binDir, "bin-dir", "", "Directory holding etcd and kube-apiserver, which installed clusters run (default: as `hub up`)")
 	f.StringToStringVar(&o.hostLabels, "host-label", nil, "Labels of the printed BareMetalHosts, key=value (e.g. infraenvs.agent-install.openshift.io=<InfraEnv> for the agent-based install)")
 	f.StringToStringVar(&o.hostAnnotations, "host-annotation", nil, "Annotations of the printed BareMetalHosts, key=value (e.g. bmac.agent-install.openshift.io/role=master)")
+	f.StringToStringVar(&o.addHosts, "add-host", nil, "Records of the simulated network's DNS, name=IP: the names machines reach the hub's servers at (e.g. the ignition server's, which its certificate carries)")
 	cmd.AddCommand(bmc, newSimImageCommand())
 	return cmd
 }
@@ -122,8 +124,11 @@ func (o *simBMCOptions) run(ctx context.Context, stdout, stderr io.Writer) error
 	opts := sim.LabOptions{Hosts: o.hosts, Username: o.username, Password: o.password, BootURL: bootURL,
 		Backend: o.backend, StateDir: o.stateDir, BootModes: modes, LegacyBMC: o.legacyBMC,
 		NamePrefix: o.namePrefix, Subnet: o.subnet, MACOctet: o.macOctet, HostLabels: o.hostLabels, HostAnnotations: o.hostAnnotations}
+	if o.backend == sim.BackendQEMU && len(o.addHosts) > 0 {
+		return fmt.Errorf("--add-host is for the light backend's simulated network; QEMU VMs resolve names with the host's DNS")
+	}
 	if o.backend != sim.BackendQEMU { // VMs run their installed OS themselves
-		world, err := cluster.New(cluster.Options{BinDir: o.binDir, Runtime: simruntime.Manager{}, Logf: func(format string, args ...any) {
+		world, err := cluster.New(cluster.Options{BinDir: o.binDir, Runtime: simruntime.Manager{}, Hosts: o.addHosts, Logf: func(format string, args ...any) {
 			fmt.Fprintf(stderr, format+"\n", args...)
 		}})
 		if err != nil {

@@ -3,10 +3,12 @@ package metal
 import (
 	"context"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	infrav1 "github.com/metalshift/metalshift/api/infrastructure/v1alpha1"
+	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	"github.com/metalshift/metalshift/component"
 	"github.com/metalshift/metalshift/infrastructure/metal/reconcilers/metalcluster"
 	"github.com/metalshift/metalshift/infrastructure/metal/reconcilers/metalmachine"
@@ -17,9 +19,14 @@ import (
 // the host engine's BareMetalHosts.
 func Component() component.Component {
 	return component.Component{
-		Name:        "infrastructure-metal",
-		AddToScheme: infrav1.AddToScheme,
-		CRDs:        []string{"crd/bases/infrastructure.cluster.x-k8s.io_metal*.yaml"},
+		Name: "infrastructure-metal",
+		AddToScheme: func(s *runtime.Scheme) error {
+			if err := infrav1.AddToScheme(s); err != nil {
+				return err
+			}
+			return metal3v1.AddToScheme(s) // the hosts it claims, also without the host engine's component
+		},
+		CRDs: []string{"crd/bases/infrastructure.cluster.x-k8s.io_metal*.yaml"},
 		Setup: func(ctx context.Context, hub *component.Hub) error {
 			return Setup(ctx, hub.Manager, Options{WatchFilterValue: hub.WatchFilterValue})
 		},

@@ -35,6 +35,10 @@ type Options struct {
 	// the operator's. Without it, or with InMemoryAPIServer, that
 	// ClusterOperator is simulated like the others.
 	Runtime Runtime
+	// Hosts are extra records of the simulated DNS, name → IP: the names
+	// of the hub's servers the machines reach (an ignition server's DNS
+	// name, which its certificate carries), as a site's DNS would hold them.
+	Hosts map[string]string
 }
 
 // APIServer is the kind of API server an installed cluster runs.
@@ -72,6 +76,12 @@ type World struct {
 // New returns an empty world; etcd starts with the first cluster.
 func New(opts Options) (*World, error) {
 	w := &World{opts: opts, dns: map[string]string{}, clusters: map[string]*Cluster{}}
+	for name, ip := range opts.Hosts {
+		if net.ParseIP(ip) == nil {
+			return nil, fmt.Errorf("host %s: %q is not an IP address", name, ip)
+		}
+		w.dns[name] = ip
+	}
 	if opts.Dir == "" {
 		d, err := os.MkdirTemp("", "metalshift-sim-")
 		if err != nil {

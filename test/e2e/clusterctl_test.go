@@ -44,18 +44,27 @@ import (
 
 	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
 
+	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	"github.com/metalshift/metalshift/imageservice"
 	"github.com/metalshift/metalshift/internal/providers"
+	"github.com/metalshift/metalshift/internal/testenv"
 	"github.com/metalshift/metalshift/localcp"
 	"github.com/metalshift/metalshift/manager"
 )
 
-// The values of the required clusterctl variables in TestClusterctlInit.
-const (
-	ccDeployURL       = "http://deploy.hub.example"
-	ccIgnitionHost    = "ignition.hub.example"
-	ccAgentServiceURL = "http://agent.hub.example"
-)
+// ccVariables are the values of the clusterctl variables in
+// TestClusterctlInit: where the machines reach the providers' servers, the
+// addresses of the load balancers in front of their Services (the test's
+// proxy), on loopback; the ignition server's certificate is for
+// ignitionHost, which the simulated network resolves to loopback (sim bmc
+// --add-host), as a site's DNS would resolve it to the load balancer.
+type ccVariables struct {
+	deployAddr, ignitionPort, agentServiceAddr string
+}
+
+const ignitionHost = "ignition.hub.test"
+
+func (v ccVariables) ignitionAddr() string { return "127.0.0.1:" + v.ignitionPort }
 
 // TestClusterctlInit installs metalshift on a fresh hub the way
 // docs/production.md tells a user to: a local repository written by
@@ -74,10 +83,19 @@ const (
 // leader, and every webhook path and conversion its configurations name
 // is served with the certificate of the Service's name. Then each leader
 // is SIGKILLed and the other replica takes its Lease over; no replica was
-// refused anything by its ServiceAccount's RBAC. (The failover of an
-// install in progress is TestLeaderKilledMidProvisioning's, on managers
-// that run every component: with the packaged ones the hub's webhooks
-// would have to reach Services, which needs a pod network.)
+// refused anything by its ServiceAccount's RBAC.
+//
+// The hub reaches the webhook Services through the test's stand-in for a
+// pod network and kube-proxy: kube-apiserver's egress to the cluster goes
+// through an HTTP CONNECT proxy (localcp.Options.ServiceProxySocket) that
+// sends each Service's cluster IP and port on to its provider's replicas.
+// The machines reach the deploy, ignition and agent servers through
+// stand-ins for the load balancers of their Services, at the addresses the
+// clusterctl variables name. A cluster is installed with the simulator,
+// and while a host is being provisioned every provider's leader is
+// SIGKILLed: the other replicas take the Leases over and finish the
+// install, no disk is written twice, and no replica was refused anything
+// by its ServiceAccount's RBAC.
 //
 // The hub has no cert-manager (no container runtime runs it here): the
 // test installs its CRDs (Issuer, Certificate, ClusterIssuer) as a
@@ -98,13 +116,15 @@ func TestClusterctlInit(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred(), "building the manager: %s", out)
 
 	// A fresh hub: etcd, kube-apiserver, kube-controller-manager, no CRDs.
-	hub, err := localcp.Start(ctx, localcp.Options{Dir: filepath.Join(work, "hub")})
+	serviceNetwork := filepath.Join(work, "services.sock")
+	hub, err := localcp.Start(ctx, localcp.Options{Dir: filepath.Join(work, "hub"), ServiceProxySocket: serviceNetwork})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(hub.Stop)
 	kubeconfig := hub.Kubeconfig()
 	scheme := runtime.NewScheme()
 	g.Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
 	g.Expect(apiextensionsv1.AddToScheme(scheme)).To(Succeed())
+	g.Expect(metal3v1.AddToScheme(scheme)).To(Succeed())
 	hubc, err := client.New(hub.RESTConfig(), client.Options{Scheme: scheme})
 	g.Expect(err).NotTo(HaveOccurred())
 	installCertManagerCRDs(ctx, g, hubc)
@@ -114,7 +134,9 @@ func TestClusterctlInit(t *testing.T) {
 	repo := filepath.Join(work, "repo")
 	g.Expect(providers.WriteRepository(repo, providers.Options{Version: version})).To(Succeed())
 	config := filepath.Join(repo, "clusterctl.yaml")
-	addVariables(g, config)
+	vars := ccVariables{deployAddr: testenv.FreeAddr(t), agentServiceAddr: testenv.FreeAddr(t)}
+	_, vars.ignitionPort, _ = net.SplitHostPort(testenv.FreeAddr(t))
+	addVariables(g, config, vars)
 
 	// clusterctl init, step 5.
 	init := exec.Command(clusterctl, "init", "--config", config, "--kubeconfig", kubeconfig, "--core", "cluster-api:"+version,
@@ -186,11 +208,33 @@ func TestClusterctlInit(t *testing.T) {
 			r.start(t, managerBin, r.args)
 		}
 	}
+	// The pod network the hub reaches the webhook Services through, and
+	// the load balancers of the servers' Services.
+	proxy := newServiceProxy(t)
+	g.Expect(proxy.serveConnect(serviceNetwork, func(target string) []string { return serviceBackends(ctx, hubc, all, target) })).To(Succeed())
+	lb := map[string]string{"deploy": vars.deployAddr, "ignition": vars.ignitionAddr(), "agent-service": vars.agentServiceAddr}
+	for _, cp := range all {
+		for _, s := range cp.Servers {
+			g.Expect(lb).To(HaveKey(s.Name))
+			var backends []string
+			for _, r := range cp.replicas {
+				backends = append(backends, r.ports[s.Name])
+			}
+			g.Expect(proxy.serve(lb[s.Name], backends)).To(Succeed())
+		}
+	}
 	t.Cleanup(func() {
 		if t.Failed() {
 			for _, cp := range all {
 				for _, r := range cp.replicas {
 					data, _ := os.ReadFile(r.log)
+					var errs []string
+					for _, l := range strings.Split(string(data), "\n") {
+						if strings.Contains(l, `"level":"error"`) && !strings.Contains(l, "Error initially creating lease lock") {
+							errs = append(errs, tail(l, 1000))
+						}
+					}
+					t.Logf("%s log: %d error lines, the first:\n%s", r.name, len(errs), strings.Join(errs[:min(len(errs), 10)], "\n"))
 					t.Logf("%s log (tail):\n%s", r.name, tail(string(data), 8000))
 				}
 			}
@@ -243,11 +287,19 @@ func TestClusterctlInit(t *testing.T) {
 	g.Expect(bootstrap.Label()).To(Equal("bootstrap-openshift"))
 	ignitionCA := secretData(ctx, g, hubc, bootstrap.Namespace(), "metalshift-ignition-cert")["ca.crt"]
 	for _, r := range bootstrap.replicas {
-		g.Expect(tlsHandshake(r.servers[0], ccIgnitionHost, ignitionCA)).To(Succeed())
+		g.Expect(tlsHandshake(r.servers[0], ignitionHost, ignitionCA)).To(Succeed())
 	}
 
-	// Leader failover: each provider's leader is SIGKILLed, and the other
-	// replica takes the Lease over and keeps serving.
+	// An install, as a user would run it against this hub.
+	hostsYAML, imageURL, imageSum, console := startSimWith(t, 3, "--console", "--add-host", ignitionHost+"=127.0.0.1")
+	inst := startLargeInstall(t, g, filepath.Join(work, "install"), kubeconfig, hostsYAML, imageURL, imageSum, func() {
+		t.Logf("simulator:\n%s", tail(console.String(), 20000))
+	})
+	midway, seen := waitMidProvisioning(g, hubc, inst.out)
+
+	// Leader failover mid-provisioning: each provider's leader is
+	// SIGKILLed, and the other replica takes the Lease over, keeps serving
+	// and finishes the install.
 	firstHolder := map[string]string{}
 	for _, cp := range all {
 		lease := &coordinationv1.Lease{}
@@ -257,9 +309,11 @@ func TestClusterctlInit(t *testing.T) {
 			if r.acquiredLease() {
 				g.Expect(r.cmd.Process.Signal(syscall.SIGKILL)).To(Succeed())
 				g.Eventually(r.done, time.Minute).Should(BeClosed())
+				t.Logf("SIGKILLed %s, the leader", r.name)
 			}
 		}
 	}
+	t.Logf("killed every leader mid-provisioning; hosts: %s", strings.Join(seen, "; "))
 	for _, cp := range all {
 		for _, r := range cp.replicas {
 			if !r.running() {
@@ -272,6 +326,8 @@ func TestClusterctlInit(t *testing.T) {
 		g.Expect(hubc.Get(ctx, client.ObjectKey{Namespace: cp.Namespace(), Name: manager.Name}, lease)).To(Succeed())
 		g.Expect(*lease.Spec.HolderIdentity).NotTo(Equal(firstHolder[cp.Label()]), "%s: the Lease changed holder", cp.Label())
 	}
+	inst.wait(t, g)
+	checkDiskWrites(t, g, console.String(), midway)
 
 	// The ServiceAccounts' RBAC let every replica do what it did.
 	for _, cp := range all {
@@ -287,7 +343,7 @@ func TestClusterctlInit(t *testing.T) {
 	// upgrade plan and apply.
 	const next = "v0.2.0"
 	g.Expect(providers.WriteRepository(repo, providers.Options{Version: next})).To(Succeed())
-	addVariables(g, config)
+	addVariables(g, config, vars)
 	plan := exec.Command(clusterctl, "upgrade", "plan", "--config", config, "--kubeconfig", kubeconfig)
 	plan.Env = clusterctlEnv
 	out, err = plan.CombinedOutput()
@@ -311,13 +367,13 @@ func TestClusterctlInit(t *testing.T) {
 	g.Expect(installedProviders(ctx, g, hubc)).To(ConsistOf(want), "clusterctl's inventory after the upgrade")
 }
 
-// addVariables adds the required variables to a clusterctl config file, as
+// addVariables adds the variables to a clusterctl config file, as
 // docs/production.md step 4 says.
-func addVariables(g Gomega, config string) {
+func addVariables(g Gomega, config string, v ccVariables) {
 	f, err := os.OpenFile(config, os.O_APPEND|os.O_WRONLY, 0)
 	g.Expect(err).NotTo(HaveOccurred())
-	_, err = fmt.Fprintf(f, "METALSHIFT_DEPLOY_URL: %q\nMETALSHIFT_IGNITION_HOST: %q\nMETALSHIFT_AGENT_SERVICE_URL: %q\nCLUSTERCTL_DISABLE_VERSIONCHECK: \"true\"\n",
-		ccDeployURL, ccIgnitionHost, ccAgentServiceURL)
+	_, err = fmt.Fprintf(f, "METALSHIFT_DEPLOY_URL: %q\nMETALSHIFT_IGNITION_HOST: %q\nMETALSHIFT_IGNITION_PORT: %q\nMETALSHIFT_AGENT_SERVICE_URL: %q\nCLUSTERCTL_DISABLE_VERSIONCHECK: \"true\"\n",
+		"http://"+v.deployAddr, ignitionHost, v.ignitionPort, "http://"+v.agentServiceAddr)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(f.Close()).To(Succeed())
 }
@@ -335,6 +391,44 @@ func installedProviders(ctx context.Context, g Gomega, hubc client.Client) []str
 		installed = append(installed, fmt.Sprintf("%s %s %s %s", p.GetNamespace(), typ, name, v))
 	}
 	return installed
+}
+
+// serviceBackends are the addresses of the replicas behind the Service
+// port target ("<cluster IP>:<port>"), as kube-proxy would find them: the
+// Service's target port, a named container port, of the replicas of the
+// provider of the Service's namespace.
+func serviceBackends(ctx context.Context, hubc client.Client, all []*ccProvider, target string) []string {
+	ip, port, err := net.SplitHostPort(target)
+	if err != nil {
+		return nil
+	}
+	services := &corev1.ServiceList{}
+	if hubc.List(ctx, services) != nil {
+		return nil
+	}
+	for _, svc := range services.Items {
+		if svc.Spec.ClusterIP != ip {
+			continue
+		}
+		for _, p := range svc.Spec.Ports {
+			if strconv.Itoa(int(p.Port)) != port {
+				continue
+			}
+			for _, cp := range all {
+				if cp.Namespace() != svc.Namespace {
+					continue
+				}
+				var backends []string
+				for _, r := range cp.replicas {
+					if addr := r.ports[p.TargetPort.StrVal]; addr != "" {
+						backends = append(backends, addr)
+					}
+				}
+				return backends
+			}
+		}
+	}
+	return nil
 }
 
 // ccProvider is a provider's replicas in TestClusterctlInit.

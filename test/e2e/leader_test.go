@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -131,55 +132,18 @@ func TestLeaderKilledMidProvisioning(t *testing.T) {
 	// The install, as in TestCreateClusterOnExistingHub, with a user
 	// manifest that makes the bootstrap node's config too large for user
 	// data: the ignition server behind the proxy serves it.
-	vip := fmt.Sprintf("127.%d.%d.10", 100+rand.IntN(100), rand.IntN(250))
-	out2, err = run(t, "create", "install-config", "--dir", dir, "--name", "e2e", "--api-vip", vip, "--masters", "1", "--workers", "1",
-		"--hosts-from", hostsYAML, "--os-image-url", imageURL, "--os-image-checksum", imageSum)
-	g.Expect(err).NotTo(HaveOccurred(), "%s", out2)
-	out2, err = run(t, "create", "manifests", "--dir", dir)
-	g.Expect(err).NotTo(HaveOccurred(), "%s", out2)
-	big := strings.Repeat("0123456789abcdef", 72<<10/16)
-	g.Expect(os.WriteFile(filepath.Join(dir, "openshift", "99_user.yaml"),
-		[]byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-the-user\n  namespace: default\ndata:\n  big: "+big+"\n"), 0o600)).To(Succeed())
-	create := exec.Command(metalshiftBin, "create", "cluster", "--dir", dir, "--kubeconfig", hubKubeconfig, "--timeout", "10m")
-	createOut := &syncBuffer{}
-	create.Stdout, create.Stderr = createOut, createOut
-	g.Expect(create.Start()).To(Succeed())
-	createDone := make(chan error, 1)
-	go func() { createDone <- create.Wait() }()
-	t.Cleanup(func() {
-		_ = create.Process.Kill() // when it still runs
-		<-createDone
-		if t.Failed() {
-			t.Logf("create cluster:\n%s", createOut)
-			t.Logf("hub up:\n%s", hubOut)
-			t.Logf("simulator:\n%s", tail(console.String(), 20000))
-			out, _ := kubectl(hubKubeconfig, "-n", "e2e", "get", "machines,metalmachines,bmh", "-o", "wide")
-			t.Logf("hub:\n%s", out)
-			for _, r := range replicas {
-				data, _ := os.ReadFile(r.log)
-				t.Logf("%s log (tail):\n%s", r.name, tail(string(data), 20000))
-			}
+	inst := startLargeInstall(t, g, dir, hubKubeconfig, hostsYAML, imageURL, imageSum, func() {
+		t.Logf("hub up:\n%s", hubOut)
+		t.Logf("simulator:\n%s", tail(console.String(), 20000))
+		for _, r := range replicas {
+			data, _ := os.ReadFile(r.log)
+			t.Logf("%s log (tail):\n%s", r.name, tail(string(data), 20000))
 		}
 	})
 
 	// Mid-provisioning: the engine booted a host's deploy agent for its
 	// request, and the image is not reported written yet.
-	var midway, seen []string
-	g.Eventually(func() []string {
-		hosts := &metal3v1.BareMetalHostList{}
-		if hubc.List(context.Background(), hosts, client.InNamespace("e2e")) != nil {
-			return nil
-		}
-		midway, seen = nil, nil
-		for _, h := range hosts.Items {
-			if d := h.Status.DeployAgent; h.Status.Provisioning.State == metal3v1.StateProvisioning && d != nil && d.Request != nil &&
-				d.Request.Action == deployapi.ActionDeploy && d.Request.BootedAt != nil && (d.Report == nil || d.Report.Phase == deployapi.PhaseRunning) {
-				midway = append(midway, h.Name+" "+d.Request.Generation)
-			}
-			seen = append(seen, fmt.Sprintf("%s %s %s", h.Name, h.Status.Provisioning.State, agentState(h.Status.DeployAgent)))
-		}
-		return midway
-	}, 5*time.Minute, 50*time.Millisecond).ShouldNot(BeEmpty(), "no host was seen being provisioned:\n%s", createOut)
+	midway, seen := waitMidProvisioning(g, hubc, inst.out)
 	g.Expect(hubc.Get(context.Background(), leaseKey, lease)).To(Succeed())
 	g.Expect(*lease.Spec.HolderIdentity).To(Equal(firstHolder), "the leader still leads")
 	g.Expect(follower.acquiredLease()).To(BeFalse(), "%s still waits", follower.name)
@@ -195,29 +159,103 @@ func TestLeaderKilledMidProvisioning(t *testing.T) {
 		return *lease.Spec.HolderIdentity
 	}, 2*time.Minute, time.Second).ShouldNot(Or(BeEmpty(), Equal(firstHolder)), "the Lease changes holder")
 	g.Eventually(follower.acquiredLease, time.Minute, time.Second).Should(BeTrue(), "%s leads now", follower.name)
-	select {
-	case err := <-createDone:
-		createDone <- err // for the cleanup
-		g.Expect(err).NotTo(HaveOccurred(), "%s", createOut)
-	case <-time.After(11 * time.Minute):
-		t.Fatalf("create cluster did not finish:\n%s", createOut)
-	}
-	t.Logf("create cluster:\n%s", createOut)
-	g.Expect(createOut.String()).To(ContainSubstring("Reached install-complete"))
-	admin := filepath.Join(dir, "auth", "kubeconfig")
-	out2, err = kubectl(admin, "get", "nodes", "--no-headers")
-	g.Expect(err).NotTo(HaveOccurred(), "%s", out2)
-	g.Expect(strings.Count(out2, " Ready ")).To(Equal(2), "%s", out2)
-	out2, err = kubectl(admin, "-n", "default", "get", "configmap", "from-the-user", "-o", "jsonpath={.data.big}")
-	g.Expect(err).NotTo(HaveOccurred(), "%s", out2)
-	g.Expect(out2).To(Equal(big), "the bootstrap node's served config arrived whole")
+	inst.wait(t, g)
 	g.Expect(follower.running()).To(BeTrue(), "the replica that took over still runs")
 
-	// No disk written twice: the deploy agent writes a host's disk once per
-	// provisioning request, here the bootstrap node's, the master's and the
-	// worker's (which may take the host the bootstrap node leaves, cleaned).
+	checkDiskWrites(t, g, console.String(), midway)
+}
+
+// largeInstall is `metalshift create cluster` of one master and one
+// worker in namespace e2e, running in the background, with a user manifest
+// that makes the bootstrap node's config too large for user data: the
+// ignition server serves it.
+type largeInstall struct {
+	dir, big string
+	out      *syncBuffer
+	done     chan error
+}
+
+// startLargeInstall writes the install-config and manifests into dir and
+// starts create cluster against the hub; onFail logs more when the test
+// fails.
+func startLargeInstall(t *testing.T, g Gomega, dir, hubKubeconfig, hostsYAML, imageURL, imageSum string, onFail func()) *largeInstall {
+	vip := fmt.Sprintf("127.%d.%d.10", 100+rand.IntN(100), rand.IntN(250))
+	out, err := run(t, "create", "install-config", "--dir", dir, "--name", "e2e", "--api-vip", vip, "--masters", "1", "--workers", "1",
+		"--hosts-from", hostsYAML, "--os-image-url", imageURL, "--os-image-checksum", imageSum)
+	g.Expect(err).NotTo(HaveOccurred(), "%s", out)
+	out, err = run(t, "create", "manifests", "--dir", dir)
+	g.Expect(err).NotTo(HaveOccurred(), "%s", out)
+	in := &largeInstall{dir: dir, big: strings.Repeat("0123456789abcdef", 72<<10/16), out: &syncBuffer{}, done: make(chan error, 1)}
+	g.Expect(os.WriteFile(filepath.Join(dir, "openshift", "99_user.yaml"),
+		[]byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-the-user\n  namespace: default\ndata:\n  big: "+in.big+"\n"), 0o600)).To(Succeed())
+	create := exec.Command(metalshiftBin, "create", "cluster", "--dir", dir, "--kubeconfig", hubKubeconfig, "--timeout", "10m")
+	create.Stdout, create.Stderr = in.out, in.out
+	g.Expect(create.Start()).To(Succeed())
+	go func() { in.done <- create.Wait() }()
+	t.Cleanup(func() {
+		_ = create.Process.Kill() // when it still runs
+		<-in.done
+		if t.Failed() {
+			t.Logf("create cluster:\n%s", in.out)
+			out, _ := kubectl(hubKubeconfig, "-n", "e2e", "get", "machines,metalmachines,bmh", "-o", "wide")
+			t.Logf("hub:\n%s", out)
+			onFail()
+		}
+	})
+	return in
+}
+
+// wait waits for create cluster to succeed, and checks the installed
+// cluster: two Nodes Ready, the user's manifest arrived whole.
+func (in *largeInstall) wait(t *testing.T, g Gomega) {
+	select {
+	case err := <-in.done:
+		in.done <- err // for the cleanup
+		g.Expect(err).NotTo(HaveOccurred(), "%s", in.out)
+	case <-time.After(11 * time.Minute):
+		t.Fatalf("create cluster did not finish:\n%s", in.out)
+	}
+	t.Logf("create cluster:\n%s", in.out)
+	g.Expect(in.out.String()).To(ContainSubstring("Reached install-complete"))
+	admin := filepath.Join(in.dir, "auth", "kubeconfig")
+	out, err := kubectl(admin, "get", "nodes", "--no-headers")
+	g.Expect(err).NotTo(HaveOccurred(), "%s", out)
+	g.Expect(strings.Count(out, " Ready ")).To(Equal(2), "%s", out)
+	out, err = kubectl(admin, "-n", "default", "get", "configmap", "from-the-user", "-o", "jsonpath={.data.big}")
+	g.Expect(err).NotTo(HaveOccurred(), "%s", out)
+	g.Expect(out).To(Equal(in.big), "the bootstrap node's served config arrived whole")
+}
+
+// waitMidProvisioning waits until the engine booted a host's deploy agent
+// for its request and the image is not reported written yet; it returns
+// those hosts ("<host> <request>") and every host's state, for the log.
+func waitMidProvisioning(g Gomega, hubc client.Client, createOut *syncBuffer) (midway, seen []string) {
+	g.Eventually(func() []string {
+		hosts := &metal3v1.BareMetalHostList{}
+		if hubc.List(context.Background(), hosts, client.InNamespace("e2e")) != nil {
+			return nil
+		}
+		midway, seen = nil, nil
+		for _, h := range hosts.Items {
+			if d := h.Status.DeployAgent; h.Status.Provisioning.State == metal3v1.StateProvisioning && d != nil && d.Request != nil &&
+				d.Request.Action == deployapi.ActionDeploy && d.Request.BootedAt != nil && (d.Report == nil || d.Report.Phase == deployapi.PhaseRunning) {
+				midway = append(midway, h.Name+" "+d.Request.Generation)
+			}
+			seen = append(seen, fmt.Sprintf("%s %s %s", h.Name, h.Status.Provisioning.State, agentState(h.Status.DeployAgent)))
+		}
+		return midway
+	}, 5*time.Minute, 50*time.Millisecond).ShouldNot(BeEmpty(), "no host was seen being provisioned:\n%s", createOut)
+	return midway, seen
+}
+
+// checkDiskWrites: no disk written twice. The deploy agent writes a host's
+// disk once per provisioning request, here the bootstrap node's, the
+// master's and the worker's (which may take the host the bootstrap node
+// leaves, cleaned); the requests in progress at a kill (midway) were
+// carried out. console is what the simulator printed with --console.
+func checkDiskWrites(t *testing.T, g Gomega, console string, midway []string) {
 	writes := map[string][]string{} // "<host> <request>" → disks written
-	for _, m := range regexp.MustCompile(`(?m)^(\S+): Writing \S+ to (\S+) for request (\S+)$`).FindAllStringSubmatch(console.String(), -1) {
+	for _, m := range regexp.MustCompile(`(?m)^(\S+): Writing \S+ to (\S+) for request (\S+)$`).FindAllStringSubmatch(console, -1) {
 		writes[m[1]+" "+m[3]] = append(writes[m[1]+" "+m[3]], m[2])
 	}
 	g.Expect(writes).To(HaveLen(3), "%v", writes)
@@ -228,7 +266,7 @@ func TestLeaderKilledMidProvisioning(t *testing.T) {
 		g.Expect(writes).To(HaveKey(req), "the request in progress at the kill was carried out")
 		h, _, _ := strings.Cut(req, " ")
 		var lines []string
-		for _, l := range strings.Split(console.String(), "\n") {
+		for _, l := range strings.Split(console, "\n") {
 			if strings.HasPrefix(l, h+": ") {
 				lines = append(lines, l)
 			}
@@ -336,6 +374,56 @@ func (p *serviceProxy) serve(addr string, backends []string) error {
 			}
 			p.wg.Add(1)
 			go func() { defer p.wg.Done(); p.forward(c, backends, next) }()
+		}
+	}()
+	return nil
+}
+
+// serveConnect stands in for the cluster network kube-apiserver reaches
+// Services through (localcp.Options.ServiceProxySocket): an HTTP CONNECT
+// proxy on a Unix socket, asked for "<cluster IP>:<port>", which sends
+// each connection on to the backends of that Service port, as kube-proxy
+// would. A target without backends is answered 503.
+func (p *serviceProxy) serveConnect(socket string, backends func(target string) []string) error {
+	ln, err := net.Listen("unix", socket)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	p.lns = append(p.lns, ln)
+	p.mu.Unlock()
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		for next := 0; ; next++ {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			p.wg.Add(1)
+			go func() {
+				defer p.wg.Done()
+				_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+				br := bufio.NewReader(c)
+				req, err := http.ReadRequest(br)
+				if err != nil || req.Method != http.MethodConnect || br.Buffered() > 0 {
+					c.Close()
+					return
+				}
+				_ = c.SetReadDeadline(time.Time{})
+				to := backends(req.Host)
+				if len(to) == 0 {
+					p.t.Logf("service network: no backends for %s", req.Host)
+					_, _ = io.WriteString(c, "HTTP/1.1 503 Service Unavailable\r\n\r\n")
+					c.Close()
+					return
+				}
+				if _, err := io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
+					c.Close()
+					return
+				}
+				p.forward(c, to, next)
+			}()
 		}
 	}()
 	return nil
