@@ -37,7 +37,7 @@ help: ## Show this help.
 ##@ Development
 
 .PHONY: tools
-tools: ## Build the pinned tools (etcd, kube-apiserver, kube-controller-manager, kubectl, controller-gen, golangci-lint, clusterctl) into bin/, skipping what is up to date.
+tools: ## Build the pinned tools (etcd, kube-apiserver, kube-controller-manager, kubectl, kubelet, kube-scheduler, controller-gen, golangci-lint, clusterctl) into bin/, skipping what is up to date.
 	@hack/tools/build.sh
 
 .PHONY: generate
@@ -86,6 +86,8 @@ clusterctl-repo: ## Generate metalshift's Cluster API providers as a clusterctl 
 
 # The tools the tests and the hub run; linters and generators are not needed to test.
 RUNTIME_TOOLS := etcd kube-apiserver kube-controller-manager kubectl clusterctl
+# The real node of the node e2e (TestNode).
+NODE_TOOLS := kubelet kube-scheduler
 
 # The QEMU e2e (real boot of the live image: the host engine's machines, the
 # agent-based install's discovery), run on its own, one package at a time.
@@ -93,8 +95,8 @@ QEMU_E2E := TestQEMUMachines|TestQEMUDiscovery
 QEMU_E2E_PKGS := ./baremetal/reconcilers/baremetalhost/ ./assisted/qemutest/
 
 .PHONY: test
-test: images ## Run every test (unit, envtest, embedded hub, CLI, QEMU machines and discovery), building the tools and images first when missing.
-	@hack/tools/build.sh $(RUNTIME_TOOLS)
+test: images ## Run every test (unit, envtest, embedded hub, CLI, a real node, QEMU machines and discovery), building the tools and images first when missing.
+	@hack/tools/build.sh $(RUNTIME_TOOLS) $(NODE_TOOLS)
 	$(GO) test -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) -skip '^($(QEMU_E2E))$$' $$($(GO) list ./... | grep -v /test/e2e)
 	@# The e2e tests build and run the metalshift binary, which Go's test cache
 	@# cannot see: never reuse a cached result.

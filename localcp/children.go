@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -148,7 +149,7 @@ func (h *Hub) controllerManager() (*process, error) {
 		"--kubeconfig="+kubeconfig,
 		"--authentication-kubeconfig="+kubeconfig,
 		"--authorization-kubeconfig="+kubeconfig,
-		"--controllers="+strings.Join(kubeControllerManagerControllers, ","),
+		"--controllers="+strings.Join(append(slices.Clone(kubeControllerManagerControllers), h.opts.Controllers...), ","),
 		"--service-account-private-key-file="+h.pki.key("sa"),
 		"--root-ca-file="+h.pki.cert("ca"),
 		"--use-service-account-credentials=true",

@@ -47,6 +47,13 @@ type Options struct {
 	// "<cluster IP>:<port>". Empty: Services are reached directly, that is
 	// not at all, since nothing routes the service network.
 	ServiceProxySocket string
+
+	// Controllers are kube-controller-manager controllers to run besides
+	// the hub's own (kubeControllerManagerControllers): the workload
+	// controllers ("deployment-controller", "replicaset-controller",
+	// "endpointslice-controller", "node-lifecycle-controller") for a hub
+	// whose Deployments real nodes run.
+	Controllers []string
 }
 
 // Hub is a running local control plane.

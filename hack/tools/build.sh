@@ -56,13 +56,15 @@ build() {
 }
 
 tools=("$@")
-[[ ${#tools[@]} -eq 0 ]] && tools=(etcd kube-apiserver kube-controller-manager kubectl controller-gen golangci-lint clusterctl)
+[[ ${#tools[@]} -eq 0 ]] && tools=(etcd kube-apiserver kube-controller-manager kubectl kubelet kube-scheduler controller-gen golangci-lint clusterctl)
 for t in "${tools[@]}"; do
 	case "${t}" in
 	etcd) build etcd etcd ./cmd/etcd ;;
 	kube-apiserver) build kube-apiserver kube k8s.io/kubernetes/cmd/kube-apiserver "${kube_ldflags}" ;;
 	kube-controller-manager) build kube-controller-manager kube k8s.io/kubernetes/cmd/kube-controller-manager "${kube_ldflags}" ;;
 	kubectl) build kubectl kube k8s.io/kubernetes/cmd/kubectl "${kube_ldflags}" ;;
+	kubelet) build kubelet kube k8s.io/kubernetes/cmd/kubelet "${kube_ldflags}" ;;
+	kube-scheduler) build kube-scheduler kube k8s.io/kubernetes/cmd/kube-scheduler "${kube_ldflags}" ;;
 	controller-gen) build controller-gen controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen ;;
 	golangci-lint) build golangci-lint golangci-lint github.com/golangci/golangci-lint/v2/cmd/golangci-lint ;;
 	clusterctl) same_capi && build clusterctl clusterctl sigs.k8s.io/cluster-api/cmd/clusterctl "${capi_ldflags}" ;;

@@ -108,9 +108,6 @@ func TestClusterctlInit(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	work := t.TempDir()
-	clusterctl := filepath.Join(toolsDir, "clusterctl")
-	_, err := os.Stat(clusterctl)
-	g.Expect(err).NotTo(HaveOccurred(), "build it with `make tools` (hack/tools/build.sh clusterctl)")
 	managerBin := filepath.Join(work, "manager")
 	out, err := exec.Command("go", "build", "-o", managerBin, "../../cmd/manager").CombinedOutput()
 	g.Expect(err).NotTo(HaveOccurred(), "building the manager: %s", out)
@@ -127,62 +124,8 @@ func TestClusterctlInit(t *testing.T) {
 	g.Expect(metal3v1.AddToScheme(scheme)).To(Succeed())
 	hubc, err := client.New(hub.RESTConfig(), client.Options{Scheme: scheme})
 	g.Expect(err).NotTo(HaveOccurred())
-	installCertManagerCRDs(ctx, g, hubc)
-
-	// The repository and the config file, as docs/production.md steps 3 and 4.
-	const version = "v0.1.0"
-	repo := filepath.Join(work, "repo")
-	g.Expect(providers.WriteRepository(repo, providers.Options{Version: version})).To(Succeed())
-	config := filepath.Join(repo, "clusterctl.yaml")
-	vars := ccVariables{deployAddr: testenv.FreeAddr(t), agentServiceAddr: testenv.FreeAddr(t)}
-	_, vars.ignitionPort, _ = net.SplitHostPort(testenv.FreeAddr(t))
-	addVariables(g, config, vars)
-
-	// clusterctl init, step 5.
-	init := exec.Command(clusterctl, "init", "--config", config, "--kubeconfig", kubeconfig, "--core", "cluster-api:"+version,
-		"--infrastructure", "metal", "--bootstrap", "openshift", "--control-plane", "openshift", "--addon", "agent")
-	clusterctlEnv := append(os.Environ(), "HOME="+work, "XDG_CONFIG_HOME="+filepath.Join(work, "config"))
-	init.Env = clusterctlEnv
-	out, err = init.CombinedOutput()
-	g.Expect(err).NotTo(HaveOccurred(), "clusterctl init:\n%s", out)
-	t.Logf("clusterctl init:\n%s", out)
-	g.Expect(string(out)).To(ContainSubstring("Skipping installing cert-manager as it is already installed"))
-	g.Expect(string(out)).To(ContainSubstring("Your management cluster has been initialized successfully!"))
-
-	// What clusterctl created.
-	var want []string
-	for _, p := range providers.All() {
-		want = append(want, fmt.Sprintf("%s %s %s %s", p.Namespace(), p.Type, p.Name, version))
-	}
-	g.Expect(installedProviders(ctx, g, hubc)).To(ConsistOf(want), "clusterctl's inventory")
-
-	crds := &apiextensionsv1.CustomResourceDefinitionList{}
-	g.Expect(hubc.List(ctx, crds)).To(Succeed())
-	byProvider := map[string][]string{}
-	for _, crd := range crds.Items {
-		label := crd.Labels["cluster.x-k8s.io/provider"]
-		byProvider[label] = append(byProvider[label], crd.Name)
-		if label != "" && label != "cluster-api" {
-			g.Expect(crd.Labels).To(HaveKey("cluster.x-k8s.io/v1beta2"), crd.Name)
-		}
-	}
-	g.Expect(byProvider["infrastructure-metal"]).To(ContainElements("metalmachines.infrastructure.cluster.x-k8s.io", "baremetalhosts.metal3.io"))
-	g.Expect(byProvider["bootstrap-openshift"]).To(ContainElement("openshiftconfigs.bootstrap.cluster.x-k8s.io"))
-	g.Expect(byProvider["control-plane-openshift"]).To(ContainElement("openshiftcontrolplanes.controlplane.cluster.x-k8s.io"))
-	g.Expect(byProvider["addon-agent"]).To(ContainElements("agents.agent-install.openshift.io", "clusterdeployments.hive.openshift.io"))
-	g.Expect(byProvider["cluster-api"]).To(ContainElements("clusters.cluster.x-k8s.io", "machines.cluster.x-k8s.io"))
-
-	// Step 6: the signing key Secret, in each namespace of a provider with servers.
-	key := make([]byte, 32)
-	_, err = rand.Read(key)
-	g.Expect(err).NotTo(HaveOccurred())
-	for _, p := range providers.All() {
-		if p.SigningKey() {
-			g.Expect(hubc.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: providers.SigningKeySecret, Namespace: p.Namespace()},
-				Data: map[string][]byte{"key": key}})).To(Succeed())
-		}
-	}
-	playCertManager(ctx, g, hubc)
+	cc := clusterctlInit(t, g, ctx, hubc, kubeconfig, work)
+	vars := cc.vars
 
 	// Each provider's replicas, as its Deployment runs them, on loopback
 	// ports reserved together (so that no two get the same), released just
@@ -342,29 +285,108 @@ func TestClusterctlInit(t *testing.T) {
 	// into the same repository, the variables added again, clusterctl
 	// upgrade plan and apply.
 	const next = "v0.2.0"
-	g.Expect(providers.WriteRepository(repo, providers.Options{Version: next})).To(Succeed())
-	addVariables(g, config, vars)
-	plan := exec.Command(clusterctl, "upgrade", "plan", "--config", config, "--kubeconfig", kubeconfig)
-	plan.Env = clusterctlEnv
+	g.Expect(providers.WriteRepository(cc.repo, providers.Options{Version: next})).To(Succeed())
+	addVariables(g, cc.config, vars)
+	plan := exec.Command(cc.clusterctl, "upgrade", "plan", "--config", cc.config, "--kubeconfig", kubeconfig)
+	plan.Env = cc.env
 	out, err = plan.CombinedOutput()
 	g.Expect(err).NotTo(HaveOccurred(), "clusterctl upgrade plan:\n%s", out)
 	g.Expect(strings.Count(string(out), next)).To(BeNumerically(">=", len(all)), "every provider can be upgraded to %s:\n%s", next, out)
-	apply := exec.Command(clusterctl, "upgrade", "apply", "--config", config, "--kubeconfig", kubeconfig, "--contract", "v1beta2")
-	apply.Env = clusterctlEnv
+	apply := exec.Command(cc.clusterctl, "upgrade", "apply", "--config", cc.config, "--kubeconfig", kubeconfig, "--contract", "v1beta2")
+	apply.Env = cc.env
 	out, err = apply.CombinedOutput()
 	g.Expect(err).NotTo(HaveOccurred(), "clusterctl upgrade apply:\n%s", out)
 	t.Logf("clusterctl upgrade apply:\n%s", out)
-	want = nil
+	var want []string
 	for _, p := range providers.All() {
 		want = append(want, fmt.Sprintf("%s %s %s %s", p.Namespace(), p.Type, p.Name, next))
 		d := &appsv1.Deployment{}
 		g.Expect(hubc.Get(ctx, client.ObjectKey{Namespace: p.Namespace(), Name: providers.DeploymentName}, d)).To(Succeed())
 		g.Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal(providers.DefaultImage(next)))
 		if p.SigningKey() {
-			g.Expect(secretData(ctx, g, hubc, p.Namespace(), providers.SigningKeySecret)).To(HaveKeyWithValue("key", key), "the signing key is kept")
+			g.Expect(secretData(ctx, g, hubc, p.Namespace(), providers.SigningKeySecret)).To(HaveKeyWithValue("key", cc.signingKey), "the signing key is kept")
 		}
 	}
 	g.Expect(installedProviders(ctx, g, hubc)).To(ConsistOf(want), "clusterctl's inventory after the upgrade")
+}
+
+// ccVersion is the providers' version clusterctl installs.
+const ccVersion = "v0.1.0"
+
+// ccHub is a hub metalshift was installed on with clusterctl init.
+type ccHub struct {
+	clusterctl, repo, config string
+	// env is clusterctl's environment (its own HOME).
+	env  []string
+	vars ccVariables
+	// signingKey is in the signing key Secrets.
+	signingKey []byte
+}
+
+// clusterctlInit installs metalshift on a fresh hub as docs/production.md
+// steps 3 to 6 say, with every provider, playing cert-manager's part, and
+// checks what clusterctl created. The providers' Deployments are left for
+// the caller to run.
+func clusterctlInit(t *testing.T, g Gomega, ctx context.Context, hubc client.Client, kubeconfig, work string) *ccHub {
+	clusterctl := filepath.Join(toolsDir, "clusterctl")
+	_, err := os.Stat(clusterctl)
+	g.Expect(err).NotTo(HaveOccurred(), "build it with `make tools` (hack/tools/build.sh clusterctl)")
+	installCertManagerCRDs(ctx, g, hubc)
+
+	// The repository and the config file, as docs/production.md steps 3 and 4.
+	repo := filepath.Join(work, "repo")
+	g.Expect(providers.WriteRepository(repo, providers.Options{Version: ccVersion})).To(Succeed())
+	config := filepath.Join(repo, "clusterctl.yaml")
+	vars := ccVariables{deployAddr: testenv.FreeAddr(t), agentServiceAddr: testenv.FreeAddr(t)}
+	_, vars.ignitionPort, _ = net.SplitHostPort(testenv.FreeAddr(t))
+	addVariables(g, config, vars)
+
+	// clusterctl init, step 5.
+	init := exec.Command(clusterctl, "init", "--config", config, "--kubeconfig", kubeconfig, "--core", "cluster-api:"+ccVersion,
+		"--infrastructure", "metal", "--bootstrap", "openshift", "--control-plane", "openshift", "--addon", "agent")
+	clusterctlEnv := append(os.Environ(), "HOME="+work, "XDG_CONFIG_HOME="+filepath.Join(work, "config"))
+	init.Env = clusterctlEnv
+	out, err := init.CombinedOutput()
+	g.Expect(err).NotTo(HaveOccurred(), "clusterctl init:\n%s", out)
+	t.Logf("clusterctl init:\n%s", out)
+	g.Expect(string(out)).To(ContainSubstring("Skipping installing cert-manager as it is already installed"))
+	g.Expect(string(out)).To(ContainSubstring("Your management cluster has been initialized successfully!"))
+
+	// What clusterctl created.
+	var want []string
+	for _, p := range providers.All() {
+		want = append(want, fmt.Sprintf("%s %s %s %s", p.Namespace(), p.Type, p.Name, ccVersion))
+	}
+	g.Expect(installedProviders(ctx, g, hubc)).To(ConsistOf(want), "clusterctl's inventory")
+
+	crds := &apiextensionsv1.CustomResourceDefinitionList{}
+	g.Expect(hubc.List(ctx, crds)).To(Succeed())
+	byProvider := map[string][]string{}
+	for _, crd := range crds.Items {
+		label := crd.Labels["cluster.x-k8s.io/provider"]
+		byProvider[label] = append(byProvider[label], crd.Name)
+		if label != "" && label != "cluster-api" {
+			g.Expect(crd.Labels).To(HaveKey("cluster.x-k8s.io/v1beta2"), crd.Name)
+		}
+	}
+	g.Expect(byProvider["infrastructure-metal"]).To(ContainElements("metalmachines.infrastructure.cluster.x-k8s.io", "baremetalhosts.metal3.io"))
+	g.Expect(byProvider["bootstrap-openshift"]).To(ContainElement("openshiftconfigs.bootstrap.cluster.x-k8s.io"))
+	g.Expect(byProvider["control-plane-openshift"]).To(ContainElement("openshiftcontrolplanes.controlplane.cluster.x-k8s.io"))
+	g.Expect(byProvider["addon-agent"]).To(ContainElements("agents.agent-install.openshift.io", "clusterdeployments.hive.openshift.io"))
+	g.Expect(byProvider["cluster-api"]).To(ContainElements("clusters.cluster.x-k8s.io", "machines.cluster.x-k8s.io"))
+
+	// Step 6: the signing key Secret, in each namespace of a provider with servers.
+	key := make([]byte, 32)
+	_, err = rand.Read(key)
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, p := range providers.All() {
+		if p.SigningKey() {
+			g.Expect(hubc.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: providers.SigningKeySecret, Namespace: p.Namespace()},
+				Data: map[string][]byte{"key": key}})).To(Succeed())
+		}
+	}
+	playCertManager(ctx, g, hubc)
+	return &ccHub{clusterctl: clusterctl, repo: repo, config: config, env: clusterctlEnv, vars: vars, signingKey: key}
 }
 
 // addVariables adds the variables to a clusterctl config file, as

@@ -357,6 +357,12 @@ func newServiceProxy(t *testing.T) *serviceProxy {
 }
 
 func (p *serviceProxy) serve(addr string, backends []string) error {
+	return p.serveDynamic(addr, func() []string { return backends })
+}
+
+// serveDynamic is serve with the backends looked up for each connection
+// (a Service's ready endpoints).
+func (p *serviceProxy) serveDynamic(addr string, backends func() []string) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
@@ -373,7 +379,7 @@ func (p *serviceProxy) serve(addr string, backends []string) error {
 				return
 			}
 			p.wg.Add(1)
-			go func() { defer p.wg.Done(); p.forward(c, backends, next) }()
+			go func() { defer p.wg.Done(); p.forward(c, backends(), next) }()
 		}
 	}()
 	return nil
