@@ -105,7 +105,9 @@ func TestRenewedCertificate(t *testing.T) {
 	cert, err := NewCertificate(filepath.Join(vol.dir, "tls.crt"), filepath.Join(vol.dir, "tls.key"), log)
 	g.Expect(err).NotTo(HaveOccurred())
 	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = hs.Serve(tls.NewListener(ln, &tls.Config{GetCertificate: cert.GetCertificate, MinVersion: tls.VersionTLS12})) }()
+	go func() {
+		_ = hs.Serve(tls.NewListener(ln, &tls.Config{GetCertificate: cert.GetCertificate, MinVersion: tls.VersionTLS12}))
+	}()
 	t.Cleanup(func() { _ = hs.Close() })
 
 	// fetch is a machine booting with the config rendered now: it trusts

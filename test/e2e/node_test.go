@@ -580,7 +580,7 @@ func writePauseImage(dir, tarFile string) error {
 	}
 	idx, err := ociimage.Build(ociimage.Spec{
 		Reference: pauseImage, Created: time.Unix(0, 0),
-		Config:    v1.Config{Entrypoint: []string{"/pause"}, User: "65535:65535"},
+		Config: v1.Config{Entrypoint: []string{"/pause"}, User: "65535:65535"},
 		Platforms: []ociimage.Platform{{Platform: v1.Platform{OS: "linux", Architecture: goruntime.GOARCH},
 			Files: []ociimage.File{{Path: "pause", Mode: 0o755, Data: data}}}},
 	})
