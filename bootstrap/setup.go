@@ -51,7 +51,7 @@ func Component() component.Component {
 			}
 			if o.CAFile != "" { // read again by the server, when it changes
 				if _, err := os.ReadFile(o.CAFile); err != nil {
-					return err
+					return fmt.Errorf("--ignition-ca-file: %w", err)
 				}
 			}
 			return nil

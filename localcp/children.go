@@ -14,6 +14,11 @@ import (
 // runs no pods; kube-apiserver requires one.
 const serviceCIDR = "10.0.0.0/24"
 
+// KubernetesServiceIP is the cluster IP of the hub's `kubernetes` Service,
+// the first of serviceCIDR, which kube-apiserver's serving certificate
+// holds: what pods' in-cluster configs connect to.
+const KubernetesServiceIP = "10.0.0.1"
+
 func (h *Hub) child(name string, args ...string) (*process, error) {
 	path, err := findBinary(h.opts.BinDir, name)
 	if err != nil {

@@ -44,8 +44,10 @@ type Options struct {
 	// proxy through which kube-apiserver reaches Services (webhooks and
 	// conversion webhooks named by a Service): what the pod network and
 	// kube-proxy are on a real cluster. It is asked for
-	// "<cluster IP>:<port>". Empty: Services are reached directly, that is
-	// not at all, since nothing routes the service network.
+	// "<cluster IP>:<port>". kube-apiserver's other traffic to the cluster
+	// goes through it too: to kubelets (logs, exec) and aggregated APIs.
+	// Empty: Services are reached directly, that is not at all, since
+	// nothing routes the service network.
 	ServiceProxySocket string
 
 	// Controllers are kube-controller-manager controllers to run besides

@@ -34,7 +34,7 @@ type certSpec struct {
 }
 
 var (
-	loopbackIPs   = []net.IP{net.ParseIP("127.0.0.1"), net.IPv6loopback, net.ParseIP("10.0.0.1")}
+	loopbackIPs   = []net.IP{net.ParseIP("127.0.0.1"), net.IPv6loopback, net.ParseIP(KubernetesServiceIP)}
 	loopbackNames = []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"}
 
 	leafCerts = []certSpec{

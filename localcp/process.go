@@ -56,7 +56,7 @@ func (p *process) start() error {
 	}
 	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	if err := spawn(p.cmd); err != nil {
+	if err := Spawn(p.cmd); err != nil {
 		return fmt.Errorf("starting %s: %w", p.name, err)
 	}
 	if err := os.WriteFile(p.pidFile(), []byte(strconv.Itoa(p.cmd.Process.Pid)), 0o600); err != nil {
@@ -215,7 +215,9 @@ type spawnReq struct {
 	done chan error
 }
 
-func spawn(cmd *exec.Cmd) error {
+// Spawn starts cmd from that thread: a cmd with Pdeathsig is signalled
+// when this process exits, not before.
+func Spawn(cmd *exec.Cmd) error {
 	spawnOnce.Do(func() {
 		spawnReqs = make(chan spawnReq)
 		go func() {

@@ -47,7 +47,6 @@ import (
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	"github.com/metalshift/metalshift/imageservice"
 	"github.com/metalshift/metalshift/internal/providers"
-	"github.com/metalshift/metalshift/internal/testenv"
 	"github.com/metalshift/metalshift/localcp"
 	"github.com/metalshift/metalshift/manager"
 )
@@ -59,12 +58,15 @@ import (
 // ignitionHost, which the simulated network resolves to loopback (sim bmc
 // --add-host), as a site's DNS would resolve it to the load balancer.
 type ccVariables struct {
-	deployAddr, ignitionPort, agentServiceAddr string
+	// lbs are the load balancers' listeners by server name (deploy,
+	// ignition, agent-service), open from the start so that no other test
+	// takes their ports before they serve.
+	lbs map[string]net.Listener
 }
 
 const ignitionHost = "ignition.hub.test"
 
-func (v ccVariables) ignitionAddr() string { return "127.0.0.1:" + v.ignitionPort }
+func (v ccVariables) addr(server string) string { return v.lbs[server].Addr().String() }
 
 // TestClusterctlInit installs metalshift on a fresh hub the way
 // docs/production.md tells a user to: a local repository written by
@@ -155,15 +157,14 @@ func TestClusterctlInit(t *testing.T) {
 	// the load balancers of the servers' Services.
 	proxy := newServiceProxy(t)
 	g.Expect(proxy.serveConnect(serviceNetwork, func(target string) []string { return serviceBackends(ctx, hubc, all, target) })).To(Succeed())
-	lb := map[string]string{"deploy": vars.deployAddr, "ignition": vars.ignitionAddr(), "agent-service": vars.agentServiceAddr}
 	for _, cp := range all {
 		for _, s := range cp.Servers {
-			g.Expect(lb).To(HaveKey(s.Name))
+			g.Expect(vars.lbs).To(HaveKey(s.Name))
 			var backends []string
 			for _, r := range cp.replicas {
 				backends = append(backends, r.ports[s.Name])
 			}
-			g.Expect(proxy.serve(lb[s.Name], backends)).To(Succeed())
+			proxy.serveOn(vars.lbs[s.Name], func() []string { return backends })
 		}
 	}
 	t.Cleanup(func() {
@@ -337,8 +338,13 @@ func clusterctlInit(t *testing.T, g Gomega, ctx context.Context, hubc client.Cli
 	repo := filepath.Join(work, "repo")
 	g.Expect(providers.WriteRepository(repo, providers.Options{Version: ccVersion})).To(Succeed())
 	config := filepath.Join(repo, "clusterctl.yaml")
-	vars := ccVariables{deployAddr: testenv.FreeAddr(t), agentServiceAddr: testenv.FreeAddr(t)}
-	_, vars.ignitionPort, _ = net.SplitHostPort(testenv.FreeAddr(t))
+	vars := ccVariables{lbs: map[string]net.Listener{}}
+	for _, server := range []string{"deploy", "ignition", "agent-service"} {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		g.Expect(err).NotTo(HaveOccurred())
+		t.Cleanup(func() { ln.Close() })
+		vars.lbs[server] = ln
+	}
 	addVariables(g, config, vars)
 
 	// clusterctl init, step 5.
@@ -394,8 +400,8 @@ func clusterctlInit(t *testing.T, g Gomega, ctx context.Context, hubc client.Cli
 func addVariables(g Gomega, config string, v ccVariables) {
 	f, err := os.OpenFile(config, os.O_APPEND|os.O_WRONLY, 0)
 	g.Expect(err).NotTo(HaveOccurred())
-	_, err = fmt.Fprintf(f, "METALSHIFT_DEPLOY_URL: %q\nMETALSHIFT_IGNITION_HOST: %q\nMETALSHIFT_IGNITION_PORT: %q\nMETALSHIFT_AGENT_SERVICE_URL: %q\nCLUSTERCTL_DISABLE_VERSIONCHECK: \"true\"\n",
-		"http://"+v.deployAddr, ignitionHost, v.ignitionPort, "http://"+v.agentServiceAddr)
+	_, err = fmt.Fprintf(f, "METALSHIFT_DEPLOY_URL: %q\nMETALSHIFT_IGNITION_HOST: %q\nMETALSHIFT_IGNITION_PORT: \"%d\"\nMETALSHIFT_AGENT_SERVICE_URL: %q\nCLUSTERCTL_DISABLE_VERSIONCHECK: \"true\"\n",
+		"http://"+v.addr("deploy"), ignitionHost, v.lbs["ignition"].Addr().(*net.TCPAddr).Port, "http://"+v.addr("agent-service"))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(f.Close()).To(Succeed())
 }
@@ -420,37 +426,48 @@ func installedProviders(ctx context.Context, g Gomega, hubc client.Client) []str
 // Service's target port, a named container port, of the replicas of the
 // provider of the Service's namespace.
 func serviceBackends(ctx context.Context, hubc client.Client, all []*ccProvider, target string) []string {
+	svc, port, err := serviceOf(ctx, hubc, target)
+	if err != nil || svc == nil {
+		return nil
+	}
+	for _, cp := range all {
+		if cp.Namespace() != svc.Namespace {
+			continue
+		}
+		var backends []string
+		for _, r := range cp.replicas {
+			if addr := r.ports[port.TargetPort.StrVal]; addr != "" {
+				backends = append(backends, addr)
+			}
+		}
+		return backends
+	}
+	return nil
+}
+
+// serviceOf is the Service at "<cluster IP>:<port>", and that port of it;
+// nil when no Service is there.
+func serviceOf(ctx context.Context, hubc client.Client, target string) (*corev1.Service, *corev1.ServicePort, error) {
 	ip, port, err := net.SplitHostPort(target)
 	if err != nil {
-		return nil
+		return nil, nil, err
 	}
 	services := &corev1.ServiceList{}
-	if hubc.List(ctx, services) != nil {
-		return nil
+	if err := hubc.List(ctx, services); err != nil {
+		return nil, nil, err
 	}
-	for _, svc := range services.Items {
+	for i := range services.Items {
+		svc := &services.Items[i]
 		if svc.Spec.ClusterIP != ip {
 			continue
 		}
-		for _, p := range svc.Spec.Ports {
-			if strconv.Itoa(int(p.Port)) != port {
-				continue
-			}
-			for _, cp := range all {
-				if cp.Namespace() != svc.Namespace {
-					continue
-				}
-				var backends []string
-				for _, r := range cp.replicas {
-					if addr := r.ports[p.TargetPort.StrVal]; addr != "" {
-						backends = append(backends, addr)
-					}
-				}
-				return backends
+		for j := range svc.Spec.Ports {
+			if strconv.Itoa(int(svc.Spec.Ports[j].Port)) == port {
+				return svc, &svc.Spec.Ports[j], nil
 			}
 		}
 	}
-	return nil
+	return nil, nil, nil
 }
 
 // ccProvider is a provider's replicas in TestClusterctlInit.

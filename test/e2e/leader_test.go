@@ -357,16 +357,17 @@ func newServiceProxy(t *testing.T) *serviceProxy {
 }
 
 func (p *serviceProxy) serve(addr string, backends []string) error {
-	return p.serveDynamic(addr, func() []string { return backends })
-}
-
-// serveDynamic is serve with the backends looked up for each connection
-// (a Service's ready endpoints).
-func (p *serviceProxy) serveDynamic(addr string, backends func() []string) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
+	p.serveOn(ln, func() []string { return backends })
+	return nil
+}
+
+// serveOn is serve on a listener, with the backends looked up for each
+// connection (a Service's ready endpoints).
+func (p *serviceProxy) serveOn(ln net.Listener, backends func() []string) {
 	p.mu.Lock()
 	p.lns = append(p.lns, ln)
 	p.mu.Unlock()
@@ -382,7 +383,6 @@ func (p *serviceProxy) serveDynamic(addr string, backends func() []string) error
 			go func() { defer p.wg.Done(); p.forward(c, backends(), next) }()
 		}
 	}()
-	return nil
 }
 
 // serveConnect stands in for the cluster network kube-apiserver reaches

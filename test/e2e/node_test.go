@@ -34,25 +34,36 @@ import (
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	"github.com/metalshift/metalshift/internal/ociimage"
 	"github.com/metalshift/metalshift/internal/providers"
+	"github.com/metalshift/metalshift/internal/testenv"
 	"github.com/metalshift/metalshift/localcp"
 	"github.com/metalshift/metalshift/manager"
 )
 
 // The real node's networks. Pods get addresses on a bridge, nodeBridge,
-// whose gateway address is the host's; kubernetesServiceIP, the cluster
-// IP of the hub's `kubernetes` Service (the first of localcp's service
-// range, in its serving certificate), is an address of the host too, on
-// its loopback link, where the test forwards to the hub's kube-apiserver:
-// what kube-proxy does for that Service on a real node.
+// whose gateway address is the host's; the cluster IP of the hub's
+// `kubernetes` Service (localcp.KubernetesServiceIP) is an address of the
+// host too, on its loopback link (labelled nodeServiceLabel), where the
+// test forwards to the hub's kube-apiserver: what kube-proxy does for that
+// Service on a real node.
 const (
-	nodeBridge          = "msnode0"
-	nodeSubnet          = "10.244.0.0/24"
-	nodeGateway         = "10.244.0.1"
-	kubernetesServiceIP = "10.0.0.1"
+	nodeBridge       = "msnode0"
+	nodeSubnet       = "10.244.0.0/24"
+	nodeGateway      = "10.244.0.1"
+	nodeServiceLabel = "lo:msnode"
 	// pauseImage is the pods' sandbox image, built by the test from
 	// test/e2e/pause.
 	pauseImage = "localhost/metalshift-e2e/pause:1"
 )
+
+// kubeletSysctls are the kernel settings the kubelet (setupKernelTunables)
+// and the CNI bridge (ip_forward) change; the test puts them back.
+var kubeletSysctls = []string{"vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic", "kernel/panic_on_oops",
+	"kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes", "net/ipv4/ip_forward"}
+
+// nodeHostDirs are where a kubelet and containerd write whatever their
+// configuration says (the device plugins' socket, the CNI results, the
+// shims' sockets); the test removes those it created.
+var nodeHostDirs = []string{"/var/lib/kubelet", "/var/lib/cni", "/run/containerd"}
 
 // TestNode runs metalshift's container image on a real Kubernetes node:
 // Debian's containerd and runc with the CNI plugins, and a kubelet and
@@ -66,12 +77,14 @@ const (
 // the Services' EndpointSlices (an invalid BareMetalHost is refused by
 // the webhook of the metal provider's pods). Then the host engine in those
 // pods registers, inspects and provisions simulated machines whose BMCs
-// listen on the pod network's gateway; the metal provider's leader pod is
-// deleted mid-provisioning, the other pod takes over, and the disk is
-// written once.
+// listen on the pod network's gateway; the container of the metal
+// provider's leader is SIGKILLed mid-provisioning, the kubelet restarts
+// it, a new leader finishes, and the disk is written once.
 //
 // It runs before the parallel tests and needs root (a kubelet mounts,
-// makes cgroups and network namespaces); without root it is skipped.
+// makes cgroups and network namespaces); without root, or on a machine
+// whose addresses or file systems a node here would clash with, it is
+// skipped, saying why.
 func TestNode(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("a kubelet and containerd need root: run the tests as root (CI does)")
@@ -94,6 +107,7 @@ func TestNode(t *testing.T) {
 	managerLayout := filepath.Join(os.Getenv("METALSHIFT_IMAGES_DIR"), "oci", "manager")
 	_, err := os.Stat(filepath.Join(managerLayout, "index.json"))
 	g.Expect(err).NotTo(HaveOccurred(), "the manager's image: build it with make images (METALSHIFT_IMAGES_DIR)")
+	nodePreflight(t, g)
 
 	// A fresh hub with the controllers a node's Deployments need.
 	serviceNetwork := filepath.Join(work, "services.sock")
@@ -109,7 +123,7 @@ func TestNode(t *testing.T) {
 	hubc, err := client.New(hub.RESTConfig(), client.Options{Scheme: scheme})
 	g.Expect(err).NotTo(HaveOccurred())
 
-	n := startNode(t, g, hub)
+	n := startNode(t, g, hub, managerLayout)
 	started := time.Now()
 
 	// The service network: kube-apiserver reaches the webhook Services,
@@ -118,12 +132,12 @@ func TestNode(t *testing.T) {
 	cc := clusterctlInit(t, g, ctx, hubc, kubeconfig, work)
 	proxy := newServiceProxy(t)
 	g.Expect(proxy.serveConnect(serviceNetwork, func(target string) []string { return clusterIPEndpoints(ctx, hubc, target) })).To(Succeed())
-	lb := map[string]string{"deploy": cc.vars.deployAddr, "ignition": cc.vars.ignitionAddr(), "agent-service": cc.vars.agentServiceAddr}
 	for _, p := range providers.All() {
 		for _, s := range p.Servers {
-			g.Expect(proxy.serveDynamic(lb[s.Name], func() []string {
+			g.Expect(cc.vars.lbs).To(HaveKey(s.Name))
+			proxy.serveOn(cc.vars.lbs[s.Name], func() []string {
 				return serviceEndpoints(ctx, hubc, p.Namespace(), "metalshift-"+s.Name, s.Name)
-			})).To(Succeed())
+			})
 		}
 	}
 	t.Cleanup(func() {
@@ -175,8 +189,9 @@ func TestNode(t *testing.T) {
 	g.Eventually(func() []string { return hostStates(ctx, hubc) }, 5*time.Minute, time.Second).Should(
 		HaveEach(HaveSuffix(" "+string(metal3v1.StateAvailable))), "the host engine in the pods inspects the machines")
 
-	// One is provisioned; its leader pod is deleted once the deploy agent
-	// booted, and the other pod finishes the work.
+	// One is provisioned; once its deploy agent booted, the container of
+	// the metal provider's leader is SIGKILLed: the kubelet restarts it,
+	// and a new leader (that pod's new process or the other pod) finishes.
 	host := &metal3v1.BareMetalHost{}
 	g.Expect(hubc.Get(ctx, client.ObjectKey{Namespace: "e2e", Name: "host-0"}, host)).To(Succeed())
 	host.Spec.Image = &metal3v1.Image{URL: imageURL, Checksum: imageSum, ChecksumType: metal3v1.SHA256}
@@ -185,10 +200,30 @@ func TestNode(t *testing.T) {
 	midway, seen := waitMidProvisioning(g, hubc, &syncBuffer{})
 	leader, err := leaderPod(ctx, hubc, metal.Namespace())
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(hubc.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: metal.Namespace(), Name: leader}})).To(Succeed())
-	t.Logf("deleted %s, the metal provider's leader, mid-provisioning; hosts: %s", leader, strings.Join(seen, "; "))
-	g.Eventually(func() (string, error) { return leaderPod(ctx, hubc, metal.Namespace()) }, 2*time.Minute, time.Second).ShouldNot(
-		Or(BeEmpty(), Equal(leader)), "another pod takes the Lease over")
+	lease := &coordinationv1.Lease{}
+	g.Expect(hubc.Get(ctx, client.ObjectKey{Namespace: metal.Namespace(), Name: manager.Name}, lease)).To(Succeed())
+	holder := *lease.Spec.HolderIdentity
+	pod := &corev1.Pod{}
+	g.Expect(hubc.Get(ctx, client.ObjectKey{Namespace: metal.Namespace(), Name: leader}, pod)).To(Succeed())
+	g.Expect(pod.Status.ContainerStatuses).To(HaveLen(1))
+	container := strings.TrimPrefix(pod.Status.ContainerStatuses[0].ContainerID, "containerd://")
+	out, err = n.ctr("tasks", "kill", "--signal", "SIGKILL", container)
+	g.Expect(err).NotTo(HaveOccurred(), "%s", out)
+	t.Logf("SIGKILLed the container of %s, the metal provider's leader, mid-provisioning; hosts: %s", leader, strings.Join(seen, "; "))
+	g.Eventually(func() (int32, error) {
+		err := hubc.Get(ctx, client.ObjectKeyFromObject(pod), pod)
+		if err != nil || len(pod.Status.ContainerStatuses) == 0 {
+			return 0, err
+		}
+		return pod.Status.ContainerStatuses[0].RestartCount, nil
+	}, 2*time.Minute, time.Second).Should(BeNumerically(">=", 1), "the kubelet restarts the container")
+	g.Eventually(func() (string, error) {
+		err := hubc.Get(ctx, client.ObjectKeyFromObject(lease), lease)
+		if err != nil || lease.Spec.HolderIdentity == nil {
+			return "", err
+		}
+		return *lease.Spec.HolderIdentity, nil
+	}, 2*time.Minute, time.Second).ShouldNot(Or(BeEmpty(), Equal(holder)), "a new leader takes the Lease over")
 	g.Eventually(func() []string { return hostStates(ctx, hubc) }, 5*time.Minute, time.Second).Should(
 		ContainElement("host-0 "+string(metal3v1.StateProvisioned)), "the new leader finishes the provisioning")
 	writes := 0
@@ -205,6 +240,34 @@ func TestNode(t *testing.T) {
 	g.Expect(logs).NotTo(BeEmpty())
 	for name, log := range logs {
 		g.Expect(log).NotTo(ContainSubstring("forbidden"), "%s: its ClusterRole lacks a permission", name)
+	}
+}
+
+// nodePreflight removes what an earlier run killed before its cleanup left
+// (the labelled address, the bridge), and skips the test where a node
+// would clash with the machine: its networks in use, or a temporary
+// directory on overlayfs, where containerd's overlay snapshotter fails.
+func nodePreflight(t *testing.T, g Gomega) {
+	out, err := exec.Command("ip", "-4", "-o", "address", "show").CombinedOutput()
+	g.Expect(err).NotTo(HaveOccurred(), "%s", out)
+	if strings.Contains(string(out), nodeServiceLabel) {
+		_ = exec.Command("ip", "address", "delete", localcp.KubernetesServiceIP+"/32", "dev", "lo").Run()
+	}
+	_ = exec.Command("ip", "link", "delete", nodeBridge).Run()
+	addrs, err := exec.Command("ip", "-4", "-o", "address", "show").CombinedOutput()
+	g.Expect(err).NotTo(HaveOccurred(), "%s", addrs)
+	routes, err := exec.Command("ip", "-4", "route", "show", "table", "all").CombinedOutput()
+	g.Expect(err).NotTo(HaveOccurred(), "%s", routes)
+	for _, prefix := range []string{localcp.KubernetesServiceIP + "/", "10.244.0."} {
+		if strings.Contains(string(addrs), " "+prefix) || strings.Contains(string(routes), prefix) {
+			t.Skipf("this machine uses %s*, which the node's networks need (%s for pods, %s for the kubernetes Service):\n%s%s",
+				prefix, nodeSubnet, localcp.KubernetesServiceIP, addrs, routes)
+		}
+	}
+	var st syscall.Statfs_t
+	g.Expect(syscall.Statfs(os.TempDir(), &st)).To(Succeed())
+	if st.Type == 0x794c7630 { // OVERLAYFS_SUPER_MAGIC
+		t.Skipf("%s is on overlayfs, where containerd's overlay snapshotter fails: set TMPDIR to another file system", os.TempDir())
 	}
 }
 
@@ -242,27 +305,17 @@ func hostStates(ctx context.Context, hubc client.Client) []string {
 	return states
 }
 
-// clusterIPEndpoints are the ready endpoints behind "<cluster IP>:<port>".
+// clusterIPEndpoints are the ready endpoints behind "<cluster IP>:<port>";
+// what is no Service's (the kubelet, for logs) is reached directly.
 func clusterIPEndpoints(ctx context.Context, hubc client.Client, target string) []string {
-	ip, port, err := net.SplitHostPort(target)
-	if err != nil {
+	svc, port, err := serviceOf(ctx, hubc, target)
+	switch {
+	case err != nil:
 		return nil
+	case svc == nil:
+		return []string{target}
 	}
-	services := &corev1.ServiceList{}
-	if hubc.List(ctx, services) != nil {
-		return nil
-	}
-	for _, s := range services.Items {
-		if s.Spec.ClusterIP != ip {
-			continue
-		}
-		for _, sp := range s.Spec.Ports {
-			if strconv.Itoa(int(sp.Port)) == port {
-				return serviceEndpoints(ctx, hubc, s.Namespace, s.Name, sp.Name)
-			}
-		}
-	}
-	return nil
+	return serviceEndpoints(ctx, hubc, svc.Namespace, svc.Name, port.Name)
 }
 
 // serviceEndpoints are the ready endpoints of the Service's port, from its
@@ -294,30 +347,42 @@ func serviceEndpoints(ctx context.Context, hubc client.Client, ns, service, port
 // node is a Kubernetes node on this machine, named localhost.
 type node struct {
 	dir, socket, podLogsDir string
-	procs                   []*exec.Cmd // containerd, kube-scheduler, kubelet
-	netnsBefore             []string
+	procs                   []*exec.Cmd // containerd, kubelet, kube-scheduler
 	serviceIPAdded          bool
+	// sysctls are the kernel's settings before the kubelet started.
+	sysctls map[string]string
+	// newHostDirs are the nodeHostDirs that were not there.
+	newHostDirs []string
 }
 
 // startNode starts containerd with the pods' images, a kubelet and a
 // kube-scheduler against the hub, and waits for the node to be Ready and
 // schedulable. The cleanup stops the pods, the processes, and removes what
 // they left on the machine (mounts, network namespaces, links, cgroups).
-func startNode(t *testing.T, g Gomega, hub *localcp.Hub) *node {
+func startNode(t *testing.T, g Gomega, hub *localcp.Hub, managerLayout string) *node {
 	// A short directory: containerd's sockets must fit sun_path.
 	dir, err := os.MkdirTemp("", "msnode")
 	g.Expect(err).NotTo(HaveOccurred())
-	n := &node{dir: dir, socket: filepath.Join(dir, "containerd.sock"), podLogsDir: filepath.Join(dir, "pod-logs")}
-	n.netnsBefore = netnsNames()
+	n := &node{dir: dir, socket: filepath.Join(dir, "containerd.sock"), podLogsDir: filepath.Join(dir, "pod-logs"), sysctls: map[string]string{}}
+	for _, k := range kubeletSysctls {
+		if v, err := os.ReadFile(filepath.Join("/proc/sys", k)); err == nil {
+			n.sysctls[k] = strings.TrimSpace(string(v))
+		}
+	}
+	for _, d := range nodeHostDirs {
+		if _, err := os.Stat(d); errors.Is(err, fs.ErrNotExist) {
+			n.newHostDirs = append(n.newHostDirs, d)
+		}
+	}
 	t.Cleanup(func() { n.stop(t, hub) })
 
 	// The kubernetes Service's cluster IP, forwarded to the hub.
-	out, err := exec.Command("ip", "address", "add", kubernetesServiceIP+"/32", "dev", "lo").CombinedOutput()
-	g.Expect(err).NotTo(HaveOccurred(), "ip address add %s/32 dev lo: %s", kubernetesServiceIP, out)
+	out, err := exec.Command("ip", "address", "add", localcp.KubernetesServiceIP+"/32", "dev", "lo", "label", nodeServiceLabel).CombinedOutput()
+	g.Expect(err).NotTo(HaveOccurred(), "ip address add %s/32 dev lo: %s", localcp.KubernetesServiceIP, out)
 	n.serviceIPAdded = true
 	apiServer := strings.TrimPrefix(hub.Server(), "https://")
 	proxy := newServiceProxy(t)
-	g.Expect(proxy.serve(net.JoinHostPort(kubernetesServiceIP, "443"), []string{apiServer})).To(Succeed())
+	g.Expect(proxy.serve(net.JoinHostPort(localcp.KubernetesServiceIP, "443"), []string{apiServer})).To(Succeed())
 
 	// containerd, its CNI configuration, and the images.
 	g.Expect(os.MkdirAll(filepath.Join(dir, "net.d"), 0o755)).To(Succeed())
@@ -341,6 +406,8 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
   path = %[4]q
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = %[5]q
+  # The pods' network namespaces below state, not in /var/run/netns.
+  netns_mounts_under_state_dir = true
   stream_server_address = "127.0.0.1"
   stream_server_port = "0"
   enable_selinux = false
@@ -364,14 +431,18 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 	pause := filepath.Join(dir, "pause.tar")
 	g.Expect(writePauseImage(dir, pause)).To(Succeed())
 	manager := filepath.Join(dir, "manager.tar")
-	g.Expect(tarDir(filepath.Join(os.Getenv("METALSHIFT_IMAGES_DIR"), "oci", "manager"), manager)).To(Succeed())
+	g.Expect(tarDir(managerLayout, manager)).To(Succeed())
 	for _, img := range []string{pause, manager} {
 		out, err := n.ctr("images", "import", "--all-platforms", img)
 		g.Expect(err).NotTo(HaveOccurred(), "ctr images import %s: %s", img, out)
 	}
+	images, err := n.ctr("images", "list", "--quiet")
+	g.Expect(err).NotTo(HaveOccurred(), "%s", images)
+	g.Expect(strings.Fields(images)).To(ContainElement(providers.DefaultImage(ccVersion)),
+		"the components run %s: build that image with make images VERSION=%s", providers.DefaultImage(ccVersion), ccVersion)
 
 	// The kubelet and the scheduler.
-	kubeletPort, healthzPort := freePort(g), freePort(g)
+	healthzPort := freePort(t)
 	g.Expect(os.WriteFile(filepath.Join(dir, "kubelet.yaml"), []byte(fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 failCgroupV1: false
@@ -379,10 +450,10 @@ cgroupDriver: cgroupfs
 cgroupRoot: /
 containerRuntimeEndpoint: unix://%s
 failSwapOn: false
-address: 127.0.0.1
-port: %d
+# Nothing calls the kubelet's API (logs, exec): it stays off.
+enableServer: false
 healthzBindAddress: 127.0.0.1
-healthzPort: %d
+healthzPort: %s
 readOnlyPort: 0
 authentication: {anonymous: {enabled: true}, webhook: {enabled: false}}
 authorization: {mode: AlwaysAllow}
@@ -391,9 +462,9 @@ serializeImagePulls: false
 imageGCHighThresholdPercent: 100
 evictionHard: {memory.available: "0%%", nodefs.available: "0%%", imagefs.available: "0%%", nodefs.inodesFree: "0%%", imagefs.inodesFree: "0%%"}
 makeIPTablesUtilChains: false
-`, n.socket, kubeletPort, healthzPort, n.podLogsDir)), 0o644)).To(Succeed())
+`, n.socket, healthzPort, n.podLogsDir)), 0o644)).To(Succeed())
 	n.start(t, g, "kubelet", filepath.Join(toolsDir, "kubelet"), "--config", filepath.Join(dir, "kubelet.yaml"), "--kubeconfig", hub.Kubeconfig(),
-		"--root-dir", filepath.Join(dir, "kubelet"), "--hostname-override", "localhost", "--v=1")
+		"--root-dir", filepath.Join(dir, "kubelet"), "--cert-dir", filepath.Join(dir, "kubelet", "pki"), "--hostname-override", "localhost", "--v=1")
 	n.start(t, g, "kube-scheduler", filepath.Join(toolsDir, "kube-scheduler"), "--kubeconfig", hub.Kubeconfig(),
 		"--authentication-kubeconfig", hub.Kubeconfig(), "--authorization-kubeconfig", hub.Kubeconfig(),
 		"--leader-elect=false", "--bind-address=127.0.0.1", "--secure-port=0")
@@ -413,7 +484,9 @@ func (n *node) start(t *testing.T, g Gomega, name, bin string, args ...string) {
 	g.Expect(err).NotTo(HaveOccurred())
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr, cmd.Dir = log, log, n.dir
-	g.Expect(cmd.Start()).To(Succeed(), name)
+	// Killed with the test binary (a timeout, ^C), before any cleanup runs.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	g.Expect(localcp.Spawn(cmd)).To(Succeed(), name)
 	log.Close()
 	n.procs = append(n.procs, cmd)
 	t.Logf("node: started %s (pid %d)", name, cmd.Process.Pid)
@@ -467,10 +540,11 @@ func (n *node) logPods(t *testing.T) {
 // links and the kubelet's cgroups.
 func (n *node) stop(t *testing.T, hub *localcp.Hub) {
 	kc := hub.Kubeconfig()
-	if _, err := kubectl(kc, "delete", "deployments", "--all", "--all-namespaces", "--wait=false"); err == nil {
-		if out, err := kubectl(kc, "delete", "pods", "--all", "--all-namespaces", "--grace-period=1", "--timeout=90s"); err != nil {
-			t.Logf("node: deleting the pods: %v: %s", err, out)
-		}
+	if out, err := kubectl(kc, "delete", "deployments", "--all", "--all-namespaces", "--cascade=foreground", "--timeout=90s"); err != nil {
+		t.Logf("node: deleting the Deployments: %v: %s", err, out)
+	}
+	if out, err := kubectl(kc, "delete", "pods", "--all", "--all-namespaces", "--grace-period=1", "--timeout=90s"); err != nil {
+		t.Logf("node: deleting the pods: %v: %s", err, out)
 	}
 	for i := len(n.procs) - 1; i >= 0; i-- {
 		p := n.procs[i]
@@ -497,6 +571,17 @@ func (n *node) stop(t *testing.T, hub *localcp.Hub) {
 			<-done
 		}
 	}
+	// Shims of containers containerd did not stop.
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		cmdline, _ := os.ReadFile(p)
+		if strings.Contains(string(cmdline), "containerd-shim") && strings.Contains(string(cmdline), n.socket) {
+			if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p))); err == nil {
+				t.Logf("node: killing shim %d", pid)
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	}
 	// Mounts below the node's directory, the deepest first.
 	data, _ := os.ReadFile("/proc/self/mountinfo")
 	var mounts []string
@@ -511,17 +596,20 @@ func (n *node) stop(t *testing.T, hub *localcp.Hub) {
 			t.Logf("node: unmount %s: %v", m, err)
 		}
 	}
-	for _, ns := range netnsNames() {
-		if !slices.Contains(n.netnsBefore, ns) {
-			if out, err := exec.Command("ip", "netns", "delete", ns).CombinedOutput(); err != nil {
-				t.Logf("node: ip netns delete %s: %v: %s", ns, err, out)
-			}
-		}
-	}
 	_ = exec.Command("ip", "link", "delete", nodeBridge).Run()
 	if n.serviceIPAdded {
-		if out, err := exec.Command("ip", "address", "delete", kubernetesServiceIP+"/32", "dev", "lo").CombinedOutput(); err != nil {
+		if out, err := exec.Command("ip", "address", "delete", localcp.KubernetesServiceIP+"/32", "dev", "lo").CombinedOutput(); err != nil {
 			t.Logf("node: ip address delete: %v: %s", err, out)
+		}
+	}
+	for k, v := range n.sysctls {
+		if err := os.WriteFile(filepath.Join("/proc/sys", k), []byte(v), 0o644); err != nil {
+			t.Logf("node: restoring %s: %v", k, err)
+		}
+	}
+	for _, d := range n.newHostDirs {
+		if err := os.RemoveAll(d); err != nil {
+			t.Logf("node: %v", err)
 		}
 	}
 	// The kubelet's cgroups (cgroupRoot /), in every hierarchy.
@@ -544,25 +632,14 @@ func (n *node) stop(t *testing.T, hub *localcp.Hub) {
 	}
 }
 
-func netnsNames() []string {
-	entries, _ := os.ReadDir("/var/run/netns")
-	var names []string
-	for _, e := range entries {
-		names = append(names, e.Name())
-	}
-	return names
-}
-
 func globDirs(pattern string) []string {
 	m, _ := filepath.Glob(pattern)
 	return m
 }
 
-func freePort(g Gomega) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	g.Expect(err).NotTo(HaveOccurred())
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+func freePort(t *testing.T) string {
+	_, port, _ := net.SplitHostPort(testenv.FreeAddr(t))
+	return port
 }
 
 // writePauseImage builds test/e2e/pause into an image named pauseImage, as
