@@ -157,8 +157,12 @@ func TestLookup(t *testing.T) {
 	ppi := &metal3v1.PreprovisioningImage{}
 	g.Eventually(func() error { return env.Client.Get(context.Background(), client.ObjectKeyFromObject(host), ppi) }, 30*time.Second).Should(Succeed())
 	setImageReady(t, ppi, metav1.ConditionTrue, "Ready", "", "http://images.example.com"+ppiPath+"?x=1")
-	code, msg = lookup(ppiPath, good, "00:00:00:00:00:01", m.Hardware.NICs[0].MAC)
-	g.Expect(code).To(Equal(http.StatusOK), msg)
+	// The deploy server reads the PreprovisioningImage from the manager's
+	// cache, which sees the new status a moment later.
+	g.Eventually(func() (int, error) {
+		code, msg = lookup(ppiPath, good, "00:00:00:00:00:01", m.Hardware.NICs[0].MAC)
+		return code, nil
+	}, 30*time.Second, 100*time.Millisecond).Should(Equal(http.StatusOK), func() string { return msg })
 	var cfg deployapi.BootConfig
 	g.Expect(json.Unmarshal([]byte(msg), &cfg)).To(Succeed())
 	g.Expect(cfg.HostID).To(HavePrefix(ns + "~" + host.Name + "~"))
