@@ -523,7 +523,7 @@ func TestAgentClassificationAdmission(t *testing.T) {
 // of them is not what is tested here).
 func TestComponentServesWebhooks(t *testing.T) {
 	g := NewWithT(t)
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: env.Client.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"},
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: env.Client.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}, Controller: component.ControllerConfig(),
 		WebhookServer: webhook.NewServer(webhook.Options{})})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(assisted.Component().Setup(context.Background(), &component.Hub{Manager: mgr, Webhooks: true})).To(Succeed())

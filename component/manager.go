@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -25,6 +26,17 @@ import (
 	coresetup "sigs.k8s.io/cluster-api/core/setup"
 	"sigs.k8s.io/cluster-api/version"
 )
+
+// ControllerConfig is what every manager's controllers share: the work
+// queue of client-go, not controller-runtime's priority queue, which in
+// v0.24.1 can deadlock when its manager stops (kubernetes-sigs/
+// controller-runtime#3538, fixed after that release): the queue's handler
+// holds its lock while handing an item to a worker that already left, the
+// workers finishing items wait for that lock, and the manager misses its
+// graceful shutdown period. Managers built elsewhere (tests) start from it.
+func ControllerConfig() config.Controller {
+	return config.Controller{UsePriorityQueue: ptr.To(false)}
+}
 
 // NewManager returns a manager named name, configured as Cluster API's core
 // manager expects (its cache and client options), with the hub's shared
@@ -54,6 +66,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, name string, opts Options
 		LeaderElectionID:        leaderElectionID(name, opts.WatchFilterValue),
 		LeaderElectionNamespace: opts.LeaderElectionNamespace,
 	}
+	mgrOpts.Controller = ControllerConfig()
 	if opts.RestartableInProcess {
 		mgrOpts.Controller.SkipNameValidation = ptr.To(true)
 	}

@@ -3,10 +3,15 @@ package baremetalhost_test
 import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/config"
+
+	"github.com/metalshift/metalshift/component"
 )
 
-// ctrlConfigSkipNameValidation lets each test start its own engine with
-// the same controller names.
+// ctrlConfigSkipNameValidation is the managers' controller configuration
+// (component.ControllerConfig), letting each test start its own engine
+// with the same controller names.
 func ctrlConfigSkipNameValidation() config.Controller {
-	return config.Controller{SkipNameValidation: ptr.To(true)}
+	c := component.ControllerConfig()
+	c.SkipNameValidation = ptr.To(true)
+	return c
 }
