@@ -71,7 +71,14 @@ func TestZTPConverged(t *testing.T) {
 	ie := &agentinstallv1.InfraEnv{}
 	g.Expect(env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, ie)).To(Succeed())
 	g.Expect(ie.Annotations).To(HaveKeyWithValue(server.EnableIronicAgentAnnotation, "true"))
-	g.Expect(ppi.Status.ImageUrl).To(Equal(ie.Status.ISODownloadURL))
+	// The InfraEnv's URL may be minted again after the image was first
+	// ready (the annotation changes the image): the PreprovisioningImage
+	// follows it.
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, ie)).To(Succeed())
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(host), ppi)).To(Succeed())
+		g.Expect(ppi.Status.ImageUrl).To(Equal(ie.Status.ISODownloadURL))
+	}).Should(Succeed())
 	g.Expect(ppi.Status.Format).To(Equal(metal3v1.ImageFormatISO))
 
 	// BMAC: the custom deploy, nothing of the other flow.
