@@ -65,8 +65,8 @@ func NewManager(ctx context.Context, cfg *rest.Config, name string, opts Options
 		LeaderElection:          opts.LeaderElection,
 		LeaderElectionID:        leaderElectionID(name, opts.WatchFilterValue),
 		LeaderElectionNamespace: opts.LeaderElectionNamespace,
+		Controller:              ControllerConfig(),
 	}
-	mgrOpts.Controller = ControllerConfig()
 	if opts.RestartableInProcess {
 		mgrOpts.Controller.SkipNameValidation = ptr.To(true)
 	}

@@ -33,10 +33,8 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
@@ -44,7 +42,6 @@ import (
 
 	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
 
-	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	"github.com/metalshift/metalshift/imageservice"
 	"github.com/metalshift/metalshift/internal/providers"
 	"github.com/metalshift/metalshift/localcp"
@@ -116,16 +113,8 @@ func TestClusterctlInit(t *testing.T) {
 
 	// A fresh hub: etcd, kube-apiserver, kube-controller-manager, no CRDs.
 	serviceNetwork := filepath.Join(work, "services.sock")
-	hub, err := localcp.Start(ctx, localcp.Options{Dir: filepath.Join(work, "hub"), ServiceProxySocket: serviceNetwork})
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(hub.Stop)
+	hub, hubc := startServiceHub(t, g, localcp.Options{Dir: filepath.Join(work, "hub"), ServiceProxySocket: serviceNetwork})
 	kubeconfig := hub.Kubeconfig()
-	scheme := runtime.NewScheme()
-	g.Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
-	g.Expect(apiextensionsv1.AddToScheme(scheme)).To(Succeed())
-	g.Expect(metal3v1.AddToScheme(scheme)).To(Succeed())
-	hubc, err := client.New(hub.RESTConfig(), client.Options{Scheme: scheme})
-	g.Expect(err).NotTo(HaveOccurred())
 	cc := clusterctlInit(t, g, ctx, hubc, kubeconfig, work)
 	vars := cc.vars
 
@@ -309,6 +298,19 @@ func TestClusterctlInit(t *testing.T) {
 		}
 	}
 	g.Expect(installedProviders(ctx, g, hubc)).To(ConsistOf(want), "clusterctl's inventory after the upgrade")
+}
+
+// startServiceHub starts a fresh hub, stopped at the test's end, and
+// returns it with a client that knows every kind of metalshift's.
+func startServiceHub(t *testing.T, g Gomega, opts localcp.Options) (*localcp.Hub, client.Client) {
+	hub, err := localcp.Start(context.Background(), opts)
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(hub.Stop)
+	scheme, err := manager.NewScheme()
+	g.Expect(err).NotTo(HaveOccurred())
+	hubc, err := client.New(hub.RESTConfig(), client.Options{Scheme: scheme})
+	g.Expect(err).NotTo(HaveOccurred())
+	return hub, hubc
 }
 
 // ccVersion is the providers' version clusterctl installs.

@@ -368,6 +368,12 @@ func (p *serviceProxy) serve(addr string, backends []string) error {
 // serveOn is serve on a listener, with the backends looked up for each
 // connection (a Service's ready endpoints).
 func (p *serviceProxy) serveOn(ln net.Listener, backends func() []string) {
+	p.accept(ln, func(c net.Conn, next int) { p.forward(c, backends(), next) })
+}
+
+// accept hands each connection ln accepts, with its number, to handle,
+// until close.
+func (p *serviceProxy) accept(ln net.Listener, handle func(c net.Conn, next int)) {
 	p.mu.Lock()
 	p.lns = append(p.lns, ln)
 	p.mu.Unlock()
@@ -380,7 +386,7 @@ func (p *serviceProxy) serveOn(ln net.Listener, backends func() []string) {
 				return
 			}
 			p.wg.Add(1)
-			go func() { defer p.wg.Done(); p.forward(c, backends(), next) }()
+			go func() { defer p.wg.Done(); handle(c, next) }()
 		}
 	}()
 }
@@ -395,43 +401,28 @@ func (p *serviceProxy) serveConnect(socket string, backends func(target string) 
 	if err != nil {
 		return err
 	}
-	p.mu.Lock()
-	p.lns = append(p.lns, ln)
-	p.mu.Unlock()
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		for next := 0; ; next++ {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			p.wg.Add(1)
-			go func() {
-				defer p.wg.Done()
-				_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
-				br := bufio.NewReader(c)
-				req, err := http.ReadRequest(br)
-				if err != nil || req.Method != http.MethodConnect || br.Buffered() > 0 {
-					c.Close()
-					return
-				}
-				_ = c.SetReadDeadline(time.Time{})
-				to := backends(req.Host)
-				if len(to) == 0 {
-					p.t.Logf("service network: no backends for %s", req.Host)
-					_, _ = io.WriteString(c, "HTTP/1.1 503 Service Unavailable\r\n\r\n")
-					c.Close()
-					return
-				}
-				if _, err := io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
-					c.Close()
-					return
-				}
-				p.forward(c, to, next)
-			}()
+	p.accept(ln, func(c net.Conn, next int) {
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		br := bufio.NewReader(c)
+		req, err := http.ReadRequest(br)
+		if err != nil || req.Method != http.MethodConnect || br.Buffered() > 0 {
+			c.Close()
+			return
 		}
-	}()
+		_ = c.SetReadDeadline(time.Time{})
+		to := backends(req.Host)
+		if len(to) == 0 {
+			p.t.Logf("service network: no backends for %s", req.Host)
+			_, _ = io.WriteString(c, "HTTP/1.1 503 Service Unavailable\r\n\r\n")
+			c.Close()
+			return
+		}
+		if _, err := io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
+			c.Close()
+			return
+		}
+		p.forward(c, to, next)
+	})
 	return nil
 }
 

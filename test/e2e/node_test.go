@@ -25,10 +25,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
@@ -111,17 +108,9 @@ func TestNode(t *testing.T) {
 
 	// A fresh hub with the controllers a node's Deployments need.
 	serviceNetwork := filepath.Join(work, "services.sock")
-	hub, err := localcp.Start(ctx, localcp.Options{Dir: filepath.Join(work, "hub"), ServiceProxySocket: serviceNetwork,
+	hub, hubc := startServiceHub(t, g, localcp.Options{Dir: filepath.Join(work, "hub"), ServiceProxySocket: serviceNetwork,
 		Controllers: []string{"deployment-controller", "replicaset-controller", "endpointslice-controller", "node-lifecycle-controller"}})
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(hub.Stop)
 	kubeconfig := hub.Kubeconfig()
-	scheme := runtime.NewScheme()
-	g.Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
-	g.Expect(apiextensionsv1.AddToScheme(scheme)).To(Succeed())
-	g.Expect(metal3v1.AddToScheme(scheme)).To(Succeed())
-	hubc, err := client.New(hub.RESTConfig(), client.Options{Scheme: scheme})
-	g.Expect(err).NotTo(HaveOccurred())
 
 	n := startNode(t, g, hub, managerLayout)
 	started := time.Now()
@@ -306,7 +295,7 @@ func hostStates(ctx context.Context, hubc client.Client) []string {
 }
 
 // clusterIPEndpoints are the ready endpoints behind "<cluster IP>:<port>";
-// what is no Service's (the kubelet, for logs) is reached directly.
+// what is no Service's is reached directly.
 func clusterIPEndpoints(ctx context.Context, hubc client.Client, target string) []string {
 	svc, port, err := serviceOf(ctx, hubc, target)
 	switch {

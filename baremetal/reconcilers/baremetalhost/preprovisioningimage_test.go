@@ -159,9 +159,9 @@ func TestLookup(t *testing.T) {
 	setImageReady(t, ppi, metav1.ConditionTrue, "Ready", "", "http://images.example.com"+ppiPath+"?x=1")
 	// The deploy server reads the PreprovisioningImage from the manager's
 	// cache, which sees the new status a moment later.
-	g.Eventually(func() (int, error) {
+	g.Eventually(func() int {
 		code, msg = lookup(ppiPath, good, "00:00:00:00:00:01", m.Hardware.NICs[0].MAC)
-		return code, nil
+		return code
 	}, 30*time.Second, 100*time.Millisecond).Should(Equal(http.StatusOK), func() string { return msg })
 	var cfg deployapi.BootConfig
 	g.Expect(json.Unmarshal([]byte(msg), &cfg)).To(Succeed())
