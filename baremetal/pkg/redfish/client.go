@@ -8,11 +8,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/metalshift/metalshift/baremetal/pkg/egress"
 )
 
 // Sentinel errors; match them with errors.Is.
@@ -23,6 +26,27 @@ var (
 	ErrNotFound = errors.New("not found on the BMC")
 	// ErrPreconditionFailed means the resource changed since it was read (ETag).
 	ErrPreconditionFailed = errors.New("the resource changed on the BMC")
+	// ErrOffOrigin means the BMC linked or redirected to another origin
+	// (scheme, host and port): the client only ever talks to the BMC's
+	// own, so that its credentials go nowhere else.
+	ErrOffOrigin = errors.New("not on the BMC's origin")
+	// ErrTooLarge means a reply exceeded one of the client's caps
+	// (MaxReplyBytes, MaxMembers).
+	ErrTooLarge = errors.New("the BMC's reply exceeds the client's cap")
+)
+
+// Caps on what a BMC may make the client read.
+const (
+	// MaxReplyBytes caps one reply; a Redfish resource is a few KiB.
+	MaxReplyBytes = 4 << 20
+	// MaxMembers caps the members of one collection, all pages together,
+	// and the resources one call (Inventory, CDPath) reads through links.
+	MaxMembers = 1024
+	// maxRedirects caps the redirects of one request (same origin only).
+	maxRedirects = 5
+	// drainBytes is how much of a reply the client reads to reuse the
+	// connection; a longer reply closes it.
+	drainBytes = 64 << 10
 )
 
 // HTTPError is a Redfish error answer.
@@ -63,11 +87,17 @@ type Options struct {
 	InsecureSkipVerify bool
 	// Timeout bounds each request; 0 means 30 seconds.
 	Timeout time.Duration
-	// Transport overrides the HTTP transport (tests).
-	Transport http.RoundTripper
+	// Egress is where connections may be opened: checked on the address
+	// the BMC's name resolves to, before anything is sent. The zero value
+	// refuses loopback, link-local and the like (egress.Policy).
+	Egress egress.Policy
 }
 
 // Client talks to one Redfish service. It is safe for concurrent use.
+// Every request goes to the BMC's origin (the endpoint's scheme, host and
+// port): a link (@odata.id, a Location, a task monitor) or a redirect
+// elsewhere is refused with ErrOffOrigin before anything is sent. HTTP
+// proxies are not used: the egress policy checks the BMC's own address.
 type Client struct {
 	base *url.URL
 	http *http.Client
@@ -88,26 +118,109 @@ func New(opts Options) (*Client, error) {
 	if opts.Timeout == 0 {
 		opts.Timeout = 30 * time.Second
 	}
-	tr := opts.Transport
-	if tr == nil {
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		t.TLSClientConfig = &tls.Config{InsecureSkipVerify: opts.InsecureSkipVerify, MinVersion: tls.VersionTLS12} //nolint:gosec // the user opts out per host
-		t.MaxIdleConnsPerHost = 4
-		tr = t
-	}
-	return &Client{base: &url.URL{Scheme: base.Scheme, Host: base.Host}, http: &http.Client{Transport: tr, Timeout: opts.Timeout}, opts: opts}, nil
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.Proxy = nil
+	t.DialContext = opts.Egress.Dialer(opts.Timeout).DialContext
+	t.TLSClientConfig = &tls.Config{InsecureSkipVerify: opts.InsecureSkipVerify, MinVersion: tls.VersionTLS12} //nolint:gosec // the user opts out per host
+	t.MaxIdleConnsPerHost = 4
+	t.MaxResponseHeaderBytes = 64 << 10
+	c := &Client{base: &url.URL{Scheme: base.Scheme, Host: base.Host}, opts: opts}
+	c.http = &http.Client{Transport: t, Timeout: opts.Timeout, CheckRedirect: c.checkRedirect}
+	return c, nil
 }
 
-// Get reads the resource at path into out and returns its ETag.
+// checkRedirect follows a few redirects on the BMC's origin and refuses
+// any other: the request carries the session token or the password.
+func (c *Client) checkRedirect(req *http.Request, via []*http.Request) error {
+	if !c.sameOrigin(req.URL) {
+		return fmt.Errorf("redirected to %s: %w %s", shorten(req.URL.Redacted()), ErrOffOrigin, c.base)
+	}
+	if len(via) >= maxRedirects {
+		return fmt.Errorf("more than %d redirects", maxRedirects)
+	}
+	return nil
+}
+
+// sameOrigin says whether u is on the BMC's scheme, host and port.
+func (c *Client) sameOrigin(u *url.URL) bool {
+	return origin(u) == origin(c.base)
+}
+
+// origin is u's scheme://host:port with the default port made explicit.
+func origin(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	return strings.ToLower(u.Scheme) + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port)
+}
+
+// resolve turns a link the BMC gave (or a path) into a URL on the BMC's
+// origin; a link elsewhere is refused.
+func (c *Client) resolve(ref string) (*url.URL, error) {
+	u, err := url.Parse(ref)
+	if err != nil {
+		return nil, fmt.Errorf("link %s: %w", shorten(ref), err)
+	}
+	if u.Scheme != "" || u.Host != "" || u.User != nil {
+		if u.User != nil || !c.sameOrigin(c.base.ResolveReference(u)) {
+			u.User = nil
+			return nil, fmt.Errorf("link %s: %w %s", shorten(u.String()), ErrOffOrigin, c.base)
+		}
+	} else if u.Path != "" && u.Path[0] != '/' {
+		u.Path = "/" + u.Path
+	}
+	r := c.base.ResolveReference(u)
+	r.Scheme, r.Host = c.base.Scheme, c.base.Host // the endpoint as written
+	return r, nil
+}
+
+// shorten keeps what a BMC sent short enough for a message.
+func shorten(s string) string {
+	const max = 200
+	if len(s) <= max {
+		return s
+	}
+	return s[:max] + "…"
+}
+
+// readReply reads a reply of at most MaxReplyBytes.
+func readReply(method, path string, resp *http.Response) ([]byte, error) {
+	if resp.ContentLength > MaxReplyBytes {
+		return nil, fmt.Errorf("%s %s: the reply is %d bytes: %w of %d bytes", method, shorten(path), resp.ContentLength, ErrTooLarge, MaxReplyBytes)
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxReplyBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: reading the reply: %w", method, shorten(path), err)
+	}
+	if len(data) > MaxReplyBytes {
+		return nil, fmt.Errorf("%s %s: the reply is longer than %d bytes: %w", method, shorten(path), MaxReplyBytes, ErrTooLarge)
+	}
+	return data, nil
+}
+
+// drain reads a little of a reply the client does not need, so that the
+// connection can be reused, and closes it.
+func drain(resp *http.Response) {
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, drainBytes))
+	resp.Body.Close()
+}
+
+// Get reads the resource at path into out and returns its ETag. path is a
+// path on the BMC or a link the BMC gave, which must be on its origin.
 func (c *Client) Get(ctx context.Context, path string, out any) (string, error) {
 	resp, err := c.do(ctx, http.MethodGet, path, nil, nil)
 	if err != nil {
 		return "", err
 	}
 	defer resp.Body.Close()
+	data, err := readReply(http.MethodGet, path, resp)
+	if err != nil {
+		return "", err
+	}
 	if out != nil {
-		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-			return "", fmt.Errorf("GET %s: decoding: %w", path, err)
+		if err := json.Unmarshal(data, out); err != nil {
+			return "", fmt.Errorf("GET %s: decoding: %w", shorten(path), err)
 		}
 	}
 	return resp.Header.Get("ETag"), nil
@@ -138,10 +251,10 @@ func (c *Client) Post(ctx context.Context, path string, body any) (monitor strin
 	return finish(resp), nil
 }
 
-// finish drains the answer and returns its task monitor, if any.
+// finish drains the answer and returns its task monitor, if any (a link
+// that Task checks is on the BMC's origin).
 func finish(resp *http.Response) string {
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, resp.Body)
+	defer drain(resp)
 	if resp.StatusCode != http.StatusAccepted {
 		return ""
 	}
@@ -158,11 +271,15 @@ func (c *Client) Task(ctx context.Context, monitor string) (running bool, err er
 	}
 	resp, err := c.do(ctx, http.MethodGet, monitor, nil, nil)
 	if err != nil {
-		return false, fmt.Errorf("task %s: %w", monitor, err)
+		return false, fmt.Errorf("task %s: %w", shorten(monitor), err)
 	}
 	defer resp.Body.Close()
-	if err := json.NewDecoder(resp.Body).Decode(&t); err != nil {
-		return false, fmt.Errorf("task %s: decoding: %w", monitor, err)
+	data, err := readReply(http.MethodGet, monitor, resp)
+	if err != nil {
+		return false, err
+	}
+	if err := json.Unmarshal(data, &t); err != nil {
+		return false, fmt.Errorf("task %s: decoding: %w", shorten(monitor), err)
 	}
 	switch t.TaskState {
 	case "Completed":
@@ -172,7 +289,7 @@ func (c *Client) Task(ctx context.Context, monitor string) (running bool, err er
 		if len(t.Messages) > 0 {
 			msg += ": " + t.Messages[0].Message
 		}
-		return false, fmt.Errorf("task %s: %s", monitor, msg)
+		return false, fmt.Errorf("task %s: %s", shorten(monitor), shorten(msg))
 	}
 	return true, nil
 }
@@ -188,7 +305,7 @@ func (c *Client) do(ctx context.Context, method, path string, body any, h http.H
 		return nil, err
 	}
 	if resp.StatusCode == http.StatusUnauthorized && c.hasToken() {
-		resp.Body.Close()
+		drain(resp)
 		c.dropSession()
 		if err := c.ensureSession(ctx); err != nil {
 			return nil, err
@@ -213,12 +330,9 @@ func (c *Client) send(ctx context.Context, method, path string, body any, h http
 		}
 		rd = bytes.NewReader(data)
 	}
-	u := c.base.JoinPath(path)
-	if strings.HasPrefix(path, "http://") || strings.HasPrefix(path, "https://") {
-		var err error
-		if u, err = url.Parse(path); err != nil {
-			return nil, err
-		}
+	u, err := c.resolve(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s %w", method, err)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
 	if err != nil {
@@ -237,7 +351,11 @@ func (c *Client) send(ctx context.Context, method, path string, body any, h http
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", method, path, scrub(err))
+		var refused *egress.RefusedError
+		if errors.As(err, &refused) {
+			return nil, fmt.Errorf("connecting to %s: %w", c.base.Host, refused)
+		}
+		return nil, fmt.Errorf("%s %s: %w", method, shorten(path), scrub(err))
 	}
 	return resp, nil
 }
@@ -278,8 +396,7 @@ func (c *Client) ensureSession(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, resp.Body)
+	defer drain(resp)
 	switch {
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
 		return &HTTPError{Method: http.MethodPost, Path: "/redfish/v1/SessionService/Sessions", Status: resp.StatusCode, Message: "login refused"}
@@ -289,9 +406,15 @@ func (c *Client) ensureSession(ctx context.Context) error {
 		c.mu.Unlock()
 		return nil
 	}
+	session := resp.Header.Get("Location")
+	if u, err := c.resolve(session); err != nil || session == "" {
+		session = "" // not ours to delete
+	} else {
+		session = u.String()
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.token, c.sessionURI = resp.Header.Get("X-Auth-Token"), resp.Header.Get("Location")
+	c.token, c.sessionURI = resp.Header.Get("X-Auth-Token"), session
 	return nil
 }
 
@@ -308,7 +431,7 @@ func (c *Client) Close(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	resp.Body.Close()
+	drain(resp)
 	return nil
 }
 
@@ -321,13 +444,13 @@ func httpError(method, path string, resp *http.Response) error {
 			} `json:"@Message.ExtendedInfo"`
 		} `json:"error"`
 	}
-	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, drainBytes))
 	_ = json.Unmarshal(data, &body)
 	msg := body.Error.Message
 	if len(body.Error.Extended) > 0 && body.Error.Extended[0].Message != "" {
 		msg = body.Error.Extended[0].Message
 	}
-	return &HTTPError{Method: method, Path: path, Status: resp.StatusCode, Message: msg}
+	return &HTTPError{Method: method, Path: shorten(path), Status: resp.StatusCode, Message: shorten(msg)}
 }
 
 // scrub removes any userinfo from URLs in transport errors.

@@ -13,6 +13,7 @@ import (
 
 	. "github.com/onsi/gomega"
 
+	"github.com/metalshift/metalshift/baremetal/pkg/egress"
 	"github.com/metalshift/metalshift/sim/machine"
 	simredfish "github.com/metalshift/metalshift/sim/redfish"
 )
@@ -40,7 +41,7 @@ func newSim(t *testing.T, tlsServer bool) (*simredfish.Server, *httptest.Server)
 func newClient(t *testing.T, endpoint, password string, insecure bool) *Client {
 	t.Helper()
 	c, err := New(Options{Endpoint: endpoint, Username: "admin", Password: password, InsecureSkipVerify: insecure,
-		Timeout: 2 * time.Second})
+		Timeout: 2 * time.Second, Egress: egress.Policy{AllowLoopback: true}}) // the simulator listens on loopback
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,4 +241,26 @@ func TestTLSIsVerifiedUnlessDisabled(t *testing.T) {
 	g.Expect(strings.ToLower(err.Error())).To(ContainSubstring("certificate"))
 	_, err = newClient(t, ts.URL, canary, true).SystemPaths(ctx)
 	g.Expect(err).NotTo(HaveOccurred())
+}
+
+// TestEgressPolicyRefusesBeforeAnythingIsSent: with the production policy
+// a BMC on loopback, by address or by a name that resolves there, gets no
+// request: the connection is refused before the login sends the password.
+func TestEgressPolicyRefusesBeforeAnythingIsSent(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	s, _ := newSim(t, false)
+	rec := &recorder{h: s.Handler()}
+	ts := httptest.NewServer(rec)
+	t.Cleanup(ts.Close)
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(ts.URL, "http://"))
+	for _, endpoint := range []string{ts.URL, "http://localhost:" + port, "http://[::1]:" + port} {
+		c, err := New(Options{Endpoint: endpoint, Username: "admin", Password: canary, Timeout: 2 * time.Second})
+		g.Expect(err).NotTo(HaveOccurred())
+		_, err = c.SystemPaths(ctx)
+		g.Expect(errors.Is(err, egress.ErrRefused)).To(BeTrue(), "%s: got %v", endpoint, err)
+		g.Expect(err.Error()).To(ContainSubstring("is a loopback address"))
+		g.Expect(err.Error()).NotTo(ContainSubstring(canary))
+	}
+	g.Expect(rec.exchanges()).To(BeEmpty(), "the BMC saw no request")
 }

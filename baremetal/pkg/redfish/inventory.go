@@ -47,52 +47,55 @@ type Inventory struct {
 }
 
 // Inventory reads a system's NICs, drives and processors. Collections the
-// BMC does not offer are left empty.
+// BMC does not offer are left empty. It reads at most MaxMembers resources
+// through the system's links.
 func (c *Client) Inventory(ctx context.Context, systemPath string) (*Inventory, error) {
 	sys, _, err := c.System(ctx, systemPath)
 	if err != nil {
 		return nil, err
 	}
 	inv := &Inventory{System: sys}
-	if inv.NICs, err = members[EthernetInterface](ctx, c, sys.EthernetInterfaces.ID); err != nil {
+	b := newBudget("inventory of " + shorten(systemPath))
+	if inv.NICs, err = members[EthernetInterface](ctx, c, b, sys.EthernetInterfaces.ID); err != nil {
 		return nil, err
 	}
-	if inv.Processors, err = members[Processor](ctx, c, sys.Processors.ID); err != nil {
+	if inv.Processors, err = members[Processor](ctx, c, b, sys.Processors.ID); err != nil {
 		return nil, err
 	}
-	if sys.Storage.ID != "" {
-		var storages collection
-		if _, err := c.Get(ctx, sys.Storage.ID, &storages); err != nil {
+	storages, err := members[struct{ Drives []Link }](ctx, c, b, sys.Storage.ID)
+	if err != nil {
+		return nil, err
+	}
+	for _, st := range storages {
+		if err := b.spend(len(st.Drives)); err != nil {
 			return nil, err
 		}
-		for _, st := range storages.Members {
-			var s struct{ Drives []Link }
-			if _, err := c.Get(ctx, st.ID, &s); err != nil {
+		for _, d := range st.Drives {
+			var drive Drive
+			if _, err := c.Get(ctx, d.ID, &drive); err != nil {
 				return nil, err
 			}
-			for _, d := range s.Drives {
-				var drive Drive
-				if _, err := c.Get(ctx, d.ID, &drive); err != nil {
-					return nil, err
-				}
-				inv.Drives = append(inv.Drives, drive)
-			}
+			inv.Drives = append(inv.Drives, drive)
 		}
 	}
 	return inv, nil
 }
 
-// members reads every member of the collection at path; "" yields none.
-func members[T any](ctx context.Context, c *Client, path string) ([]T, error) {
+// members reads every member of the collection at path, spending them
+// from b; "" yields none.
+func members[T any](ctx context.Context, c *Client, b *budget, path string) ([]T, error) {
 	if path == "" {
 		return nil, nil
 	}
-	var col collection
-	if _, err := c.Get(ctx, path, &col); err != nil {
+	links, err := c.links(ctx, path)
+	if err != nil {
 		return nil, err
 	}
-	out := make([]T, 0, len(col.Members))
-	for _, m := range col.Members {
+	if err := b.spend(len(links)); err != nil {
+		return nil, err
+	}
+	out := make([]T, 0, len(links))
+	for _, m := range links {
 		var v T
 		if _, err := c.Get(ctx, m.ID, &v); err != nil {
 			return nil, err

@@ -13,8 +13,51 @@ type Link struct {
 	ID string `json:"@odata.id"`
 }
 
+// collection is one page of a Redfish collection.
 type collection struct {
-	Members []Link
+	Members  []Link
+	NextLink string `json:"Members@odata.nextLink"`
+}
+
+// links reads the member links of the collection at path, page after
+// page, and refuses a collection of more than MaxMembers members. Every
+// page but the last adds members, so the pages are bounded too.
+func (c *Client) links(ctx context.Context, path string) ([]Link, error) {
+	var out []Link
+	for next := path; next != ""; {
+		var page collection
+		if _, err := c.Get(ctx, next, &page); err != nil {
+			return nil, err
+		}
+		if len(out)+len(page.Members) > MaxMembers {
+			return nil, fmt.Errorf("collection %s has more than %d members: %w", shorten(path), MaxMembers, ErrTooLarge)
+		}
+		if page.NextLink != "" && len(page.Members) == 0 {
+			return nil, fmt.Errorf("collection %s: a page without members links to another page", shorten(path))
+		}
+		out = append(out, page.Members...)
+		next = page.NextLink
+	}
+	return out, nil
+}
+
+// budget counts the resources one call reads through the BMC's links, so
+// that links within links (storages, their drives; managers, their
+// media) cannot make it read without end.
+type budget struct {
+	left int
+	what string
+}
+
+func newBudget(what string) *budget { return &budget{left: MaxMembers, what: what} }
+
+// spend takes n resources from the budget, or says it is exhausted.
+func (b *budget) spend(n int) error {
+	if n > b.left {
+		return fmt.Errorf("%s: the BMC links more than %d resources: %w", b.what, MaxMembers, ErrTooLarge)
+	}
+	b.left -= n
+	return nil
 }
 
 // Boot is the boot source override of a system.
@@ -70,12 +113,12 @@ const (
 
 // SystemPaths lists the systems of the service.
 func (c *Client) SystemPaths(ctx context.Context) ([]string, error) {
-	var col collection
-	if _, err := c.Get(ctx, "/redfish/v1/Systems", &col); err != nil {
+	members, err := c.links(ctx, "/redfish/v1/Systems")
+	if err != nil {
 		return nil, err
 	}
-	paths := make([]string, 0, len(col.Members))
-	for _, m := range col.Members {
+	paths := make([]string, 0, len(members))
+	for _, m := range members {
 		paths = append(paths, m.ID)
 	}
 	return paths, nil
@@ -125,6 +168,10 @@ type VirtualMedia struct {
 
 // CDPath finds the virtual CD/DVD drive of the manager of the system.
 func (c *Client) CDPath(ctx context.Context, sys *System) (string, error) {
+	b := newBudget("finding the virtual CD of " + shorten(sys.ODataID))
+	if err := b.spend(len(sys.Links.ManagedBy)); err != nil {
+		return "", err
+	}
 	for _, mgr := range sys.Links.ManagedBy {
 		var m struct{ VirtualMedia Link }
 		if _, err := c.Get(ctx, mgr.ID, &m); err != nil {
@@ -133,11 +180,14 @@ func (c *Client) CDPath(ctx context.Context, sys *System) (string, error) {
 		if m.VirtualMedia.ID == "" {
 			continue
 		}
-		var col collection
-		if _, err := c.Get(ctx, m.VirtualMedia.ID, &col); err != nil {
+		media, err := c.links(ctx, m.VirtualMedia.ID)
+		if err != nil {
 			return "", err
 		}
-		for _, member := range col.Members {
+		if err := b.spend(len(media)); err != nil {
+			return "", err
+		}
+		for _, member := range media {
 			var vm VirtualMedia
 			if _, err := c.Get(ctx, member.ID, &vm); err != nil {
 				return "", err
@@ -147,7 +197,7 @@ func (c *Client) CDPath(ctx context.Context, sys *System) (string, error) {
 			}
 		}
 	}
-	return "", fmt.Errorf("system %s has no virtual CD drive: %w", sys.ODataID, ErrNotFound)
+	return "", fmt.Errorf("system %s has no virtual CD drive: %w", shorten(sys.ODataID), ErrNotFound)
 }
 
 // InsertMedia puts image in the drive at mediaPath. A drive holding
