@@ -98,11 +98,14 @@ func (e *BMCAddressError) Error() string {
 // looks like.
 func ParseBMCAddress(address string) (BMCAddress, error) {
 	fail := func(format string, args ...any) (BMCAddress, error) {
-		return BMCAddress{}, &BMCAddressError{Address: redactBMCAddress(address), Reason: fmt.Sprintf(format, args...)}
+		return BMCAddress{}, &BMCAddressError{Address: RedactBMCAddress(address), Reason: fmt.Sprintf(format, args...)}
 	}
 	u, err := url.Parse(address)
 	if err != nil || u.Host == "" {
 		return fail("is not a URL like redfish://host/redfish/v1/Systems/1 or ipmi://host:623")
+	}
+	if strings.Contains(address, "@") && !userinfoOnly(address) {
+		return fail(`has an "@" in its path, query or fragment, which a BMC address never needs (a password with "/", "?" or "#" in the address?)`)
 	}
 	name, transport, _ := strings.Cut(u.Scheme, "+")
 	scheme, ok := bmcSchemes[name]
@@ -143,7 +146,7 @@ func ValidateBMCAddress(address string) error {
 		return err
 	}
 	if u, _ := url.Parse(address); u.User != nil {
-		return &BMCAddressError{Address: redactBMCAddress(address), Reason: "must not carry a username or password; " +
+		return &BMCAddressError{Address: RedactBMCAddress(address), Reason: "must not carry a username or password; " +
 			"they belong in the credentials Secret (bmc.credentialsName of a BareMetalHost, bmc.username and bmc.password of an install-config host)"}
 	}
 	return nil
@@ -158,40 +161,67 @@ func ValidateBMCAddressField(address string, path *field.Path) field.ErrorList {
 		return field.ErrorList{field.Invalid(path, e.Address, e.Reason)}
 	}
 	if err != nil {
-		return field.ErrorList{field.Invalid(path, redactBMCAddress(address), err.Error())}
+		return field.ErrorList{field.Invalid(path, RedactBMCAddress(address), err.Error())}
 	}
 	return nil
 }
 
-// BMCAddressWithoutUserinfo is address without a username or password:
-// what a URL parser reads as userinfo (everything up to the last "@" of the
-// authority, which starts after the first "://" and ends at the first "/",
-// "?" or "#") is dropped, even when the address does not parse.
+// BMCAddressWithoutUserinfo is address without a username or password,
+// for copies of an address that leave the hub (see RedactBMCAddress).
 func BMCAddressWithoutUserinfo(address string) string {
-	return replaceUserinfo(address, "")
+	return withUserinfo(address, nil)
 }
 
-// redactBMCAddress marks where the userinfo was, for messages.
-func redactBMCAddress(address string) string {
-	return replaceUserinfo(address, "redacted@")
+// RedactBMCAddress is address as a message may show it: webhook errors,
+// Events, logs and status print BMC addresses through it and nothing else.
+// The address is parsed as a URL and a username or password replaced by
+// "redacted". When the parser cannot tell where a userinfo would end (an
+// "@" in what it reads as the path, query or fragment, or an address that
+// does not parse, as when a password holds "/", "?" or "#"), everything
+// between the scheme and the last "@" goes: a password, however it was
+// meant, ends at an "@".
+func RedactBMCAddress(address string) string {
+	return withUserinfo(address, url.User("redacted"))
 }
 
-func replaceUserinfo(address, with string) string {
-	start := 0
-	if i := strings.Index(address, "://"); i >= 0 {
-		start = i + len("://")
-	} else if strings.HasPrefix(address, "//") {
-		start = len("//")
+// withUserinfo is address with its userinfo, if any, replaced by user (nil
+// drops it).
+func withUserinfo(address string, user *url.Userinfo) string {
+	if !strings.Contains(address, "@") {
+		return address // no reading of it has a userinfo
 	}
-	end := len(address)
-	if i := strings.IndexAny(address[start:], "/?#"); i >= 0 {
-		end = start + i
+	if userinfoOnly(address) {
+		u, _ := url.Parse(address) // userinfoOnly parsed it
+		u.User = user
+		return u.String()
 	}
-	at := strings.LastIndex(address[start:end], "@")
-	if at < 0 {
-		return address
+	rest := address[strings.LastIndex(address, "@")+1:]
+	if user != nil {
+		rest = user.String() + "@" + rest
 	}
-	return address[:start] + with + address[start+at+1:]
+	if scheme, _, ok := strings.Cut(address, "://"); ok && validScheme(scheme) {
+		return scheme + "://" + rest
+	}
+	return rest
+}
+
+// userinfoOnly says whether every "@" of address is in the userinfo a
+// URL parser reads.
+func userinfoOnly(address string) bool {
+	u, err := url.Parse(address)
+	return err == nil && u.User != nil && u.Opaque == "" && !strings.Contains(u.Host+u.Path+u.RawPath+u.RawQuery+u.Fragment, "@")
+}
+
+// validScheme says whether s is a URL scheme (RFC 3986: a letter, then
+// letters, digits, "+", "-" or ".").
+func validScheme(s string) bool {
+	for i, r := range s {
+		letter := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z'
+		if !letter && (i == 0 || !(r >= '0' && r <= '9' || r == '+' || r == '-' || r == '.')) {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // ValidateMACAddressField accepts a boot MAC address: an EUI-48 address in

@@ -76,6 +76,10 @@ func TestValidateBMCAddressField(t *testing.T) {
 			wantDetail: "unsupported scheme", wantValue: "ftp://redacted@h"},
 		{name: "no scheme: user:password@host reads as an opaque URL", in: "admin:canary-bmc-password-1@10.0.0.1",
 			wantDetail: "is not a URL", wantValue: "redacted@10.0.0.1"},
+		{name: "a password with a slash: no parser reads it as a password", in: "redfish://admin:1/canary-bmc-password-1@10.0.0.1/redfish/v1/Systems/1",
+			wantDetail: `has an "@" in its path`, wantValue: "redfish://redacted@10.0.0.1/redfish/v1/Systems/1"},
+		{name: "a password with a question mark", in: "ipmi://admin:623?canary-bmc-password-1@10.0.0.1",
+			wantDetail: `has an "@" in its path, query or fragment`, wantValue: "ipmi://redacted@10.0.0.1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -101,13 +105,53 @@ func TestRedactBMCAddress(t *testing.T) {
 		"redfish://10.0.0.1/redfish/v1/Systems/1":    "redfish://10.0.0.1/redfish/v1/Systems/1",
 		"redfish://u:pw@10.0.0.1/redfish/v1/Systems": "redfish://redacted@10.0.0.1/redfish/v1/Systems",
 		"ipmi://u:p@w@h:623":                         "ipmi://redacted@h:623",
-		"ipmi://h/path@not-userinfo":                 "ipmi://h/path@not-userinfo",
-		"ipmi://u:pw@h?q@x":                          "ipmi://redacted@h?q@x",
+		"ipmi://h/path@not-userinfo":                 "ipmi://redacted@not-userinfo",
+		"ipmi://u:pw@h?q@x":                          "ipmi://redacted@x",
 		"//u:pw@h":                                   "//redacted@h",
 		"u:pw@h/x":                                   "redacted@h/x",
-		"0000#://u:pw@0":                             "0000#://redacted@0",
+		"0000#://u:pw@0":                             "redacted@0",
+		"redfish://u@h":                              "redfish://redacted@h",
+		"redfish://u:1/pw@h/redfish/v1/Systems/1":    "redfish://redacted@h/redfish/v1/Systems/1",
+		"redfish://u:p?w@h":                          "redfish://redacted@h",
+		"redfish://u:p#w@h":                          "redfish://redacted@h",
+		"not a URL at all":                           "not a URL at all",
 	} {
-		NewWithT(t).Expect(redactBMCAddress(in)).To(Equal(want), in)
+		NewWithT(t).Expect(RedactBMCAddress(in)).To(Equal(want), in)
+	}
+}
+
+// TestPasswordsWithURLDelimiters: a password holding a character that ends
+// a URL's authority ("/", "?", "#") or "@" itself shows nowhere: not in
+// RedactBMCAddress, BMCAddressWithoutUserinfo, ParseBMCAddress's error or
+// the webhook's field error, whatever part of the URL it lands in.
+func TestPasswordsWithURLDelimiters(t *testing.T) {
+	const secret = "Zq7xK"
+	for _, pw := range []string{
+		"a/" + secret, secret + "/b", "a?" + secret, secret + "?b", "a#" + secret, secret + "#b", "a@" + secret, secret + "@b",
+		"1/" + secret, "1?" + secret, "1#" + secret, "80/" + secret + "@x", secret + "%zz", "a/" + secret + "?c#d@e",
+	} {
+		for _, address := range []string{
+			"redfish://admin:" + pw + "@10.0.0.1/redfish/v1/Systems/1",
+			"ipmi://admin:" + pw + "@10.0.0.1:623",
+			"redfish-virtualmedia+http://admin:" + pw + "@bmc.example.com",
+			"admin:" + pw + "@10.0.0.1",
+		} {
+			t.Run(address, func(t *testing.T) {
+				g := NewWithT(t)
+				g.Expect(RedactBMCAddress(address)).NotTo(ContainSubstring(secret))
+				g.Expect(BMCAddressWithoutUserinfo(address)).NotTo(ContainSubstring(secret))
+				_, err := ParseBMCAddress(address)
+				if err != nil {
+					g.Expect(err.Error()).NotTo(ContainSubstring(secret))
+				}
+				errs := ValidateBMCAddressField(address, field.NewPath("spec", "bmc", "address"))
+				g.Expect(errs).NotTo(BeEmpty(), "an address with a password is refused")
+				g.Expect(errs.ToAggregate().Error()).NotTo(ContainSubstring(secret))
+				for _, e := range errs {
+					g.Expect(e.BadValue).NotTo(ContainSubstring(secret))
+				}
+			})
+		}
 	}
 }
 
@@ -126,25 +170,36 @@ func TestBMCSchemesParse(t *testing.T) {
 func FuzzParseBMCAddress(f *testing.F) {
 	for _, s := range []string{"redfish://h/redfish/v1/Systems/1", "ipmi://h:1", "idrac-virtualmedia+http://[::1]:1/x",
 		"redfish://u:p@h", "ipmi://u:p@h:x/y", "%%", "", "@", "admin:pw@10.0.0.1", "redfish://h#x@y", "0000#://x@0", "//h#://x"} {
-		f.Add(s)
+		for _, around := range [][2]string{{"", ""}, {"1/", ""}, {"", "?x"}, {"a#", "@b"}, {"80", "/"}} {
+			f.Add(s, around[0], around[1])
+		}
 	}
-	f.Fuzz(func(t *testing.T, s string) {
+	f.Fuzz(func(t *testing.T, s, before, after string) {
 		a, err := ParseBMCAddress(s)
 		if err == nil && (a.Driver == "" || a.Endpoint == "") {
 			t.Fatalf("%q parsed without a driver or endpoint: %+v", s, a)
 		}
-		// A password in the address never reaches a message.
-		const pw = "Zq7pw"
-		if strings.Contains(s, pw) {
+		// A password in the address, whatever characters surround the
+		// marker in it, never reaches a message.
+		const marker = "Zq7"
+		if strings.Contains(s+before+after, marker) {
 			return
 		}
+		pw := before + marker + after
 		withCreds := "u:" + pw + "@" + s
 		if scheme, rest, ok := strings.Cut(s, "://"); ok {
 			withCreds = scheme + "://u:" + pw + "@" + rest
 		}
+		shown := []string{RedactBMCAddress(withCreds), BMCAddressWithoutUserinfo(withCreds)}
+		if _, err := ParseBMCAddress(withCreds); err != nil {
+			shown = append(shown, err.Error())
+		}
 		for _, e := range ValidateBMCAddressField(withCreds, field.NewPath("a")) {
-			if strings.Contains(e.Error(), pw) {
-				t.Fatalf("%q: the password is in %q", withCreds, e.Error())
+			shown = append(shown, e.Error())
+		}
+		for _, m := range shown {
+			if strings.Contains(m, marker) {
+				t.Fatalf("%q: the password is in %q", withCreds, m)
 			}
 		}
 	})

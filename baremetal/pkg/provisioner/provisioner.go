@@ -6,6 +6,7 @@ import (
 	"time"
 
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
+	"github.com/metalshift/metalshift/baremetal/pkg/egress"
 )
 
 // Sentinel errors of every driver; match them with errors.Is.
@@ -20,6 +21,12 @@ var (
 	ErrNotSupported = errors.New("not supported by this BMC driver")
 	// ErrMedia: the BMC could not attach the deploy image.
 	ErrMedia = errors.New("the BMC could not attach the deploy image")
+	// ErrAddressRefused: the hub's BMC egress policy refuses the address
+	// the BMC's host resolves to (loopback, link-local, ...); the
+	// connection was not opened and nothing, credentials least of all, was
+	// sent. Retrying does not help until spec.bmc.address, what its name
+	// resolves to, or the hub's policy changes.
+	ErrAddressRefused = egress.ErrRefused
 )
 
 // Credentials to log in to a BMC. Never log them.

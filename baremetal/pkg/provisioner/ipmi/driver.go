@@ -2,7 +2,8 @@
 // device over IPMI v2.0 (lanplus) through github.com/bougou/go-ipmi. IPMI
 // has no virtual media and no inventory: the deploy image boots over PXE,
 // and inspection reports ErrNotSupported (use the hardwaredetails
-// annotation or inspect.metal3.io: disabled).
+// annotation or inspect.metal3.io: disabled). The UDP socket is opened
+// through the hub's BMC egress policy: a refused address gets no datagram.
 package ipmi
 
 import (
@@ -20,6 +21,7 @@ import (
 	ipmitypes "github.com/bougou/go-ipmi/pkg/types"
 
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
+	"github.com/metalshift/metalshift/baremetal/pkg/egress"
 	"github.com/metalshift/metalshift/baremetal/pkg/provisioner"
 )
 
@@ -33,6 +35,7 @@ type Driver struct {
 	port    int
 	creds   provisioner.Credentials
 	timeout time.Duration
+	egress  egress.Policy
 
 	mu    sync.Mutex
 	suite ipmitypes.CipherSuiteID // the suite the BMC accepted; 0 until known
@@ -45,8 +48,16 @@ var cipherSuites = []ipmitypes.CipherSuiteID{ipmitypes.CipherSuiteID17, ipmitype
 
 var _ provisioner.Provisioner = &Driver{}
 
+// Options tune the driver.
+type Options struct {
+	// Timeout bounds each operation; 0 means 30 seconds.
+	Timeout time.Duration
+	// Egress is where the BMC's UDP socket may be opened.
+	Egress egress.Policy
+}
+
 // New returns a driver for a parsed ipmi:// address.
-func New(addr provisioner.Address, creds provisioner.Credentials, timeout time.Duration) (*Driver, error) {
+func New(addr provisioner.Address, creds provisioner.Credentials, opts Options) (*Driver, error) {
 	host, portStr, err := net.SplitHostPort(addr.Endpoint)
 	if err != nil {
 		return nil, err
@@ -55,10 +66,40 @@ func New(addr provisioner.Address, creds provisioner.Credentials, timeout time.D
 	if err != nil {
 		return nil, fmt.Errorf("invalid IPMI port %q", portStr)
 	}
-	if timeout == 0 {
-		timeout = 30 * time.Second
+	if opts.Timeout == 0 {
+		opts.Timeout = 30 * time.Second
 	}
-	return &Driver{host: host, port: port, creds: creds, timeout: timeout}, nil
+	return &Driver{host: host, port: port, creds: creds, timeout: opts.Timeout, egress: opts.Egress}, nil
+}
+
+// dialer opens go-ipmi's UDP socket through the egress policy and keeps
+// a refusal, whichever way the library reports the failed dial.
+type dialer struct {
+	d       *net.Dialer
+	mu      sync.Mutex
+	refused error
+}
+
+// Dial implements golang.org/x/net/proxy.Dialer, which go-ipmi dials
+// through.
+func (d *dialer) Dial(network, address string) (net.Conn, error) {
+	conn, err := d.d.Dial(network, address)
+	if errors.Is(err, egress.ErrRefused) {
+		var re *egress.RefusedError
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		d.refused = err
+		if errors.As(err, &re) {
+			d.refused = re // without the dial's own wording around it
+		}
+	}
+	return conn, err
+}
+
+func (d *dialer) refusal() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.refused
 }
 
 func (d *Driver) session(ctx context.Context, fn func(*ipmiclient.Client) error) error {
@@ -76,10 +117,14 @@ func (d *Driver) session(ctx context.Context, fn func(*ipmiclient.Client) error)
 		if err != nil {
 			return err
 		}
+		dial := &dialer{d: d.egress.Dialer(exchangeTimeout)}
 		// Exchanges are short: a BMC that ignores a suite it does not
 		// support (ipmi_sim ignores 17) must not use up the whole budget.
-		c = c.WithInterface(ipmiclient.InterfaceLanplus).WithTimeout(exchangeTimeout).WithRetry(2).WithCipherSuiteID(suite)
+		c = c.WithInterface(ipmiclient.InterfaceLanplus).WithTimeout(exchangeTimeout).WithRetry(2).WithCipherSuiteID(suite).WithUDPProxy(dial)
 		if err := c.Connect(ctx); err != nil {
+			if refused := dial.refusal(); refused != nil {
+				return fmt.Errorf("connecting to %s: %w", net.JoinHostPort(d.host, strconv.Itoa(d.port)), refused)
+			}
 			// A suite the BMC does not offer can fail like bad
 			// credentials; only the last suite's answer decides.
 			lastErr = translate(err)
@@ -95,8 +140,8 @@ func (d *Driver) session(ctx context.Context, fn func(*ipmiclient.Client) error)
 }
 
 func translate(err error) error {
-	if err == nil {
-		return nil
+	if err == nil || errors.Is(err, provisioner.ErrAddressRefused) {
+		return err
 	}
 	msg := strings.ToLower(err.Error())
 	switch {

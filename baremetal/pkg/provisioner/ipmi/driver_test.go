@@ -3,11 +3,13 @@ package ipmi
 import (
 	"context"
 	"errors"
+	"net"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 
+	"github.com/metalshift/metalshift/baremetal/pkg/egress"
 	"github.com/metalshift/metalshift/baremetal/pkg/provisioner"
 	simipmi "github.com/metalshift/metalshift/sim/ipmi"
 	"github.com/metalshift/metalshift/sim/machine"
@@ -25,7 +27,8 @@ func TestDriverAgainstIPMISim(t *testing.T) {
 
 	addr, err := provisioner.ParseAddress("ipmi://" + bmc.Addr)
 	g.Expect(err).NotTo(HaveOccurred())
-	d, err := New(addr, provisioner.Credentials{Username: "admin", Password: "Canary-IPMI-Pa55"}, 20*time.Second)
+	lab := Options{Timeout: 20 * time.Second, Egress: egress.Policy{AllowLoopback: true}} // ipmi_sim listens on loopback
+	d, err := New(addr, provisioner.Credentials{Username: "admin", Password: "Canary-IPMI-Pa55"}, lab)
 	g.Expect(err).NotTo(HaveOccurred())
 
 	g.Expect(d.Register(ctx)).To(Succeed())
@@ -44,9 +47,45 @@ func TestDriverAgainstIPMISim(t *testing.T) {
 	_, err = d.Inspect(ctx)
 	g.Expect(errors.Is(err, provisioner.ErrNotSupported)).To(BeTrue())
 
-	bad, _ := New(addr, provisioner.Credentials{Username: "admin", Password: "wrong"}, 10*time.Second)
+	lab.Timeout = 10 * time.Second
+	bad, _ := New(addr, provisioner.Credentials{Username: "admin", Password: "wrong"}, lab)
 	err = bad.Register(ctx)
 	g.Expect(err).To(HaveOccurred())
 	g.Expect(err.Error()).NotTo(ContainSubstring("Canary-IPMI-Pa55"))
 	g.Expect(errors.Is(err, provisioner.ErrCredentials) || errors.Is(err, provisioner.ErrUnreachable)).To(BeTrue(), "got %v", err)
+}
+
+// TestEgressPolicyRefusesBeforeAnyDatagram: with the production policy, a
+// BMC on loopback (by address or by a name resolving there) gets no
+// datagram, so nothing of the login: the first datagram the "BMC" reads
+// is one sent after the refusals.
+func TestEgressPolicyRefusesBeforeAnyDatagram(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	bmc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	g.Expect(err).NotTo(HaveOccurred())
+	defer bmc.Close()
+	_, port, _ := net.SplitHostPort(bmc.LocalAddr().String())
+	for _, address := range []string{"ipmi://" + bmc.LocalAddr().String(), "ipmi://localhost:" + port} {
+		addr, err := provisioner.ParseAddress(address)
+		g.Expect(err).NotTo(HaveOccurred())
+		d, err := New(addr, provisioner.Credentials{Username: "admin", Password: "Canary-IPMI-Pa55"}, Options{Timeout: 5 * time.Second})
+		g.Expect(err).NotTo(HaveOccurred())
+		err = d.Register(ctx)
+		g.Expect(errors.Is(err, provisioner.ErrAddressRefused)).To(BeTrue(), "%s: got %v", address, err)
+		g.Expect(err.Error()).To(ContainSubstring("is a loopback address"))
+		g.Expect(err.Error()).NotTo(ContainSubstring("Canary-IPMI-Pa55"))
+	}
+
+	probe, err := net.Dial("udp", bmc.LocalAddr().String())
+	g.Expect(err).NotTo(HaveOccurred())
+	defer probe.Close()
+	_, err = probe.Write([]byte("probe"))
+	g.Expect(err).NotTo(HaveOccurred())
+	buf := make([]byte, 512)
+	g.Expect(bmc.SetReadDeadline(time.Now().Add(5 * time.Second))).To(Succeed())
+	n, from, err := bmc.ReadFrom(buf)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(from.String()).To(Equal(probe.LocalAddr().String()), "the first datagram is the probe's")
+	g.Expect(string(buf[:n])).To(Equal("probe"))
 }

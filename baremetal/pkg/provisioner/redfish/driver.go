@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/metalshift/metalshift/baremetal/pkg/egress"
 	"github.com/metalshift/metalshift/baremetal/pkg/provisioner"
 	rf "github.com/metalshift/metalshift/baremetal/pkg/redfish"
 )
@@ -44,13 +45,15 @@ type Options struct {
 	// TaskPollInterval is how soon an operation waiting for a BMC task is
 	// called again; 0 means 1 second.
 	TaskPollInterval time.Duration
+	// Egress is where connections to the BMC may go.
+	Egress egress.Policy
 }
 
 // New returns a driver for a parsed Redfish address.
 func New(addr provisioner.Address, insecure bool, creds provisioner.Credentials, opts Options) (*Driver, error) {
 	c, err := rf.New(rf.Options{
 		Endpoint: addr.Endpoint, Username: creds.Username, Password: creds.Password,
-		InsecureSkipVerify: insecure, Timeout: opts.Timeout,
+		InsecureSkipVerify: insecure, Timeout: opts.Timeout, Egress: opts.Egress,
 	})
 	if err != nil {
 		return nil, err
@@ -129,6 +132,8 @@ func translate(err error) error {
 	}
 	var netErr net.Error
 	switch {
+	case errors.Is(err, provisioner.ErrAddressRefused), errors.Is(err, rf.ErrOffOrigin), errors.Is(err, rf.ErrTooLarge):
+		return err // the BMC's address or answers, not its reachability
 	case errors.Is(err, rf.ErrUnauthorized):
 		return fmt.Errorf("%w: %v", provisioner.ErrCredentials, err)
 	case errors.As(err, &netErr), errors.Is(err, context.DeadlineExceeded):

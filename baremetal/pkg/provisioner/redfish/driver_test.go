@@ -2,6 +2,8 @@ package redfish
 
 import (
 	"context"
+	"errors"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -9,7 +11,9 @@ import (
 
 	. "github.com/onsi/gomega"
 
+	"github.com/metalshift/metalshift/baremetal/pkg/egress"
 	"github.com/metalshift/metalshift/baremetal/pkg/provisioner"
+	rf "github.com/metalshift/metalshift/baremetal/pkg/redfish"
 	"github.com/metalshift/metalshift/sim/machine"
 	simredfish "github.com/metalshift/metalshift/sim/redfish"
 )
@@ -30,7 +34,8 @@ func newDriver(t *testing.T, virtualMedia bool) (*Driver, *machine.Machine) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := New(addr, false, provisioner.Credentials{Username: "admin", Password: "pw-canary"}, Options{Timeout: 5 * time.Second, TaskPollInterval: 7 * time.Millisecond})
+	d, err := New(addr, false, provisioner.Credentials{Username: "admin", Password: "pw-canary"}, Options{Timeout: 5 * time.Second, TaskPollInterval: 7 * time.Millisecond,
+		Egress: egress.Policy{AllowLoopback: true}}) // the simulator listens on loopback
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,4 +110,36 @@ func TestOperationsWithoutTasksAreDoneAtOnce(t *testing.T) {
 	g.Expect(m.PoweredOn()).To(BeTrue())
 	g.Expect(d.PowerOff(ctx)).To(Equal(provisioner.Done))
 	g.Expect(m.PoweredOn()).To(BeFalse())
+}
+
+// TestRefusalsAreNotUnreachable: a refused address and an off-origin
+// redirect are what they are, not "the BMC did not answer", which the
+// engine would report as a reachability problem.
+func TestRefusalsAreNotUnreachable(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	s := simredfish.New("admin", "pw-canary")
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(ts.Close)
+	addr, err := provisioner.ParseAddress("redfish+http://" + strings.TrimPrefix(ts.URL, "http://") + "/redfish/v1/Systems/node-0")
+	g.Expect(err).NotTo(HaveOccurred())
+	d, err := New(addr, false, provisioner.Credentials{Username: "admin", Password: "pw-canary"}, Options{})
+	g.Expect(err).NotTo(HaveOccurred())
+	err = d.Register(ctx)
+	g.Expect(errors.Is(err, provisioner.ErrAddressRefused)).To(BeTrue(), "got %v", err)
+	g.Expect(errors.Is(err, provisioner.ErrUnreachable)).To(BeFalse())
+
+	elsewhere := httptest.NewServer(http.NotFoundHandler())
+	t.Cleanup(elsewhere.Close)
+	redirecting := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, elsewhere.URL+r.URL.Path, http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(redirecting.Close)
+	addr, err = provisioner.ParseAddress("redfish+http://" + strings.TrimPrefix(redirecting.URL, "http://") + "/redfish/v1/Systems/node-0")
+	g.Expect(err).NotTo(HaveOccurred())
+	d, err = New(addr, false, provisioner.Credentials{Username: "admin", Password: "pw-canary"}, Options{Egress: egress.Policy{AllowLoopback: true}})
+	g.Expect(err).NotTo(HaveOccurred())
+	err = d.Register(ctx)
+	g.Expect(errors.Is(err, rf.ErrOffOrigin)).To(BeTrue(), "got %v", err)
+	g.Expect(errors.Is(err, provisioner.ErrUnreachable)).To(BeFalse())
 }
