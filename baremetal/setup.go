@@ -19,6 +19,7 @@ import (
 
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	"github.com/metalshift/metalshift/baremetal/deployserver"
+	"github.com/metalshift/metalshift/baremetal/pkg/egress"
 	"github.com/metalshift/metalshift/baremetal/pkg/provisioner"
 	"github.com/metalshift/metalshift/baremetal/pkg/provisioner/factory"
 	"github.com/metalshift/metalshift/baremetal/reconcilers/baremetalhost"
@@ -32,7 +33,10 @@ import (
 // --deploy-listen-address. Without that flag the engine does not run, and
 // the manager only validates hosts (when it serves webhooks).
 func Component() component.Component {
-	var o Options
+	var (
+		o           Options
+		bmcNetworks []string
+	)
 	return component.Component{
 		Name:        "host-engine",
 		AddToScheme: metal3v1.AddToScheme,
@@ -40,11 +44,18 @@ func Component() component.Component {
 		Flags: func(fs *pflag.FlagSet) {
 			fs.StringVar(&o.DeployListenAddr, "deploy-listen-address", "", "Where the host engine's deploy server listens (hosts fetch deploy images and their agents report there); empty disables the host engine")
 			fs.StringVar(&o.DeployURL, "deploy-url", "", "How hosts reach the deploy server (default http://<deploy-listen-address>)")
+			fs.BoolVar(&o.BMCEgress.AllowLoopback, "bmc-allow-loopback", false, "Let BMC addresses reach loopback (127.0.0.0/8, ::1), as simulated BMCs on the hub's own machine need; refused by default")
+			fs.StringSliceVar(&bmcNetworks, "bmc-allowed-networks", nil, "Networks (CIDRs) BMC addresses may reach although the BMC egress policy refuses them by default (loopback, link-local, cloud metadata, unspecified, multicast), e.g. 169.254.10.0/24 for BMCs on a link-local network")
 		},
 		Complete: func(hub *component.Options) error {
 			if o.DeployListenAddr != "" && len(hub.SigningKey) == 0 {
 				return errors.New("--signing-key-file is required with --deploy-listen-address")
 			}
+			allowed, err := egress.ParsePrefixes(bmcNetworks)
+			if err != nil {
+				return fmt.Errorf("--bmc-allowed-networks: %w", err)
+			}
+			o.BMCEgress.Allowed = allowed
 			return nil
 		},
 		Setup: func(ctx context.Context, hub *component.Hub) error {
@@ -75,6 +86,10 @@ type Options struct {
 	// LiveImageDir holds the live images the deploy server streams; empty
 	// means the light images, which only simulated machines boot.
 	LiveImageDir string
+	// BMCEgress is where BMC connections may go; the zero value refuses
+	// loopback, link-local, cloud metadata and the like (egress.Policy).
+	// Ignored when Provisioners is set.
+	BMCEgress egress.Policy
 	// Provisioners overrides the BMC drivers (tests).
 	Provisioners provisioner.Factory
 	// BackoffBase is the first retry delay after an error; 0 means 2s.
@@ -112,7 +127,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		opts.DeployURL = "http://" + opts.DeployListenAddr
 	}
 	if opts.Provisioners == nil {
-		opts.Provisioners = factory.New(factory.Options{})
+		opts.Provisioners = factory.New(factory.Options{Egress: opts.BMCEgress})
+		ctrl.LoggerFrom(ctx).Info("BMC egress policy", "policy", opts.BMCEgress.String())
 	}
 	if opts.Concurrency == 0 {
 		opts.Concurrency = 20

@@ -30,7 +30,7 @@ func TestFlags(t *testing.T) {
 		"metrics-bind-address": ":8080", "health-addr": ":9440",
 		"leader-elect": "false", "leader-election-namespace": "",
 		"components": "[]", "signing-key-file": "", "workload-connection-retry-interval": "0s",
-		"deploy-listen-address": "", "deploy-url": "", "live-image-dir": "",
+		"deploy-listen-address": "", "deploy-url": "", "live-image-dir": "", "bmc-allow-loopback": "false", "bmc-allowed-networks": "[]",
 		"ignition-listen-address": "", "ignition-url": "", "ignition-cert-file": "", "ignition-key-file": "", "ignition-ca-file": "",
 		"max-user-data-bytes": "0", "ignition-token-ttl": "24h0m0s",
 		"agent-service-listen-address": "", "agent-service-url": "", "agent-poll-interval": "0s",

@@ -56,6 +56,12 @@ func TestValidateHost(t *testing.T) {
 			want: `spec.bmc.address: Invalid value: "ftp://x": unsupported scheme "ftp"; supported schemes are idrac-virtualmedia, ilo5-virtualmedia, ipmi, redfish, redfish-virtualmedia`},
 		{name: "BMC credentials in the address", edit: func(h *metal3v1.BareMetalHost) { h.Spec.BMC.Address = "redfish://root:canary@10.0.0.1" },
 			want: `spec.bmc.address: Invalid value: "redfish://redacted@10.0.0.1": must not carry a username or password`},
+		{name: "BMC password with URL delimiters", edit: func(h *metal3v1.BareMetalHost) {
+			h.Spec.BMC.Address = "redfish://root:canary/a?b#c@d@10.0.0.1/redfish/v1/Systems/1"
+		}, want: `spec.bmc.address: Invalid value: "redfish://redacted@10.0.0.1/redfish/v1/Systems/1": is not a URL`},
+		{name: "BMC password with a slash after a numeric port", edit: func(h *metal3v1.BareMetalHost) {
+			h.Spec.BMC.Address = "redfish://root:1/canary@10.0.0.1/redfish/v1/Systems/1"
+		}, want: `spec.bmc.address: Invalid value: "redfish://redacted@10.0.0.1/redfish/v1/Systems/1": has an "@" in its path`},
 		{name: "boot MAC", edit: func(h *metal3v1.BareMetalHost) { h.Spec.BootMACAddress = "52:54:00:00:00" },
 			want: `spec.bootMACAddress: Invalid value: "52:54:00:00:00": must be a MAC address`},
 		{name: "image URL missing", edit: func(h *metal3v1.BareMetalHost) { h.Spec.Image.URL = "" },

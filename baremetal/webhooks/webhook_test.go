@@ -37,6 +37,14 @@ func TestWebhookServed(t *testing.T) {
 			edit: func(h *metal3v1.BareMetalHost) { h.Spec.BMC.Address = "ipmi://10.0.0.1:port" }},
 		{name: "bmc-credentials", want: `spec.bmc.address: Invalid value: "redfish://redacted@10.0.0.1": must not carry a username or password`,
 			edit: func(h *metal3v1.BareMetalHost) { h.Spec.BMC.Address = "redfish://root:canary-bmc-password-1@10.0.0.1" }},
+		// Passwords with the characters that end a URL's authority: no
+		// part of them shows.
+		{name: "bmc-password-delimiters", want: `spec.bmc.address: Invalid value: "redfish://redacted@10.0.0.1/redfish/v1/Systems/1": is not a URL`,
+			edit: func(h *metal3v1.BareMetalHost) {
+				h.Spec.BMC.Address = "redfish://root:canary1/canary2?canary3#canary4@canary5@10.0.0.1/redfish/v1/Systems/1"
+			}},
+		{name: "bmc-password-in-the-query", want: `spec.bmc.address: Invalid value: "ipmi://redacted@10.0.0.1": has an "@" in its path, query or fragment`,
+			edit: func(h *metal3v1.BareMetalHost) { h.Spec.BMC.Address = "ipmi://root:623?canary-q@10.0.0.1" }},
 		{name: "no-method", want: `spec.customDeploy.method: Required value`,
 			edit: func(h *metal3v1.BareMetalHost) { h.Spec.CustomDeploy = &metal3v1.CustomDeploy{} }},
 	}

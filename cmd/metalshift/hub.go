@@ -277,6 +277,9 @@ func managerArgs(hub *localcp.Hub, hostsAddr string) []string {
 		"--agent-service-deploy-url=" + deployURL(hub, hostsAddr),
 		// Installed clusters come up while the hub watches: connect soon after.
 		"--workload-connection-retry-interval=2s",
+		// The lab's simulated BMCs (metalshift sim bmc) listen on loopback,
+		// which a production hub refuses.
+		"--bmc-allow-loopback",
 	}
 	// Real machines boot the live images when `make images` built them
 	// (make exports their directory); simulated ones boot either.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/metalshift/metalshift/baremetal/pkg/egress"
 	rf "github.com/metalshift/metalshift/baremetal/pkg/redfish"
 	"github.com/metalshift/metalshift/sim"
 )
@@ -19,7 +20,9 @@ import (
 // mode) and power on (ComputerSystem.Reset On; ForceRestart for a machine
 // already on).
 func bootISO(ctx context.Context, lab *sim.Lab, iso string, out io.Writer) error {
-	c, err := rf.New(rf.Options{Endpoint: "http://" + lab.Endpoint(), Username: lab.Opts.Username, Password: lab.Opts.Password})
+	// The lab is this command's own, usually on loopback.
+	c, err := rf.New(rf.Options{Endpoint: "http://" + lab.Endpoint(), Username: lab.Opts.Username, Password: lab.Opts.Password,
+		Egress: egress.Policy{AllowLoopback: true}})
 	if err != nil {
 		return err
 	}

@@ -116,8 +116,10 @@ func (r *Reconciler) handleRegistering(ctx context.Context, s *hostScope) action
 }
 
 func registrationError(s *hostScope, err error) actionResult {
-	addr := s.host.Spec.BMC.Address
+	addr := metal3v1.RedactBMCAddress(s.host.Spec.BMC.Address)
 	switch {
+	case errors.Is(err, provisioner.ErrAddressRefused):
+		return fail(metal3v1.RegistrationError, fmt.Sprintf("spec.bmc.address %s is refused, nothing was sent to it: %v", addr, err))
 	case errors.Is(err, provisioner.ErrCredentials):
 		return fail(metal3v1.RegistrationError, fmt.Sprintf("The BMC at %s refused the credentials in Secret %s: fix username and password there", addr, s.host.Spec.BMC.CredentialsName))
 	case errors.Is(err, provisioner.ErrUnreachable):
@@ -328,7 +330,7 @@ func (r *Reconciler) awaitDeploy(ctx context.Context, s *hostScope) actionResult
 func (r *Reconciler) bootLiveISO(ctx context.Context, s *hostScope) actionResult {
 	addr, err := provisioner.ParseAddress(s.host.Spec.BMC.Address)
 	if err != nil || !addr.VirtualMedia {
-		return fail(metal3v1.ProvisioningError, fmt.Sprintf("A live-iso image is booted from virtual media: BMC address %q has none (use a virtual media driver such as redfish-virtualmedia)", s.host.Spec.BMC.Address))
+		return fail(metal3v1.ProvisioningError, fmt.Sprintf("A live-iso image is booted from virtual media: BMC address %q has none (use a virtual media driver such as redfish-virtualmedia)", metal3v1.RedactBMCAddress(s.host.Spec.BMC.Address)))
 	}
 	res, err := s.prov.BootDeployImage(ctx, provisioner.DeployImage{ISOURL: s.host.Spec.Image.URL}, s.uefi())
 	if err != nil {

@@ -94,7 +94,7 @@ func (r *Reconciler) bootImage(s *hostScope) (img provisioner.DeployImage, own b
 	addr, err := provisioner.ParseAddress(s.host.Spec.BMC.Address)
 	if err != nil || !addr.VirtualMedia {
 		return img, false, fail(metal3v1.ProvisioningError, fmt.Sprintf("PreprovisioningImage %s is an ISO, which is booted from virtual media: BMC address %q has none (use a virtual media driver such as redfish-virtualmedia)",
-			s.host.Name, s.host.Spec.BMC.Address))
+			s.host.Name, metal3v1.RedactBMCAddress(s.host.Spec.BMC.Address)))
 	}
 	return provisioner.DeployImage{ISOURL: url}, false, nil
 }
