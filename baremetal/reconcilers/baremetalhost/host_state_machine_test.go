@@ -3,6 +3,8 @@ package baremetalhost
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	deployapi "github.com/metalshift/metalshift/api/deploy/v1"
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	"github.com/metalshift/metalshift/baremetal/deployserver"
+	"github.com/metalshift/metalshift/baremetal/pkg/egress"
 	"github.com/metalshift/metalshift/baremetal/pkg/provisioner"
 	"github.com/metalshift/metalshift/baremetal/pkg/provisioner/fixture"
 )
@@ -62,6 +65,17 @@ func TestHandleRegistering(t *testing.T) {
 		{name: "wrong credentials", err: provisioner.ErrCredentials,
 			want: actionError{errType: metal3v1.RegistrationError, msg: "The BMC at redfish://bmc/redfish/v1/Systems/1 refused the credentials in Secret creds: fix username and password there"}},
 		{name: "no BMC address", mutate: func(h *metal3v1.BareMetalHost) { h.Spec.BMC.Address = "" }, want: actionComplete{next: metal3v1.StateUnmanaged}},
+		{name: "refused by the BMC egress policy", err: fmt.Errorf("connecting to 127.0.0.1:8000: %w", &egress.RefusedError{Addr: netip.MustParseAddr("127.0.0.1"), Class: "loopback"}),
+			mutate: func(h *metal3v1.BareMetalHost) {
+				h.Spec.BMC.Address = "redfish+http://127.0.0.1:8000/redfish/v1/Systems/1"
+			},
+			want: actionError{errType: metal3v1.RegistrationError, msg: "spec.bmc.address redfish+http://127.0.0.1:8000/redfish/v1/Systems/1 is refused, nothing was sent to it: " +
+				"connecting to 127.0.0.1:8000: 127.0.0.1 is a loopback address, to which the hub's BMC egress policy allows no BMC connections (a hub allows them with --bmc-allow-loopback or --bmc-allowed-networks)"}},
+		{name: "a password in the address, with / ? # @ (no webhook checked it)", err: provisioner.ErrUnreachable,
+			mutate: func(h *metal3v1.BareMetalHost) {
+				h.Spec.BMC.Address = "redfish://admin:Ca/na?ry#Pa@ss@bmc/redfish/v1/Systems/1"
+			},
+			want: actionError{errType: metal3v1.RegistrationError, msg: "The BMC at redfish://redacted@bmc/redfish/v1/Systems/1 did not answer: check the address and that it is reachable (the BMC did not answer)"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -27,6 +27,7 @@ import (
 
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	"github.com/metalshift/metalshift/baremetal"
+	"github.com/metalshift/metalshift/baremetal/pkg/egress"
 	"github.com/metalshift/metalshift/component"
 	"github.com/metalshift/metalshift/internal/testenv"
 	"github.com/metalshift/metalshift/sim"
@@ -98,7 +99,8 @@ func startEngine(t *testing.T, addr string, key []byte, logs *logBuffer, edits .
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(logr.NewContext(context.Background(), logger))
-	opts := baremetal.Options{DeployListenAddr: addr, SigningKey: key, BackoffBase: 200 * time.Millisecond, PowerPollInterval: time.Second}
+	opts := baremetal.Options{DeployListenAddr: addr, SigningKey: key, BackoffBase: 200 * time.Millisecond, PowerPollInterval: time.Second,
+		BMCEgress: egress.Policy{AllowLoopback: true}} // the labs' BMCs listen on loopback
 	for _, edit := range edits {
 		edit(&opts)
 	}
