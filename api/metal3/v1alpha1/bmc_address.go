@@ -217,7 +217,8 @@ func userinfoOnly(address string) bool {
 func validScheme(s string) bool {
 	for i, r := range s {
 		letter := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z'
-		if !letter && (i == 0 || !(r >= '0' && r <= '9' || r == '+' || r == '-' || r == '.')) {
+		other := r >= '0' && r <= '9' || r == '+' || r == '-' || r == '.'
+		if !letter && (i == 0 || !other) {
 			return false
 		}
 	}

@@ -238,6 +238,7 @@ func (c *Client) Patch(ctx context.Context, path string, body any, etag string) 
 	if err != nil {
 		return "", err
 	}
+	defer resp.Body.Close()
 	return finish(resp), nil
 }
 
@@ -248,6 +249,7 @@ func (c *Client) Post(ctx context.Context, path string, body any) (monitor strin
 	if err != nil {
 		return "", err
 	}
+	defer resp.Body.Close()
 	return finish(resp), nil
 }
 
