@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/metalshift/metalshift/baremetal/pkg/egress"
 )
@@ -177,11 +178,14 @@ func (c *Client) resolve(ref string) (*url.URL, error) {
 
 // shorten keeps what a BMC sent short enough for a message.
 func shorten(s string) string {
-	const max = 200
-	if len(s) <= max {
+	n := 200
+	if len(s) <= n {
 		return s
 	}
-	return s[:max] + "…"
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 // readReply reads a reply of at most MaxReplyBytes.
