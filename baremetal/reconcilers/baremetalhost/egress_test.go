@@ -50,8 +50,7 @@ func TestLoopbackBMCRefused(t *testing.T) {
 		"ipmi://" + ipmiBMC.LocalAddr().String(),
 	} {
 		h := &metal3v1.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Name: []string{"by-address", "by-name", "ipmi"}[i], Namespace: ns},
-			Spec: metal3v1.BareMetalHostSpec{BMC: metal3v1.BMCDetails{Address: address, CredentialsName: secret.Name},
-				BootMACAddress: "52:54:00:ee:00:0" + string(rune('1'+i))}}
+			Spec: metal3v1.BareMetalHostSpec{BMC: metal3v1.BMCDetails{Address: address, CredentialsName: secret.Name}}}
 		g.Expect(env.Client.Create(ctx, h)).To(Succeed())
 		hosts = append(hosts, h)
 	}
