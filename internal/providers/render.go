@@ -188,7 +188,7 @@ func (p Provider) objects(o Options) ([]runtime.Object, error) {
 		}
 		objs = append(objs, crd)
 	}
-	rbac, err := p.rbac()
+	rbac, err := p.RBAC()
 	if err != nil {
 		return nil, err
 	}
@@ -325,11 +325,11 @@ func (p Provider) webhookConfigurations(crds []*apiextensionsv1.CustomResourceDe
 	return ms, vs, nil
 }
 
-// rbac is the provider's ServiceAccount, its ClusterRole and
-// leader-election Role, and their bindings. The core's ClusterRole is
-// Cluster API's; the others' are generated from the RBAC markers of the
-// provider's own packages (config.GeneratedRBAC).
-func (p Provider) rbac() ([]runtime.Object, error) {
+// RBAC is the provider's ServiceAccount, its ClusterRole and
+// leader-election Role, and their bindings, in its namespace. The core's
+// ClusterRole is Cluster API's; the others' are generated from the RBAC
+// markers of the provider's own packages (config.GeneratedRBAC).
+func (p Provider) RBAC() ([]runtime.Object, error) {
 	rules, err := p.clusterRules()
 	if err != nil {
 		return nil, err
