@@ -1,8 +1,8 @@
 package providers
 
 import (
-	"os"
 	"maps"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
