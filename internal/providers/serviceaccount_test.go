@@ -29,7 +29,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	"sigs.k8s.io/cluster-api/util/conditions"
 
 	agentinstallv1 "github.com/metalshift/metalshift/api/agentinstall/v1beta1"
 	bootstrapv1 "github.com/metalshift/metalshift/api/bootstrap/v1alpha1"
@@ -58,8 +57,8 @@ import (
 // and an agent-based install is set up: the control plane creates the
 // bootstrap Machine and the cluster's Secrets, the core binds it, the
 // bootstrap provider renders its Ignition (served by the ignition server),
-// the MetalMachine looks for a host, the host engine registers hosts (with
-// BMCs that do not answer), the agent service's controllers take the
+// the MetalMachine claims a host and writes its user data, the host engine
+// registers the other hosts (whose BMCs do not answer), the agent service's controllers take the
 // InfraEnv, the install and a BareMetalHost labelled for it. No request of
 // any provider is refused. Then the API server answers, for each
 // provider's ServiceAccount, no to what would make a compromised pod
@@ -152,10 +151,14 @@ func TestProvidersAsServiceAccounts(t *testing.T) {
 		g.Expect(cfg.Status.DataSecretName).NotTo(BeNil(), "%v", cfg.Status.Conditions)
 		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-bootstrap-ignition"}, &corev1.Secret{})).To(Succeed())
 	})
-	wait("metal: the bootstrap MetalMachine looks for a host; the hosts are registering", func(g Gomega) {
+	wait("metal: the bootstrap MetalMachine claims the available host and gives it its user data; the others are registering", func(g Gomega) {
 		mm := &infrav1.MetalMachine{}
 		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-bootstrap"}, mm)).To(Succeed())
-		g.Expect(conditions.Get(mm, infrav1.HostClaimedCondition)).To(HaveField("Reason", infrav1.NoHostAvailableReason))
+		g.Expect(mm.Status.Host).To(HaveField("Name", availableHost))
+		host := &metal3v1.BareMetalHost{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: availableHost}, host)).To(Succeed())
+		g.Expect(host.Spec.UserData).NotTo(BeNil())
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: host.Spec.UserData.Name}, &corev1.Secret{})).To(Succeed())
 		mc := &infrav1.MetalCluster{}
 		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, mc)).To(Succeed())
 		g.Expect(mc.Finalizers).To(ContainElement(infrav1.MetalClusterFinalizer))
@@ -163,7 +166,9 @@ func TestProvidersAsServiceAccounts(t *testing.T) {
 		g.Expect(env.Client.List(ctx, hosts)).To(Succeed())
 		g.Expect(hosts.Items).NotTo(BeEmpty())
 		for _, h := range hosts.Items {
-			g.Expect(h.Status.ErrorType).NotTo(BeEmpty(), "%s/%s: its BMC does not answer", h.Namespace, h.Name)
+			if h.Name != availableHost {
+				g.Expect(h.Status.ErrorType).NotTo(BeEmpty(), "%s/%s: its BMC does not answer", h.Namespace, h.Name)
+			}
 		}
 	})
 	wait("agent: the InfraEnv, the install and the labelled host taken", func(g Gomega) {
@@ -394,10 +399,23 @@ func applyInstall(ctx context.Context, g *WithT, c client.Client) string {
 	kubeconfig := []byte("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.211.0.7:6443\n" +
 		"contexts:\n- name: c\n  context:\n    cluster: c\n    user: u\ncurrent-context: c\nusers:\n- name: u\n  user: {}\n")
 	for _, o := range installer.HubObjects(ic, raw, ca, kubeconfig) {
+		if o.GetName() == availableHost && o.GetObjectKind().GroupVersionKind().Kind == "BareMetalHost" {
+			o.SetAnnotations(map[string]string{metal3v1.PausedAnnotation: "rbac-test"})
+		}
 		g.Expect(c.Create(ctx, o)).To(Succeed(), "%T %s", o, o.GetName())
 	}
+	// The host the host engine has (had) ready, which the bootstrap
+	// Machine's MetalMachine claims: paused, so that the engine leaves it
+	// to the test.
+	host := &metal3v1.BareMetalHost{}
+	g.Expect(c.Get(ctx, client.ObjectKey{Namespace: name, Name: availableHost}, host)).To(Succeed())
+	host.Status.Provisioning.State, host.Status.OperationalStatus = metal3v1.StateAvailable, metal3v1.OperationalStatusOK
+	g.Expect(c.Status().Update(ctx, host)).To(Succeed())
 	return name
 }
+
+// availableHost is the install's host the test makes available.
+const availableHost = "h0"
 
 // applyAgentInstall creates, in a namespace of its own, an agent-based
 // install (a ClusterDeployment, its AgentClusterInstall, an InfraEnv, the
