@@ -240,7 +240,9 @@ func operatorRBAC(ctx context.Context, g *WithT, c client.Client, cs kubernetes.
 	const ns, sa = "openshift-machine-api", "generated-operator"
 	g.Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 	subjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: ns}}
-	ref := func(kind string) rbacv1.RoleRef { return rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: kind, Name: sa} }
+	ref := func(kind string) rbacv1.RoleRef {
+		return rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: kind, Name: sa}
+	}
 	for _, o := range []client.Object{
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: sa}, Rules: rbac.ClusterRules},
 		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: sa}, RoleRef: ref("ClusterRole"), Subjects: subjects},
