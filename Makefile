@@ -45,7 +45,16 @@ generate: ## Generate deepcopy code, CRDs, RBAC and webhook configurations, and 
 	@hack/tools/build.sh controller-gen
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 	$(CONTROLLER_GEN) crd:maxDescLen=0,allowDangerousTypes=true paths=./api/... output:crd:artifacts:config=config/crd/bases
-	$(CONTROLLER_GEN) rbac:roleName=metalshift-manager paths=./... output:rbac:artifacts:config=config/rbac
+	@rm -rf config/rbac
+	@# One role per clusterctl provider (internal/providers), from the RBAC
+	@# markers of the packages of its components only; the metal provider
+	@# runs the bare-metal operator's webhook, not its controller.
+	$(CONTROLLER_GEN) rbac:roleName=metalshift-infrastructure-metal-manager paths="./baremetal/...;./infrastructure/metal/...;./operator/webhooks/..." output:rbac:artifacts:config=config/rbac/infrastructure-metal
+	$(CONTROLLER_GEN) rbac:roleName=metalshift-bootstrap-openshift-manager paths="./bootstrap/..." output:rbac:artifacts:config=config/rbac/bootstrap-openshift
+	$(CONTROLLER_GEN) rbac:roleName=metalshift-control-plane-openshift-manager paths="./controlplane/..." output:rbac:artifacts:config=config/rbac/control-plane-openshift
+	$(CONTROLLER_GEN) rbac:roleName=metalshift-addon-agent-manager paths="./assisted/..." output:rbac:artifacts:config=config/rbac/addon-agent
+	@# The bare-metal operator as a release payload runs it (operator/manifests).
+	$(CONTROLLER_GEN) rbac:roleName=cluster-baremetal-operator paths="./operator/..." output:rbac:artifacts:config=config/rbac/baremetal-operator
 	$(CONTROLLER_GEN) webhook paths=./... output:webhook:artifacts:config=config/webhook
 	@hack/copy-capi-manifests.sh
 

@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-//go:embed crd/bases/*.yaml capi/crd/*.yaml capi/webhook/manifests.yaml capi/rbac/role.yaml webhook/manifests.yaml rbac/role.yaml
+//go:embed crd/bases/*.yaml capi/crd/*.yaml capi/webhook/manifests.yaml capi/rbac/role.yaml webhook/manifests.yaml rbac/*/role.yaml
 var manifests embed.FS
 
 // CRD globs: every file of a source.
@@ -82,35 +82,71 @@ func OwnWebhooks() ([]*admissionregistrationv1.MutatingWebhookConfiguration, []*
 	return webhookConfigurations("webhook/manifests.yaml")
 }
 
-// ManagerRules are the rules of metalshift's ClusterRole metalshift-manager,
-// generated from the kubebuilder RBAC markers of every component.
-func ManagerRules() ([]rbacv1.PolicyRule, error) {
-	return clusterRoleRules("rbac/role.yaml")
+// RBAC is a role generated from the kubebuilder RBAC markers of some
+// packages: the rules of the markers without a namespace, granted in every
+// namespace, and per namespace the rules of those that name one.
+type RBAC struct {
+	ClusterRules []rbacv1.PolicyRule
+	Namespaced   map[string][]rbacv1.PolicyRule
+}
+
+// GeneratedRBAC returns the role `make generate` wrote to
+// rbac/<name>/role.yaml: one per clusterctl provider, named by its label
+// (infrastructure-metal, ...), and baremetal-operator, the bare-metal
+// operator's.
+func GeneratedRBAC(name string) (*RBAC, error) {
+	f := "rbac/" + name + "/role.yaml"
+	docs, err := documents(f)
+	if err != nil {
+		return nil, err
+	}
+	out := &RBAC{Namespaced: map[string][]rbacv1.PolicyRule{}}
+	for _, doc := range docs {
+		var meta struct{ Kind string }
+		if err := yaml.Unmarshal(doc, &meta); err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		switch meta.Kind {
+		case "ClusterRole":
+			role := &rbacv1.ClusterRole{}
+			if err := yaml.UnmarshalStrict(doc, role); err != nil {
+				return nil, fmt.Errorf("%s: %w", f, err)
+			}
+			out.ClusterRules = append(out.ClusterRules, role.Rules...)
+		case "Role":
+			role := &rbacv1.Role{}
+			if err := yaml.UnmarshalStrict(doc, role); err != nil {
+				return nil, fmt.Errorf("%s: %w", f, err)
+			}
+			out.Namespaced[role.Namespace] = append(out.Namespaced[role.Namespace], role.Rules...)
+		default:
+			return nil, fmt.Errorf("%s: unexpected kind %q", f, meta.Kind)
+		}
+	}
+	return out, nil
 }
 
 // CAPIRules are the rules of the upstream Cluster API core manager's
 // ClusterRole.
 func CAPIRules() ([]rbacv1.PolicyRule, error) {
-	return clusterRoleRules("capi/rbac/role.yaml")
-}
-
-func clusterRoleRules(f string) ([]rbacv1.PolicyRule, error) {
-	docs, err := documents(f)
+	docs, err := documents(capiRole)
 	if err != nil {
 		return nil, err
 	}
 	if len(docs) != 1 {
-		return nil, fmt.Errorf("%s: want one ClusterRole, found %d documents", f, len(docs))
+		return nil, fmt.Errorf("%s: want one ClusterRole, found %d documents", capiRole, len(docs))
 	}
 	role := &rbacv1.ClusterRole{}
 	if err := yaml.UnmarshalStrict(docs[0], role); err != nil {
-		return nil, fmt.Errorf("%s: %w", f, err)
+		return nil, fmt.Errorf("%s: %w", capiRole, err)
 	}
 	if role.Kind != "ClusterRole" {
-		return nil, fmt.Errorf("%s: unexpected kind %q", f, role.Kind)
+		return nil, fmt.Errorf("%s: unexpected kind %q", capiRole, role.Kind)
 	}
 	return role.Rules, nil
 }
+
+const capiRole = "capi/rbac/role.yaml"
 
 func webhookConfigurations(f string) ([]*admissionregistrationv1.MutatingWebhookConfiguration, []*admissionregistrationv1.ValidatingWebhookConfiguration, error) {
 	docs, err := documents(f)

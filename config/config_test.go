@@ -55,13 +55,24 @@ func TestCAPIWebhooks(t *testing.T) {
 	g.Expect(validating[0].Webhooks).To(ContainElement(HaveField("Name", "validation.cluster.cluster.x-k8s.io")))
 }
 
-// TestRules: the ClusterRoles' rules parse; metalshift's covers its own
-// kinds, Cluster API's the core's.
+// TestRules: the roles parse; each provider's covers its own kinds,
+// Cluster API's the core's, and the operator's writes are namespaced.
 func TestRules(t *testing.T) {
 	g := NewWithT(t)
-	own, err := ManagerRules()
+	for name, kind := range map[string]string{
+		"infrastructure-metal": "baremetalhosts", "bootstrap-openshift": "openshiftconfigs",
+		"control-plane-openshift": "openshiftcontrolplanes", "addon-agent": "agents", "baremetal-operator": "provisionings",
+	} {
+		rbac, err := GeneratedRBAC(name)
+		g.Expect(err).NotTo(HaveOccurred(), name)
+		g.Expect(rbac.ClusterRules).To(ContainElement(HaveField("Resources", ContainElement(kind))), name)
+	}
+	operator, err := GeneratedRBAC("baremetal-operator")
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(own).To(ContainElement(And(HaveField("APIGroups", ContainElement("metal3.io")), HaveField("Resources", ContainElement("baremetalhosts")))))
+	g.Expect(operator.Namespaced).To(HaveKeyWithValue("openshift-machine-api", ContainElement(HaveField("Resources", ContainElement("deployments")))))
+	g.Expect(operator.ClusterRules).NotTo(ContainElement(HaveField("Resources", ContainElement("deployments"))))
+	_, err = GeneratedRBAC("nothing")
+	g.Expect(err).To(HaveOccurred())
 	capi, err := CAPIRules()
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(capi).To(ContainElement(And(HaveField("APIGroups", ContainElement("cluster.x-k8s.io")), HaveField("Resources", ContainElement("machines")))))

@@ -56,6 +56,12 @@ type Options struct {
 	Clock clock.PassiveClock
 }
 
+// The hub's ClusterCache, which this component uses (UsesClusterCache),
+// watches Clusters and caches the Secrets labelled with a cluster name,
+// dropping the data of all but the kubeconfigs.
+// +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+
 // Setup registers the provider's controllers with mgr.
 func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	return (&openshiftcontrolplane.Reconciler{

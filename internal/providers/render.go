@@ -3,6 +3,7 @@ package providers
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -187,7 +188,7 @@ func (p Provider) objects(o Options) ([]runtime.Object, error) {
 		}
 		objs = append(objs, crd)
 	}
-	rbac, err := p.rbac()
+	rbac, err := p.RBAC()
 	if err != nil {
 		return nil, err
 	}
@@ -324,15 +325,12 @@ func (p Provider) webhookConfigurations(crds []*apiextensionsv1.CustomResourceDe
 	return ms, vs, nil
 }
 
-// rbac is the provider's ServiceAccount, its ClusterRole (the core's is
-// Cluster API's, the others metalshift's generated one) and leader-election
-// Role, and their bindings.
-func (p Provider) rbac() ([]runtime.Object, error) {
-	read := config.ManagerRules
-	if p.Type == clusterctlv1.CoreProviderType {
-		read = config.CAPIRules
-	}
-	rules, err := read()
+// RBAC is the provider's ServiceAccount, its ClusterRole and
+// leader-election Role, and their bindings, in its namespace. The core's
+// ClusterRole is Cluster API's; the others' are generated from the RBAC
+// markers of the provider's own packages (config.GeneratedRBAC).
+func (p Provider) RBAC() ([]runtime.Object, error) {
+	rules, err := p.clusterRules()
 	if err != nil {
 		return nil, err
 	}
@@ -358,6 +356,27 @@ func (p Provider) rbac() ([]runtime.Object, error) {
 			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: leaderElectionRole}, Subjects: subjects,
 		},
 	}, nil
+}
+
+// clusterRules are the rules of the provider's ClusterRole.
+func (p Provider) clusterRules() ([]rbacv1.PolicyRule, error) {
+	if p.Type == clusterctlv1.CoreProviderType {
+		return config.CAPIRules()
+	}
+	rbac, err := config.GeneratedRBAC(p.Label())
+	if err != nil {
+		return nil, fmt.Errorf("provider %s: %w", p.Label(), err)
+	}
+	// clusterctl moves every namespaced object into the provider's
+	// namespace, so a Role of a marker's namespace would land elsewhere.
+	if len(rbac.Namespaced) > 0 {
+		return nil, fmt.Errorf("provider %s: RBAC markers name namespaces %s; a provider's rules are cluster-wide or, for its own namespace, in its leader-election Role",
+			p.Label(), strings.Join(slices.Sorted(maps.Keys(rbac.Namespaced)), ", "))
+	}
+	if len(rbac.ClusterRules) == 0 {
+		return nil, fmt.Errorf("provider %s: its role has no rules", p.Label())
+	}
+	return rbac.ClusterRules, nil
 }
 
 // issuer is the self-signed cert-manager Issuer of the provider's

@@ -63,6 +63,9 @@ func (w *Provisioning) ValidateDelete(context.Context, *metal3v1.Provisioning) (
 	return nil, nil
 }
 
+// The platform rule reads the Infrastructure "cluster".
+// +kubebuilder:rbac:groups=config.openshift.io,resources=infrastructures,verbs=get
+
 func (w *Provisioning) validate(ctx context.Context, p *metal3v1.Provisioning) error {
 	infra := &configv1.Infrastructure{}
 	err := w.Reader.Get(ctx, client.ObjectKey{Name: configv1.InfrastructureName}, infra)

@@ -64,7 +64,8 @@ type Reconciler struct {
 	EventsURL func(filters ...string) string
 }
 
-// +kubebuilder:rbac:groups=agent-install.openshift.io,resources=infraenvs;infraenvs/status;nmstateconfigs,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=agent-install.openshift.io,resources=infraenvs;infraenvs/status,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=agent-install.openshift.io,resources=nmstateconfigs,verbs=get;list;watch
 
 // SetupWithManager registers the reconciler.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {

@@ -72,10 +72,10 @@ const (
 // +kubebuilder:rbac:groups=controlplane.cluster.x-k8s.io,resources=openshiftcontrolplanes;openshiftcontrolplanes/status;openshiftcontrolplanes/finalizers,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=machines,verbs=get;list;watch;create;delete
-// +kubebuilder:rbac:groups=bootstrap.cluster.x-k8s.io,resources=openshiftconfigs,verbs=get;list;watch;create;delete
-// +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=*,verbs=get;list;watch;create;delete
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update
-// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=bootstrap.cluster.x-k8s.io,resources=openshiftconfigs,verbs=create
+// +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=metalmachinetemplates,verbs=get;list;watch
+// +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=metalmachines,verbs=create
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create;update;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // SetupWithManager registers the reconciler with mgr.

@@ -43,7 +43,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=metalmachines;metalmachines/status;metalmachines/finalizers,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=metal3.io,resources=baremetalhosts,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=machines;clusters,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create;update
 
 // SetupWithManager registers the reconciler with mgr.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, options controller.Options) error {
@@ -312,10 +312,8 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, mm *infrav1.MetalMachi
 			ctrl.LoggerFrom(ctx).Info("Released host", "BareMetalHost", klog.KObj(host))
 		}
 	}
-	ud := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: userDataSecretName(mm), Namespace: mm.Namespace}}
-	if err := r.Client.Delete(ctx, ud); err != nil && !apierrors.IsNotFound(err) {
-		return err
-	}
+	// The user data Secret goes with the MetalMachine, its owner, through
+	// the garbage collector: the provider may not delete Secrets.
 	controllerutil.RemoveFinalizer(mm, infrav1.MetalMachineFinalizer)
 	return nil
 }
