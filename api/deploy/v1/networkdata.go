@@ -56,7 +56,8 @@ type Route struct {
 }
 
 // ParseNetworkConfig reads an nmstate document and checks what the live
-// image needs of it; the messages name the field.
+// image needs of it; the messages name the field. MAC addresses are
+// returned as the kernel writes them (lower case, colons).
 func ParseNetworkConfig(data []byte) (*NetworkConfig, error) {
 	cfg := &NetworkConfig{}
 	if err := yaml.Unmarshal(data, cfg); err != nil {
@@ -65,14 +66,19 @@ func ParseNetworkConfig(data []byte) (*NetworkConfig, error) {
 	if len(cfg.Interfaces) == 0 && len(cfg.Routes.Config) == 0 && len(cfg.DNSResolver.Config.Server) == 0 {
 		return nil, fmt.Errorf("network data has no interfaces, routes.config or dns-resolver.config.server: is it an nmstate document?")
 	}
-	for i, itf := range cfg.Interfaces {
+	for i := range cfg.Interfaces {
+		itf := &cfg.Interfaces[i]
 		if itf.Name == "" && itf.MACAddress == "" {
 			return nil, fmt.Errorf("interfaces[%d]: name or mac-address is required", i)
 		}
 		if itf.MACAddress != "" {
-			if _, err := net.ParseMAC(itf.MACAddress); err != nil {
+			hw, err := net.ParseMAC(itf.MACAddress)
+			if err != nil {
 				return nil, fmt.Errorf("interfaces[%d].mac-address: %w", i, err)
 			}
+			// As the kernel spells a NIC's address (52:54:00:aa:bb:01),
+			// which the live image compares it with.
+			itf.MACAddress = hw.String()
 		}
 		// In a fixed order, so that a document with two errors always
 		// gets the same message.

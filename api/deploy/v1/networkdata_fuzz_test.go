@@ -68,8 +68,9 @@ routes: {config: [{destination: "::/0", next-hop-address: "fd00::1"}]}
 // FuzzParseNetworkConfig checks what the live image relies on when it
 // applies a document ParseNetworkConfig accepted: every address is of its
 // section's family, so the mask the live image computes for it (sized by
-// the address) has the document's prefix length; every MAC address
-// parses; the document reads back the same after it is written out again
+// the address) has the document's prefix length; every MAC address is
+// spelled as the kernel spells a NIC's, which the live image compares it
+// with; the document reads back the same after it is written out again
 // (no field is read two ways). A refused document gets an error naming
 // where, the same one every time.
 func FuzzParseNetworkConfig(f *testing.F) {
@@ -97,8 +98,8 @@ func FuzzParseNetworkConfig(f *testing.F) {
 			if itf.Name == "" && itf.MACAddress == "" {
 				t.Fatalf("interfaces[%d] of %q has neither name nor MAC", i, data)
 			}
-			if _, err := net.ParseMAC(itf.MACAddress); itf.MACAddress != "" && err != nil {
-				t.Fatalf("interfaces[%d] of %q has MAC %q: %v", i, data, itf.MACAddress, err)
+			if hw, err := net.ParseMAC(itf.MACAddress); itf.MACAddress != "" && (err != nil || hw.String() != itf.MACAddress) {
+				t.Fatalf("interfaces[%d] of %q has MAC %q, not as the kernel writes NICs' addresses (%v)", i, data, itf.MACAddress, err)
 			}
 			for _, ip := range []*IP{itf.IPv4, itf.IPv6} {
 				if ip == nil {
