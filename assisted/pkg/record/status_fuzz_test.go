@@ -3,6 +3,7 @@ package record
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 
 	agentinstallv1 "github.com/metalshift/metalshift/api/agentinstall/v1beta1"
 	assistedapi "github.com/metalshift/metalshift/api/assisted/v2"
+	"github.com/metalshift/metalshift/assisted/pkg/hoststate"
 )
 
 // inventorySeed is an inventory as the upstream agent reports it: empty
@@ -147,4 +149,63 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(data)
+}
+
+// FuzzProgress plays a host's progress reports (PUT .../progress: one
+// HostProgress per line of reports) as the agent service takes them:
+// decoded, refused unless hoststate.StageAllowed, else recorded with
+// SetStage. A host's recorded stage is always one of its role's stages or
+// Failed, its installation percentage never goes down, and a report that
+// repeats the recorded one changes nothing.
+func FuzzProgress(f *testing.F) {
+	f.Add(uint8(0), false, false, []byte(`{"current_stage":"Starting installation"}
+{"current_stage":"Installing","progress_info":"1%"}
+{"current_stage":"Writing image to disk","progress_info":"52%"}
+{"current_stage":"Writing image to disk","progress_info":"52%"}
+{"current_stage":"Rebooting"}
+{"current_stage":"Configuring"}
+{"current_stage":"Joined"}
+{"current_stage":"Done"}`))
+	f.Add(uint8(2), true, false, []byte(`{"current_stage":"Starting installation"}
+{"current_stage":"Waiting for control plane"}
+{"current_stage":"Installing"}
+{"current_stage":"Starting installation"}
+{"current_stage":"Failed","progress_info":"boom"}
+{"current_stage":"Installing"}`))
+	f.Add(uint8(1), false, true, []byte(`{"current_stage":"Done"}
+{"current_stage":"Rebooting"}
+{"current_stage":""}
+{"current_stage":"Nope"}
+not json`))
+	f.Fuzz(func(t *testing.T, roleN uint8, bootstrap, sno bool, reports []byte) {
+		role := []string{"master", "worker", "bootstrap", "arbiter", "auto-assign", ""}[int(roleN)%6]
+		stages := hoststate.Stages(role, bootstrap, sno)
+		a := &agentinstallv1.Agent{}
+		now := metav1.NewTime(time.Unix(1_800_000_000, 0))
+		for i, line := range bytes.Split(reports, []byte("\n")) {
+			var p assistedapi.HostProgress
+			if json.Unmarshal(line, &p) != nil || p.CurrentStage == "" {
+				continue // 400
+			}
+			current := assistedapi.HostStage(a.Status.Progress.CurrentStage)
+			if hoststate.StageAllowed(role, bootstrap, sno, current, p.CurrentStage) != nil {
+				continue // 400
+			}
+			before := a.Status.Progress
+			repeat := before.CurrentStage == string(p.CurrentStage) && before.ProgressInfo == p.ProgressInfo
+			at := metav1.NewTime(now.Add(time.Duration(i) * time.Second))
+			changed := SetStage(a, p.CurrentStage, p.ProgressInfo, stages, hoststate.Percentage(role, bootstrap, sno, p.CurrentStage), at)
+			if changed == repeat {
+				t.Fatalf("report %d %+v (recorded %+v): changed %v", i, p, before, changed)
+			}
+			got := a.Status.Progress
+			if got.CurrentStage != string(assistedapi.StageFailed) && !slices.Contains(stages, assistedapi.HostStage(got.CurrentStage)) {
+				t.Fatalf("a %s host (bootstrap %v, sno %v) is recorded in stage %q", role, bootstrap, sno, got.CurrentStage)
+			}
+			if got.InstallationPercentage < before.InstallationPercentage || got.InstallationPercentage > 100 {
+				t.Fatalf("report %d %+v: the percentage goes from %d to %d", i, p, before.InstallationPercentage, got.InstallationPercentage)
+			}
+			a = stored(t, a)
+		}
+	})
 }
