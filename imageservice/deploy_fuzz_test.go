@@ -24,7 +24,7 @@ func smallISO(t testing.TB, files map[string][]byte) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer w.Cleanup() //nolint:errcheck // a staging directory
+	defer func() { _ = w.Cleanup() }() // a staging directory
 	for path, data := range files {
 		if err := w.AddFile(bytes.NewReader(data), path); err != nil {
 			t.Fatal(err)
