@@ -27,6 +27,10 @@ export PATH := $(BIN):$(PATH)
 TEST_FLAGS ?=
 TEST_TIMEOUT ?= 30m
 BENCH ?= .
+# make fuzz: how long each fuzz target runs, and which run (a shell
+# pattern on their names, e.g. FUZZ='FuzzRead*').
+FUZZTIME ?= 30s
+FUZZ ?= *
 
 ##@ General
 
@@ -117,6 +121,17 @@ test: images ## Run every test (unit, envtest, embedded hub, CLI, a real node, Q
 bench: images ## Run the benchmarks and print their figures.
 	@hack/tools/build.sh $(RUNTIME_TOOLS)
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem ./...
+
+.PHONY: fuzz
+fuzz: ## Run every fuzz target (func Fuzz* in a _test.go file) for FUZZTIME (30s) each, one after another; FUZZ='FuzzX*' picks some.
+	@# Found by name, so that a new target is fuzzed without a list to keep.
+	@# `make test` runs their seed corpora (f.Add and testdata/fuzz/) as tests.
+	@grep -rHo --include='*_test.go' '^func Fuzz[A-Za-z0-9_]*' . | sort | while IFS=: read -r file fn; do \
+		name=$${fn#func }; pkg=./$$(dirname "$${file#./}"); \
+		case "$$name" in $(FUZZ)) ;; *) continue ;; esac; \
+		echo "== $$name ($$pkg)"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $(TEST_FLAGS) "$$pkg" || exit 1; \
+	done
 
 ##@ Demo
 

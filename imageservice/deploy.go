@@ -148,8 +148,15 @@ func ReadHostInitrd(r io.Reader) (deployapi.BootConfig, error) {
 }
 
 // ReadISOHostConfig reads the boot configuration from a deploy ISO as
-// served to a host: GRUB's second initrd, ISOHostPath.
-func ReadISOHostConfig(iso io.ReaderAt) (deployapi.BootConfig, error) {
+// served to a host: GRUB's second initrd, ISOHostPath. Any image gets an
+// answer: the ISO 9660 reader panics on some malformed directory records,
+// which come back as an error.
+func ReadISOHostConfig(iso io.ReaderAt) (cfg deployapi.BootConfig, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			cfg, err = deployapi.BootConfig{}, fmt.Errorf("the ISO 9660 image is corrupt: %v", r)
+		}
+	}()
 	img, err := iso9660.OpenImage(iso)
 	if err != nil {
 		return deployapi.BootConfig{}, fmt.Errorf("not an ISO 9660 image: %w", err)
@@ -167,9 +174,10 @@ func ReadISOHostConfig(iso io.ReaderAt) (deployapi.BootConfig, error) {
 }
 
 // child finds a directory entry by name; ISO 9660 names are upper case
-// and may carry a ";1" version suffix.
+// and may carry a ";1" version suffix. (GetChildren would drop "." and
+// "..", which no name matches, and panics on a directory without them.)
 func child(dir *iso9660.File, name string) (*iso9660.File, error) {
-	children, err := dir.GetChildren()
+	children, err := dir.GetAllChildren()
 	if err != nil {
 		return nil, err
 	}

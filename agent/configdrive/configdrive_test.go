@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -506,7 +507,10 @@ func TestBuildSizes(t *testing.T) {
 	g.Expect(cd.UserData).To(HaveLen(8 << 20))
 }
 
-// FuzzRead: whatever is on a disk, Read does not panic or take long.
+// FuzzRead: whatever is on a disk (a previous user's, say), Read returns,
+// allocates at most a constant factor of the disk whatever its tables and
+// directory records claim, returns contents only with a config drive, and
+// reads the disk the same way every time.
 // Seeds: a whole-disk config drive, small GPT and MBR disks with one in a
 // partition, and testdata/fuzz/FuzzRead.
 func FuzzRead(f *testing.F) {
@@ -540,9 +544,24 @@ func FuzzRead(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, disk []byte) {
-		cd, ok, err := configdrive.Read(bytes.NewReader(disk), int64(len(disk)))
+		var (
+			cd  configdrive.Contents
+			ok  bool
+			err error
+		)
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		cd, ok, err = configdrive.Read(bytes.NewReader(disk), int64(len(disk)))
+		runtime.ReadMemStats(&after)
+		if n, limit := after.TotalAlloc-before.TotalAlloc, uint64(64*len(disk)+16<<20); n > limit {
+			t.Fatalf("reading a disk of %d bytes allocates %d bytes, more than %d", len(disk), n, limit)
+		}
 		if !ok && (cd.UserData != nil || cd.MetaData != nil || cd.NetworkData != nil) {
 			t.Fatalf("no config drive, but contents %+v (%v)", cd, err)
+		}
+		again, ok2, err2 := configdrive.Read(bytes.NewReader(disk), int64(len(disk)))
+		if ok != ok2 || (err == nil) != (err2 == nil) || !reflect.DeepEqual(cd, again) {
+			t.Fatalf("the disk reads as %v %v %+v, then as %v %v %+v", ok, err, cd, ok2, err2, again)
 		}
 	})
 }

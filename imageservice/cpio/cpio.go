@@ -6,6 +6,7 @@ package cpio
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -39,24 +40,53 @@ type Writer struct {
 // NewWriter returns a Writer to w.
 func NewWriter(w io.Writer) *Writer { return &Writer{w: w, ino: 1} }
 
+// Entry names are relative paths: leading slashes are dropped. Names the
+// kernel or Read would read otherwise are refused: an empty name, one with
+// a NUL byte (the name ends there), the trailer's name (the archive ends
+// there) and names of MaxName bytes or more; so are permission bits
+// beyond 0o7777 (they would change the entry's type). As with a write
+// error, the Writer then refuses everything, Close included: an archive is
+// whole or not made.
+
+// MaxName is the longest entry name Read accepts, its NUL included.
+const MaxName = 4096
+
 // Dir adds a directory.
 func (w *Writer) Dir(name string, perm uint32) error {
-	return w.entry(name, ModeDir|perm, 0, 0, nil)
+	return w.add(name, ModeDir, perm, 0, 0, nil)
 }
 
 // File adds a regular file.
 func (w *Writer) File(name string, perm uint32, data []byte) error {
-	return w.entry(name, ModeRegular|perm, 0, 0, data)
+	return w.add(name, ModeRegular, perm, 0, 0, data)
 }
 
 // Symlink adds a symbolic link.
 func (w *Writer) Symlink(name, target string) error {
-	return w.entry(name, ModeSymlink|0o777, 0, 0, []byte(target))
+	return w.add(name, ModeSymlink, 0o777, 0, 0, []byte(target))
 }
 
 // CharDev adds a character device node, e.g. dev/console (5, 1).
 func (w *Writer) CharDev(name string, perm, major, minor uint32) error {
-	return w.entry(name, ModeCharDev|perm, major, minor, nil)
+	return w.add(name, ModeCharDev, perm, major, minor, nil)
+}
+
+// add checks an entry and writes it.
+func (w *Writer) add(name string, typ, perm, rmajor, rminor uint32, data []byte) error {
+	if w.err != nil {
+		return w.err
+	}
+	name = strings.TrimLeft(name, "/")
+	switch {
+	case name == "" || name == trailer || strings.IndexByte(name, 0) >= 0 || len(name) >= MaxName:
+		w.err = fmt.Errorf("%q cannot name a cpio entry: names are 1 to %d bytes without NUL, not %s", name, MaxName-1, trailer)
+	case perm&^0o7777 != 0:
+		w.err = fmt.Errorf("%s: permissions %#o have bits beyond 0o7777", name, perm)
+	}
+	if w.err != nil {
+		return w.err
+	}
+	return w.entry(name, typ|perm, rmajor, rminor, data)
 }
 
 // Close writes the trailer. It does not close the underlying writer.
@@ -71,7 +101,6 @@ func (w *Writer) entry(name string, mode, rmajor, rminor uint32, data []byte) er
 	if w.err != nil {
 		return w.err
 	}
-	name = strings.TrimPrefix(name, "/")
 	nlink := uint32(1)
 	if mode&0o170000 == ModeDir {
 		nlink = 2
@@ -123,8 +152,9 @@ type Entry struct {
 }
 
 // Read reads the entries of one archive up to its trailer, skipping
-// leading zero padding as the kernel does. Files larger than maxFile are
-// refused.
+// leading zero padding as the kernel does (a header starts on a multiple of
+// 4 bytes). Files larger than maxFile are refused. It allocates about what
+// it read, whatever the headers claim.
 func Read(r io.Reader, maxFile int64) ([]Entry, error) {
 	br := bufio.NewReader(r)
 	var out []Entry
@@ -145,6 +175,11 @@ func Read(r io.Reader, maxFile int64) ([]Entry, error) {
 			_, _ = br.Discard(1)
 			off++
 		}
+		// The kernel reads a header only at a multiple of 4 bytes (after
+		// zeros, a byte elsewhere starts a compressed archive).
+		if off%4 != 0 {
+			return out, fmt.Errorf("no cpio newc header at offset %d: headers start at multiples of 4 bytes", off)
+		}
 		hdr := make([]byte, headerLen)
 		if _, err := io.ReadFull(br, hdr); err != nil {
 			return out, fmt.Errorf("reading a cpio header at offset %d: %w", off, err)
@@ -162,30 +197,41 @@ func Read(r io.Reader, maxFile int64) ([]Entry, error) {
 		if err := errors.Join(err1, err2, err3); err != nil {
 			return out, fmt.Errorf("a cpio header at offset %d is corrupt: %w", off, err)
 		}
-		if nameSize == 0 || nameSize > 4096 || int64(size) > maxFile {
-			return out, fmt.Errorf("a cpio entry at offset %d is too large (name %d, data %d bytes)", off, nameSize, size)
+		switch {
+		case nameSize == 0 || nameSize > MaxName:
+			return out, fmt.Errorf("a cpio entry at offset %d has a name of %d bytes, not 1 to %d", off, nameSize, MaxName)
+		case int64(size) > maxFile:
+			return out, fmt.Errorf("a cpio entry at offset %d has %d bytes of data, more than %d", off, size, maxFile)
 		}
 		name := make([]byte, nameSize)
 		if _, err := io.ReadFull(br, name); err != nil {
-			return out, err
+			return out, fmt.Errorf("reading a cpio entry name at offset %d: %w", off, err)
 		}
+		// The kernel reads the name as a C string, and refuses one
+		// without its NUL.
+		if name[nameSize-1] != 0 {
+			return out, fmt.Errorf("the cpio entry name at offset %d does not end with NUL", off)
+		}
+		end := bytes.IndexByte(name, 0)
 		off += headerLen + int64(nameSize)
 		if err := skipPad(br, &off); err != nil {
 			return out, err
 		}
-		data := make([]byte, size)
-		if _, err := io.ReadFull(br, data); err != nil {
-			return out, err
+		// Grown as it is read: a header claiming maxFile bytes in a short
+		// input costs what the input holds.
+		var data bytes.Buffer
+		if n, err := io.CopyN(&data, br, int64(size)); err != nil {
+			return out, fmt.Errorf("reading %d bytes of cpio entry data at offset %d: %d there: %w", size, off, n, io.ErrUnexpectedEOF)
 		}
 		off += int64(size)
 		if err := skipPad(br, &off); err != nil {
 			return out, err
 		}
-		n := strings.TrimRight(string(name), "\x00")
+		n := string(name[:end])
 		if n == trailer {
 			return out, nil
 		}
-		out = append(out, Entry{Name: n, Mode: mode, Data: data})
+		out = append(out, Entry{Name: n, Mode: mode, Data: data.Bytes()})
 	}
 }
 

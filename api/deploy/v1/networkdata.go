@@ -3,6 +3,7 @@ package deployapi
 import (
 	"fmt"
 	"net"
+	"strings"
 
 	"sigs.k8s.io/yaml"
 )
@@ -55,7 +56,8 @@ type Route struct {
 }
 
 // ParseNetworkConfig reads an nmstate document and checks what the live
-// image needs of it; the messages name the field.
+// image needs of it; the messages name the field. MAC addresses are
+// returned as the kernel writes them (lower case, colons).
 func ParseNetworkConfig(data []byte) (*NetworkConfig, error) {
 	cfg := &NetworkConfig{}
 	if err := yaml.Unmarshal(data, cfg); err != nil {
@@ -64,25 +66,49 @@ func ParseNetworkConfig(data []byte) (*NetworkConfig, error) {
 	if len(cfg.Interfaces) == 0 && len(cfg.Routes.Config) == 0 && len(cfg.DNSResolver.Config.Server) == 0 {
 		return nil, fmt.Errorf("network data has no interfaces, routes.config or dns-resolver.config.server: is it an nmstate document?")
 	}
-	for i, itf := range cfg.Interfaces {
+	for i := range cfg.Interfaces {
+		itf := &cfg.Interfaces[i]
 		if itf.Name == "" && itf.MACAddress == "" {
 			return nil, fmt.Errorf("interfaces[%d]: name or mac-address is required", i)
 		}
 		if itf.MACAddress != "" {
-			if _, err := net.ParseMAC(itf.MACAddress); err != nil {
+			hw, err := net.ParseMAC(itf.MACAddress)
+			if err != nil {
 				return nil, fmt.Errorf("interfaces[%d].mac-address: %w", i, err)
 			}
+			// As the kernel spells a NIC's address (52:54:00:aa:bb:01),
+			// which the live image compares it with.
+			itf.MACAddress = hw.String()
 		}
-		for fam, ip := range map[string]*IP{"ipv4": itf.IPv4, "ipv6": itf.IPv6} {
-			if ip == nil {
+		// In a fixed order, so that a document with two errors always
+		// gets the same message.
+		for _, f := range []struct {
+			name string
+			ip   *IP
+			bits int
+		}{{"ipv4", itf.IPv4, 32}, {"ipv6", itf.IPv6, 128}} {
+			if f.ip == nil {
 				continue
 			}
-			for j, a := range ip.Address {
-				if net.ParseIP(a.IP) == nil {
-					return nil, fmt.Errorf("interfaces[%d].%s.address[%d].ip: %q is not an IP address", i, fam, j, a.IP)
+			for j, a := range f.ip.Address {
+				ip := net.ParseIP(a.IP)
+				if ip == nil {
+					return nil, fmt.Errorf("interfaces[%d].%s.address[%d].ip: %q is not an IP address", i, f.name, j, a.IP)
 				}
-				if max := map[string]int{"ipv4": 32, "ipv6": 128}[fam]; a.PrefixLength < 0 || a.PrefixLength > max {
-					return nil, fmt.Errorf("interfaces[%d].%s.address[%d].prefix-length: %d is not in 0..%d", i, fam, j, a.PrefixLength, max)
+				// The live image sizes the mask by the address (32 bits
+				// when it has an IPv4 form): the section must agree, or
+				// the prefix length would not fit. IPv4-mapped IPv6
+				// addresses are neither.
+				is4 := ip.To4() != nil && !strings.Contains(a.IP, ":")
+				is6 := ip.To4() == nil
+				if f.bits == 32 && !is4 {
+					return nil, fmt.Errorf("interfaces[%d].%s.address[%d].ip: %q is not an IPv4 address", i, f.name, j, a.IP)
+				}
+				if f.bits == 128 && !is6 {
+					return nil, fmt.Errorf("interfaces[%d].%s.address[%d].ip: %q is not an IPv6 address", i, f.name, j, a.IP)
+				}
+				if a.PrefixLength < 0 || a.PrefixLength > f.bits {
+					return nil, fmt.Errorf("interfaces[%d].%s.address[%d].prefix-length: %d is not in 0..%d", i, f.name, j, a.PrefixLength, f.bits)
 				}
 			}
 		}

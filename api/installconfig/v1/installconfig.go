@@ -137,7 +137,7 @@ const (
 func Parse(data []byte) (*InstallConfig, error) {
 	js, err := yaml.YAMLToJSON(data)
 	if err != nil {
-		return nil, fmt.Errorf("install-config is not YAML: %w", err)
+		return nil, fmt.Errorf("install-config is not YAML: %w", yamlError(err))
 	}
 	// Decoded as openshift-install decodes it (encoding/json: names match
 	// regardless of case), so that an install-config it accepts parses here.
@@ -148,6 +148,23 @@ func Parse(data []byte) (*InstallConfig, error) {
 		return nil, fmt.Errorf("reading install-config: %w", withPath(js, err))
 	}
 	return ic, nil
+}
+
+// yamlError is err of the YAML reader without the values some of its
+// messages quote (cannot decode !!str `<value>` as a !!int; unsupported
+// map key ..., value: <the key's whole value>): the value may be the pull
+// secret. Syntax errors say where, not what, and are kept.
+func yamlError(err error) error {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "cannot decode "):
+		return errors.New("a tagged value does not read as its tag (such as !!int on text)")
+	case strings.Contains(msg, "map key"):
+		return errors.New("a mapping key is not a string (it is null, a list or a mapping)")
+	case strings.Contains(msg, "unknown anchor"):
+		return errors.New("an alias names no anchor")
+	}
+	return err
 }
 
 // withPath names an unknown field with its path, which encoding/json does

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	installconfig "github.com/metalshift/metalshift/api/installconfig/v1"
+	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	"github.com/metalshift/metalshift/bootstrap/pkg/ignition"
 )
 
@@ -29,9 +30,13 @@ func (e *OverridesError) Unwrap() error { return e.Err }
 
 // ApplyOverrides lays the JSON object raw over ic, as the upstream service
 // does: objects merge field by field, recursively; any other value (lists
-// included) replaces what was there; null leaves a field alone. A field
+// included) replaces what was there; null clears a list or an optional
+// object (networking, platform.baremetal, ...) and leaves other fields
+// alone (encoding/json's rules). A field
 // the install-config does not know is an error, so that a typo does not
-// pass silently. Errors are *OverridesError, and leave ic half-merged.
+// pass silently; so is a secret (the pull secret, BMC credentials), which
+// the install-config the bootstrap node gets must not hold. Errors are
+// *OverridesError, and leave ic half-merged.
 func ApplyOverrides(ic *installconfig.InstallConfig, raw string) error {
 	if strings.TrimSpace(raw) == "" {
 		return nil
@@ -44,7 +49,32 @@ func ApplyOverrides(ic *installconfig.InstallConfig, raw string) error {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return &OverridesError{Err: errors.New("unexpected data after the JSON object")}
 	}
+	if f := secretField(ic); f != "" {
+		return &OverridesError{Err: fmt.Errorf("%s cannot be overridden: the install-config the bootstrap node gets holds no secrets "+
+			"(the pull secret is the ClusterDeployment's pullSecretRef)", f)}
+	}
 	return nil
+}
+
+// secretField names the first field of ic that holds a secret (as
+// installconfig.HasSecrets reads them); "" when none does.
+func secretField(ic *installconfig.InstallConfig) string {
+	if ic.PullSecret != "" {
+		return "pullSecret"
+	}
+	if bm := ic.Platform.BareMetal; bm != nil {
+		for i, h := range bm.Hosts {
+			switch {
+			case h.BMC.Username != "":
+				return fmt.Sprintf("platform.baremetal.hosts[%d].bmc.username", i)
+			case h.BMC.Password != "":
+				return fmt.Sprintf("platform.baremetal.hosts[%d].bmc.password", i)
+			case metal3v1.BMCAddressWithoutUserinfo(h.BMC.Address) != h.BMC.Address:
+				return fmt.Sprintf("platform.baremetal.hosts[%d].bmc.address's userinfo", i)
+			}
+		}
+	}
+	return ""
 }
 
 // Manifest folder and Secret keys of the user's manifests.

@@ -7,8 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"sort"
-	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -81,7 +81,13 @@ func staticHost(i int, c *agentinstallv1.NMStateConfig) (deployapi.StaticNetwork
 		if in == nil {
 			continue
 		}
-		mac := strings.ToLower(in.MacAddress)
+		// The live image compares it with its NICs' addresses as the
+		// kernel spells them.
+		hw, err := net.ParseMAC(in.MacAddress)
+		if err != nil {
+			return h, fmt.Errorf("the MAC address %q of interface %s of host %d is not a MAC address", in.MacAddress, in.Name, i)
+		}
+		mac := hw.String()
 		if macs[mac] || names[in.Name] {
 			return h, fmt.Errorf("MACs and Interfaces for host %d must be unique", i)
 		}

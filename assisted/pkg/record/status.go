@@ -1,8 +1,8 @@
 package record
 
 import (
+	"bytes"
 	"encoding/json"
-	"reflect"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,12 +26,21 @@ func SetInventory(a *agentinstallv1.Agent, inv *assistedapi.Inventory, now metav
 	}
 	old := a.Status.Inventory
 	old.ReportTime = nil
-	if reflect.DeepEqual(old, hw) {
+	if sameAsStored(old, hw) {
 		return false
 	}
 	hw.ReportTime = &now
 	a.Status.Inventory = hw
 	return true
+}
+
+// sameAsStored tells whether a and b are the same once the API server has
+// stored them: as JSON, where an empty list and none are one thing (the
+// agent reports "flags": [], an Agent read back has none).
+func sameAsStored(a, b any) bool {
+	ja, errA := json.Marshal(a)
+	jb, errB := json.Marshal(b)
+	return errA == nil && errB == nil && bytes.Equal(ja, jb)
 }
 
 // InventoryToCR converts a REST inventory to the Agent's status.inventory.
@@ -89,11 +98,11 @@ func InventoryFromCR(hw *agentinstallv1.HardwareInventory) *assistedapi.Inventor
 
 // SetNTPSources records the time sources' states; false when unchanged.
 func SetNTPSources(a *agentinstallv1.Agent, sources []assistedapi.NTPSource) bool {
-	out := []agentinstallv1.HostNTPSources{}
+	var out []agentinstallv1.HostNTPSources
 	for _, s := range sources {
 		out = append(out, agentinstallv1.HostNTPSources{SourceName: s.SourceName, SourceState: s.SourceState})
 	}
-	if a.Status.NtpSources != nil && reflect.DeepEqual(a.Status.NtpSources, out) {
+	if sameAsStored(a.Status.NtpSources, out) {
 		return false
 	}
 	a.Status.NtpSources = out
