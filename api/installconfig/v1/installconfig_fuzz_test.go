@@ -169,9 +169,8 @@ func FuzzSanitize(f *testing.F) {
 // or password, an address's userinfo) unless a field that is not secret
 // holds the same text; the same document gets the same errors; and the
 // document written out again reads the same (what the installer writes,
-// the bootstrap node reads strictly). testdata/fuzz-pending/FuzzValidate
-// holds a BMC password the address redaction shows (it contains '?'): it
-// moves to testdata/fuzz/FuzzValidate once the redaction is fixed.
+// the bootstrap node reads strictly). testdata/fuzz/FuzzValidate holds a
+// BMC password with a '?', which the address redaction once showed.
 func FuzzValidate(f *testing.F) {
 	for _, s := range installConfigSeeds {
 		f.Add([]byte(s))
