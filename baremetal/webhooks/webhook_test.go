@@ -86,7 +86,9 @@ func TestTenantHosts(t *testing.T) {
 	victim := host(nsA, "victim-host", "52:54:00:ab:00:01")
 	g.Expect(env.Client.Create(ctx, victim)).To(Succeed())
 	// The webhook reads the manager's cache: wait until it holds the host.
-	g.Eventually(func() error { return env.Manager.GetClient().Get(ctx, client.ObjectKeyFromObject(victim), &metal3v1.BareMetalHost{}) }).Should(Succeed())
+	g.Eventually(func() error {
+		return env.Manager.GetClient().Get(ctx, client.ObjectKeyFromObject(victim), &metal3v1.BareMetalHost{})
+	}).Should(Succeed())
 
 	const taken = `spec.bootMACAddress: Invalid value: "%s": another BareMetalHost on this hub has this boot MAC address`
 	for _, mac := range []string{"52:54:00:ab:00:01", "52:54:00:AB:00:01", "52:54:00:Ab:00:01"} {
