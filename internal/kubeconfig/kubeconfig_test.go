@@ -151,7 +151,7 @@ func TestNothingRuns(t *testing.T) {
 	marker := filepath.Join(dir, "ran")
 	token := filepath.Join(dir, "token")
 	g.Expect(os.WriteFile(token, []byte("hub-canary-token"), 0o600)).To(Succeed())
-	data := kubeconfig(server, "exec:\n  apiVersion: client.authentication.k8s.io/v1\n  command: /bin/sh\n  args: [-c, 'touch "+marker+"']\n"+
+	data := kubeconfig(server, "exec:\n  apiVersion: client.authentication.k8s.io/v1\n  interactiveMode: Never\n  command: /bin/sh\n  args: [-c, 'touch "+marker+"']\n"+
 		"tokenFile: "+token)
 	_, err := Load(data)
 	g.Expect(err).To(MatchError(ErrRefused))

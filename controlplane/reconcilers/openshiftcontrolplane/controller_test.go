@@ -244,7 +244,7 @@ func TestWorkloadKubeconfigRefused(t *testing.T) {
 		if s, ok := o.(*corev1.Secret); ok && s.Data[controlplanev1.InstallStateKubeconfigKey] != nil {
 			s.Data[controlplanev1.InstallStateKubeconfigKey] = []byte("apiVersion: v1\nkind: Config\ncurrent-context: c\ncontexts:\n- name: c\n  context: {cluster: c, user: u}\n" +
 				"clusters:\n- name: c\n  cluster: {server: 'https://127.0.0.1:1'}\nusers:\n- name: u\n  user:\n    exec:\n" +
-				"      apiVersion: client.authentication.k8s.io/v1\n      command: /bin/sh\n      args: [-c, 'touch " + marker + "']\n")
+				"      apiVersion: client.authentication.k8s.io/v1\n      interactiveMode: Never\n      command: /bin/sh\n      args: [-c, 'touch " + marker + "']\n")
 		}
 	})
 	ns, bootstrap := name, name+"-bootstrap"
