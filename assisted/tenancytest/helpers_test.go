@@ -251,7 +251,7 @@ func imageConfig(g Gomega, ie *agentinstallv1.InfraEnv) deployapi.BootConfig {
 }
 
 func get(g Gomega, url string) []byte {
-	resp, err := http.Get(url) //nolint:gosec,noctx // the test's own server
+	resp, err := http.Get(url) //nolint:noctx // the test's own server
 	g.Expect(err).NotTo(HaveOccurred())
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
