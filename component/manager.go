@@ -25,6 +25,8 @@ import (
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
 	coresetup "sigs.k8s.io/cluster-api/core/setup"
 	"sigs.k8s.io/cluster-api/version"
+
+	"github.com/metalshift/metalshift/internal/kubeconfig"
 )
 
 // ControllerConfig is what every manager's controllers share: the work
@@ -116,14 +118,19 @@ func NewManager(ctx context.Context, cfg *rest.Config, name string, opts Options
 
 // newClusterCache creates the manager's ClusterCache as Cluster API's core
 // manager does. It reads kubeconfig Secrets through a client of the
-// manager's cache, which holds only Secrets labelled with a cluster name.
+// manager's cache, which holds only Secrets labelled with a cluster name,
+// and sanitizes them: a Cluster's kubeconfig is written by whoever may
+// write Secrets in its namespace, and the ClusterCache loads it with
+// client-go, which would read files of the hub (tokenFile, certificate
+// paths) or connect through a proxy it names (it refuses exec plugins and
+// auth providers itself).
 func newClusterCache(ctx context.Context, mgr ctrl.Manager, opts Options) (clustercache.ClusterCache, error) {
 	secretClient, err := coresetup.CreateSecretCachingClient(mgr)
 	if err != nil {
 		return nil, fmt.Errorf("creating the Secret caching client: %w", err)
 	}
 	cc, err := clustercache.SetupWithManager(ctx, mgr, clustercache.Options{
-		SecretClient:     secretClient,
+		SecretClient:     kubeconfig.SanitizingSecrets{Reader: secretClient},
 		Cache:            coresetup.ClusterCacheCacheOptions(),
 		Client:           coresetup.ClusterCacheClientOptions(CAPIControllerName, 20, 30),
 		WatchFilterValue: opts.WatchFilterValue,

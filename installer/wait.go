@@ -12,7 +12,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -23,6 +22,7 @@ import (
 	controlplanev1 "github.com/metalshift/metalshift/api/controlplane/v1alpha1"
 	infrav1 "github.com/metalshift/metalshift/api/infrastructure/v1alpha1"
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
+	"github.com/metalshift/metalshift/internal/kubeconfig"
 )
 
 // Milestone is what `wait-for` waits for.
@@ -215,7 +215,9 @@ func (w *watcher) clusterVersion(ctx context.Context) bool {
 		if err := w.c.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: w.name + "-kubeconfig"}, s); err != nil {
 			return false
 		}
-		cfg, err := clientcmd.RESTConfigFromKubeConfig(s.Data["value"])
+		// Written by whoever may write Secrets in the namespace: inline
+		// credentials only.
+		cfg, err := kubeconfig.Load(s.Data["value"])
 		if err != nil {
 			return false
 		}

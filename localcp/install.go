@@ -26,6 +26,10 @@ const (
 	ownValidatingWebhooks  = "metalshift-validating"
 )
 
+// OwnValidatingWebhooks names the ValidatingWebhookConfiguration of
+// metalshift's own validating webhooks (those of its API groups).
+const OwnValidatingWebhooks = ownValidatingWebhooks
+
 // InstallCRDs creates or updates crds and waits until they are
 // established. Those with more than one version (Cluster API's) get their
 // conversion webhook pointed at webhookURL; an empty webhookURL leaves

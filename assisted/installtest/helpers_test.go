@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -55,7 +57,18 @@ func world(t *testing.T, n int, subnet string) *sim.Lab {
 	}
 	t.Cleanup(w.Close)
 	return sim.NewLab(sim.LabOptions{Hosts: n, World: w, Subnet: subnet, NamePrefix: "node", AgentPollInterval: time.Second,
-		Console: console})
+		Console: console, MACOctet: macOctet(subnet)})
+}
+
+// macOctet tells one test's machines from another's by their subnet (each
+// test has its own): a boot MAC is unique on the hub, and the hosts of a
+// finished test stay in the API.
+func macOctet(subnet string) byte {
+	last, err := strconv.Atoi(subnet[strings.LastIndex(subnet, ".")+1:])
+	if err != nil || last <= 0 || last > 0x3f {
+		panic("installtest: subnets are 127.77.<1..63>, not " + subnet)
+	}
+	return byte(0x40 + last)
 }
 
 // testWriter logs to the test until the test ends, and drops what comes

@@ -9,7 +9,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	agentinstallv1 "github.com/metalshift/metalshift/api/agentinstall/v1beta1"
@@ -55,11 +54,10 @@ func (s *Server) importedIgnition(ctx context.Context, c *record.Cluster, a *age
 // of its admin kubeconfig, which on clusters whose API and
 // machine-config-server share the root CA is the same certificate.
 func ImportedRootCA(ctx context.Context, kubeconfig []byte) ([]byte, error) {
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	cfg, err := record.SpokeConfig(kubeconfig)
 	if err != nil {
-		return nil, fmt.Errorf("the imported cluster's admin kubeconfig: %w", err)
+		return nil, err
 	}
-	cfg.Timeout = record.SpokeTimeout
 	spoke, err := client.New(cfg, client.Options{Scheme: clientgoscheme.Scheme})
 	if err != nil {
 		return nil, err

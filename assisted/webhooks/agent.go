@@ -39,20 +39,32 @@ func (w *Agent) SetupWebhookWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewWebhookManagedBy(mgr, &agentinstallv1.Agent{}).WithValidator(w).Complete()
 }
 
-// ValidateCreate refuses an Agent naming its installation disk both by id
-// and by path.
+// ValidateCreate refuses an Agent naming another namespace
+// (clusterDeploymentName, ignitionEndpointTokenReference), and one naming
+// its installation disk both by id and by path.
 func (w *Agent) ValidateCreate(_ context.Context, a *agentinstallv1.Agent) (admission.Warnings, error) {
-	if a.Spec.InstallationDiskID != "" && a.Spec.InstallationDiskPath != "" {
-		return nil, badRequest(msgInstallationDisk)
+	if err := crossNamespace("Agent", a.Namespace, agentRefs(a), nil); err != nil {
+		return nil, err
 	}
-	return nil, nil
+	return nil, validateDisk(a)
 }
 
-// ValidateUpdate refuses what ValidateCreate does, and a change of
+func validateDisk(a *agentinstallv1.Agent) error {
+	if a.Spec.InstallationDiskID != "" && a.Spec.InstallationDiskPath != "" {
+		return badRequest(msgInstallationDisk)
+	}
+	return nil
+}
+
+// ValidateUpdate refuses a reference to another namespace that was not
+// there before, what ValidateCreate refuses of the disk, and a change of
 // clusterDeploymentName while the host installs, but for a day-2 host
 // (kind AddToExistingClusterHost) being unbound.
-func (w *Agent) ValidateUpdate(ctx context.Context, old, a *agentinstallv1.Agent) (admission.Warnings, error) {
-	if _, err := w.ValidateCreate(ctx, a); err != nil {
+func (w *Agent) ValidateUpdate(_ context.Context, old, a *agentinstallv1.Agent) (admission.Warnings, error) {
+	if err := crossNamespace("Agent", a.Namespace, agentRefs(a), agentRefs(old)); err != nil {
+		return nil, err
+	}
+	if err := validateDisk(a); err != nil {
 		return nil, err
 	}
 	if sameClusterRef(old.Spec.ClusterDeploymentName, a.Spec.ClusterDeploymentName) ||

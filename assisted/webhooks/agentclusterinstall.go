@@ -101,9 +101,13 @@ func DefaultUserManagedNetworking(spec *hiveextv1.AgentClusterInstallSpec) (umn,
 	return false, false
 }
 
-// ValidateCreate refuses a single-node install without user-managed
-// networking.
+// ValidateCreate refuses an install naming another namespace
+// (ignitionEndpoint.caCertificateReference, mirrorRegistryRef), and a
+// single-node install without user-managed networking.
 func (w *AgentClusterInstall) ValidateCreate(_ context.Context, aci *hiveextv1.AgentClusterInstall) (admission.Warnings, error) {
+	if err := crossNamespace("AgentClusterInstall", aci.Namespace, aciRefs(aci), nil); err != nil {
+		return nil, err
+	}
 	if snoWithoutUMN(aci) {
 		return nil, conflict(msgSNOWithoutUMN)
 	}
@@ -114,7 +118,12 @@ func (w *AgentClusterInstall) ValidateCreate(_ context.Context, aci *hiveextv1.A
 // single-node install without user-managed networking, and once the
 // install started, a change of the spec but for its clusterMetadata and
 // ignitionEndpoint (and provisionRequirements once the install ended).
+// Before those, a reference to another namespace that was not there
+// before.
 func (w *AgentClusterInstall) ValidateUpdate(_ context.Context, old, aci *hiveextv1.AgentClusterInstall) (admission.Warnings, error) {
+	if err := crossNamespace("AgentClusterInstall", aci.Namespace, aciRefs(aci), aciRefs(old)); err != nil {
+		return nil, err
+	}
 	if !equality.Semantic.DeepEqual(old.Spec.ImageSetRef, aci.Spec.ImageSetRef) {
 		return nil, badRequest(msgImageSetRefImmutable)
 	}

@@ -162,3 +162,25 @@ func TestValidateAgentClusterInstallCreate(t *testing.T) {
 	_, err = w.ValidateDelete(context.Background(), a)
 	g.Expect(err).NotTo(HaveOccurred())
 }
+
+func TestValidateACINamespaces(t *testing.T) {
+	const ca = `spec.ignitionEndpoint.caCertificateReference.namespace: "b" is another namespace: a reference must stay in the AgentClusterInstall's namespace "a"`
+	withCA := func(ns string) *hiveextv1.AgentClusterInstall {
+		a := aci("installed")
+		a.Spec.IgnitionEndpoint = &hiveextv1.IgnitionEndpoint{URL: "https://ignition", CaCertificateReference: &hiveextv1.CaCertificateReference{Name: "ca", Namespace: ns}}
+		return a
+	}
+	g := NewWithT(t)
+	w := &AgentClusterInstall{}
+	_, err := w.ValidateCreate(context.Background(), withCA("b"))
+	g.Expect(err).To(MatchError(ca))
+	g.Expect(apierrors.IsBadRequest(err)).To(BeTrue())
+	_, err = w.ValidateCreate(context.Background(), withCA("a"))
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = w.ValidateUpdate(context.Background(), withCA("a"), withCA("b"))
+	g.Expect(err).To(MatchError(ca), "the ignition endpoint may change once installed, not to another namespace")
+	mirror := aci("")
+	mirror.Spec.MirrorRegistryRef = &hiveextv1.MirrorRegistryConfigMapReference{Name: "m", Namespace: "b"}
+	_, err = w.ValidateCreate(context.Background(), mirror)
+	g.Expect(err).To(MatchError(`spec.mirrorRegistryRef.namespace: "b" is another namespace: a reference must stay in the AgentClusterInstall's namespace "a"`))
+}

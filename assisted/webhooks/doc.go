@@ -7,6 +7,12 @@
 // message and HTTP status, so that people and tools written against
 // assisted-service read what they would read there.
 //
+// One refusal is metalshift's own: a reference to another namespace (an
+// InfraEnv's clusterRef, an Agent's clusterDeploymentName, any namespace
+// field of these objects), which upstream allows for some. A namespace is
+// a tenant's; the controllers refuse such references too (package
+// record), so that a hub without these webhooks is as safe.
+//
 // The webhooks judge an object from itself and its previous version (the
 // install's and the host's state are in their status); the InfraEnv
 // webhook alone reads, the ClusterDeployment an InfraEnv names. They must

@@ -11,6 +11,7 @@ import (
 
 	agentinstallv1 "github.com/metalshift/metalshift/api/agentinstall/v1beta1"
 	hivev1 "github.com/metalshift/metalshift/api/hive/v1"
+	rec "github.com/metalshift/metalshift/assisted/pkg/record"
 )
 
 // +kubebuilder:webhook:path=/validate-agent-install-openshift-io-v1beta1-infraenv,mutating=false,failurePolicy=fail,sideEffects=None,groups=agent-install.openshift.io,resources=infraenvs,verbs=create;update,versions=v1beta1,name=validation.infraenv.agent-install.openshift.io,admissionReviewVersions=v1
@@ -41,9 +42,13 @@ func (w *InfraEnv) SetupWebhookWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewWebhookManagedBy(mgr, &agentinstallv1.InfraEnv{}).WithValidator(w).Complete()
 }
 
-// ValidateCreate refuses an InfraEnv with both a clusterRef and an
+// ValidateCreate refuses an InfraEnv naming another namespace (clusterRef,
+// mirrorRegistryRef), and one with both a clusterRef and an
 // osImageVersion: the cluster's release picks the discovery OS.
 func (w *InfraEnv) ValidateCreate(_ context.Context, ie *agentinstallv1.InfraEnv) (admission.Warnings, error) {
+	if err := crossNamespace("InfraEnv", ie.Namespace, infraEnvRefs(ie), nil); err != nil {
+		return nil, err
+	}
 	if ie.Spec.ClusterRef != nil && ie.Spec.OSImageVersion != "" {
 		return nil, badRequest(msgClusterRefWithOSImageVersion)
 	}
@@ -55,15 +60,19 @@ func (w *InfraEnv) ValidateCreate(_ context.Context, ie *agentinstallv1.InfraEnv
 // bound one by one through their Agents); a changed cpuArchitecture
 // (unset is x86_64); and an osImageVersion added next to a clusterRef
 // whose ClusterDeployment is not installed (or cannot be read) — once it
-// is, hosts added to it may boot another release's OS.
+// is, hosts added to it may boot another release's OS. Before those, a
+// reference to another namespace that was not there before.
 func (w *InfraEnv) ValidateUpdate(ctx context.Context, old, ie *agentinstallv1.InfraEnv) (admission.Warnings, error) {
+	if err := crossNamespace("InfraEnv", ie.Namespace, infraEnvRefs(ie), infraEnvRefs(old)); err != nil {
+		return nil, err
+	}
 	if !sameClusterRef(old.Spec.ClusterRef, ie.Spec.ClusterRef) {
 		return nil, badRequest(msgClusterRefImmutable)
 	}
 	if cpuArchitecture(old) != cpuArchitecture(ie) {
 		return nil, badRequest(msgCPUArchitectureImmutable)
 	}
-	if ie.Spec.ClusterRef != nil && old.Spec.OSImageVersion == "" && ie.Spec.OSImageVersion != "" && !w.installed(ctx, ie.Spec.ClusterRef) {
+	if ie.Spec.ClusterRef != nil && old.Spec.OSImageVersion == "" && ie.Spec.OSImageVersion != "" && !w.installed(ctx, ie) {
 		return nil, badRequest(msgOSImageVersionNotInstalled)
 	}
 	return nil, nil
@@ -74,14 +83,19 @@ func (w *InfraEnv) ValidateDelete(context.Context, *agentinstallv1.InfraEnv) (ad
 	return nil, nil
 }
 
-// installed tells whether the ClusterDeployment ref names is installed; a
-// read that fails says no, as upstream's does.
-func (w *InfraEnv) installed(ctx context.Context, ref *agentinstallv1.ClusterReference) bool {
+// installed tells whether the ClusterDeployment of ie's clusterRef, in
+// ie's namespace, is installed; a read that fails says no, as upstream's
+// does, and so does a clusterRef to another namespace (not read).
+func (w *InfraEnv) installed(ctx context.Context, ie *agentinstallv1.InfraEnv) bool {
+	if rec.InfraEnvClusterReference(ie) != nil {
+		return false
+	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	cd := &hivev1.ClusterDeployment{}
-	if err := w.Reader.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, cd); err != nil {
-		ctrl.LoggerFrom(ctx).Info("Refusing an osImageVersion: cannot read the InfraEnv's ClusterDeployment", "clusterDeployment", klog.KRef(ref.Namespace, ref.Name), "error", err.Error())
+	key := client.ObjectKey{Namespace: ie.Namespace, Name: ie.Spec.ClusterRef.Name}
+	if err := w.Reader.Get(ctx, key, cd); err != nil {
+		ctrl.LoggerFrom(ctx).Info("Refusing an osImageVersion: cannot read the InfraEnv's ClusterDeployment", "clusterDeployment", klog.KRef(key.Namespace, key.Name), "error", err.Error())
 		return false
 	}
 	return cd.Spec.Installed

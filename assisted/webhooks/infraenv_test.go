@@ -6,6 +6,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	agentinstallv1 "github.com/metalshift/metalshift/api/agentinstall/v1beta1"
 )
@@ -16,6 +17,7 @@ func TestValidateInfraEnv(t *testing.T) {
 	ref := func(name string) *agentinstallv1.ClusterReference {
 		return &agentinstallv1.ClusterReference{Name: name, Namespace: "a"}
 	}
+	const elsewhere = `spec.clusterRef.namespace: "b" is another namespace: a reference must stay in the InfraEnv's namespace "a"`
 	tests := []struct {
 		name     string
 		old, new agentinstallv1.InfraEnvSpec // old empty: a create
@@ -31,7 +33,13 @@ func TestValidateInfraEnv(t *testing.T) {
 			want: "Attempted to change Spec.ClusterRef which is immutable after InfraEnv creation."},
 		{name: "clusterRef namespace changed", old: agentinstallv1.InfraEnvSpec{ClusterRef: ref("c")},
 			new:  agentinstallv1.InfraEnvSpec{ClusterRef: &agentinstallv1.ClusterReference{Name: "c", Namespace: "b"}},
-			want: "Attempted to change Spec.ClusterRef which is immutable after InfraEnv creation."},
+			want: elsewhere},
+		{name: "create bound elsewhere", new: agentinstallv1.InfraEnvSpec{ClusterRef: &agentinstallv1.ClusterReference{Name: "c", Namespace: "b"}},
+			want: elsewhere},
+		{name: "create bound without a namespace", new: agentinstallv1.InfraEnvSpec{ClusterRef: &agentinstallv1.ClusterReference{Name: "c"}}},
+		{name: "create with a mirror registry elsewhere",
+			new:  agentinstallv1.InfraEnvSpec{MirrorRegistryRef: &agentinstallv1.MirrorRegistryConfigMapReference{Name: "m", Namespace: "b"}},
+			want: `spec.mirrorRegistryRef.namespace: "b" is another namespace: a reference must stay in the InfraEnv's namespace "a"`},
 		{name: "clusterRef removed", old: agentinstallv1.InfraEnvSpec{ClusterRef: ref("c")}, new: agentinstallv1.InfraEnvSpec{SSHAuthorizedKey: "k"},
 			want: "Attempted to change Spec.ClusterRef which is immutable after InfraEnv creation."},
 		{name: "cpuArchitecture changed", old: agentinstallv1.InfraEnvSpec{CpuArchitecture: "x86_64"}, new: agentinstallv1.InfraEnvSpec{CpuArchitecture: "aarch64"},
@@ -49,12 +57,12 @@ func TestValidateInfraEnv(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
 			w := &InfraEnv{} // no Reader: none of these reads
-			ie := &agentinstallv1.InfraEnv{Spec: tt.new}
+			ie := &agentinstallv1.InfraEnv{ObjectMeta: metav1.ObjectMeta{Namespace: "a"}, Spec: tt.new}
 			var err error
 			if tt.old.ClusterRef == nil && tt.old.SSHAuthorizedKey == "" && tt.old.CpuArchitecture == "" {
 				_, err = w.ValidateCreate(context.Background(), ie)
 			} else {
-				_, err = w.ValidateUpdate(context.Background(), &agentinstallv1.InfraEnv{Spec: tt.old}, ie)
+				_, err = w.ValidateUpdate(context.Background(), &agentinstallv1.InfraEnv{ObjectMeta: ie.ObjectMeta, Spec: tt.old}, ie)
 			}
 			if tt.want == "" {
 				g.Expect(err).NotTo(HaveOccurred())

@@ -3,13 +3,16 @@ package webhooks
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/url"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
@@ -18,26 +21,85 @@ import (
 // +kubebuilder:webhook:path=/validate-metal3-io-v1alpha1-baremetalhost,mutating=false,failurePolicy=fail,sideEffects=None,groups=metal3.io,resources=baremetalhosts,verbs=create;update,versions=v1alpha1,name=validation.baremetalhost.metal3.io,admissionReviewVersions=v1
 
 // BareMetalHost validates BareMetalHosts on create and update.
-type BareMetalHost struct{}
+type BareMetalHost struct {
+	// Reader lists the hub's BareMetalHosts, in every namespace, when a
+	// host's boot MAC is set or changed; SetupWebhookWithManager gives it
+	// the manager's (cached) client when nil.
+	Reader client.Reader
+}
 
 var _ admission.Validator[*metal3v1.BareMetalHost] = &BareMetalHost{}
 
 // SetupWebhookWithManager registers the webhook on mgr's webhook server,
 // at the path of the kubebuilder marker above (config/webhook).
 func (w *BareMetalHost) SetupWebhookWithManager(mgr ctrl.Manager) error {
+	if w.Reader == nil {
+		w.Reader = mgr.GetClient()
+	}
 	return ctrl.NewWebhookManagedBy(mgr, &metal3v1.BareMetalHost{}).WithValidator(w).Complete()
 }
 
-// ValidateCreate refuses a host with any problem of ValidateHost.
-func (w *BareMetalHost) ValidateCreate(_ context.Context, host *metal3v1.BareMetalHost) (admission.Warnings, error) {
-	return nil, invalid(host, ValidateHost(host))
+// ValidateCreate refuses a host with any problem of ValidateHost, and one
+// whose boot MAC another host of the hub has.
+func (w *BareMetalHost) ValidateCreate(ctx context.Context, host *metal3v1.BareMetalHost) (admission.Warnings, error) {
+	errs := ValidateHost(host)
+	dup, err := w.bootMACTaken(ctx, host)
+	if err != nil {
+		return nil, err
+	}
+	return nil, invalid(host, append(errs, dup...))
 }
 
-// ValidateUpdate refuses an update that adds a problem. A problem the host
-// already had (a host created before this webhook ran) does not block
-// updates, so that finalizers and releases still go through.
-func (w *BareMetalHost) ValidateUpdate(_ context.Context, old, host *metal3v1.BareMetalHost) (admission.Warnings, error) {
-	return nil, invalid(host, newProblems(ValidateHost(host), ValidateHost(old)))
+// ValidateUpdate refuses an update that adds a problem, or changes the
+// boot MAC to one another host of the hub has. A problem the host already
+// had (a host created before this webhook ran) does not block updates, so
+// that finalizers and releases still go through.
+func (w *BareMetalHost) ValidateUpdate(ctx context.Context, old, host *metal3v1.BareMetalHost) (admission.Warnings, error) {
+	errs := newProblems(ValidateHost(host), ValidateHost(old))
+	if normalMAC(old.Spec.BootMACAddress) != normalMAC(host.Spec.BootMACAddress) {
+		dup, err := w.bootMACTaken(ctx, host)
+		if err != nil {
+			return nil, err
+		}
+		errs = append(errs, dup...)
+	}
+	return nil, invalid(host, errs)
+}
+
+// msgBootMACTaken does not say which host has the MAC: it may be another
+// tenant's.
+const msgBootMACTaken = "another BareMetalHost on this hub has this boot MAC address: each host's must be unique on the hub " +
+	"(a host network boots by it)"
+
+// bootMACTaken refuses host's boot MAC when another BareMetalHost, in any
+// namespace, has it too (compared as MAC addresses, not as strings). Two
+// hosts created at once may both get through, the list being the cache's:
+// the host engine then serves the older one.
+func (w *BareMetalHost) bootMACTaken(ctx context.Context, host *metal3v1.BareMetalHost) (field.ErrorList, error) {
+	mac := normalMAC(host.Spec.BootMACAddress)
+	if mac == "" {
+		return nil, nil
+	}
+	hosts := &metal3v1.BareMetalHostList{}
+	if err := w.Reader.List(ctx, hosts, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, apierrors.NewInternalError(fmt.Errorf("checking that the boot MAC address is unique: %w", err))
+	}
+	for i := range hosts.Items {
+		h := &hosts.Items[i]
+		if h.UID != host.UID && (h.Namespace != host.Namespace || h.Name != host.Name) && normalMAC(h.Spec.BootMACAddress) == mac {
+			return field.ErrorList{field.Invalid(field.NewPath("spec", "bootMACAddress"), host.Spec.BootMACAddress, msgBootMACTaken)}, nil
+		}
+	}
+	return nil, nil
+}
+
+// normalMAC is mac in net.HardwareAddr's form; "" when it is not a MAC.
+func normalMAC(mac string) string {
+	hw, err := net.ParseMAC(mac)
+	if err != nil {
+		return ""
+	}
+	return hw.String()
 }
 
 // ValidateDelete allows every delete.
@@ -90,6 +152,7 @@ func ValidateHost(host *metal3v1.BareMetalHost) field.ErrorList {
 	if mac := host.Spec.BootMACAddress; mac != "" {
 		errs = append(errs, metal3v1.ValidateMACAddressField(mac, spec.Child("bootMACAddress"))...)
 	}
+	errs = append(errs, validateClusterReference(host)...)
 	if img := host.Spec.Image; img != nil {
 		errs = append(errs, validateImage(img, spec.Child("image"))...)
 	}
@@ -110,6 +173,26 @@ func validateSecretNamespace(host *metal3v1.BareMetalHost, ref *corev1.SecretRef
 	}
 	e := field.Forbidden(path, fmt.Sprintf("must be the BareMetalHost's namespace %q (a host may only use Secrets of its own namespace)", host.Namespace))
 	e.BadValue = ref.Namespace // not shown for Forbidden; tells updates apart
+	return field.ErrorList{e}
+}
+
+// ClusterReferenceAnnotation is the agent-based install's annotation (its
+// BareMetalHost ⇄ Agent controller's) binding the host's Agent to the
+// ClusterDeployment "<namespace>/<name>"; it is checked here, with the
+// host, rather than by a second webhook on BareMetalHosts.
+const ClusterReferenceAnnotation = "bmac.agent-install.openshift.io/cluster-reference"
+
+// validateClusterReference refuses a cluster-reference annotation naming
+// another namespace: a host may only join its own namespace's clusters.
+// (Its form is the controller's to report.)
+func validateClusterReference(host *metal3v1.BareMetalHost) field.ErrorList {
+	ns, _, ok := strings.Cut(host.Annotations[ClusterReferenceAnnotation], "/")
+	if !ok || ns == "" || ns == host.Namespace {
+		return nil
+	}
+	e := field.Forbidden(field.NewPath("metadata", "annotations").Key(ClusterReferenceAnnotation),
+		fmt.Sprintf("must name a ClusterDeployment of the BareMetalHost's namespace %q (a reference must stay in the object's namespace)", host.Namespace))
+	e.BadValue = ns // not shown for Forbidden; tells updates apart
 	return field.ErrorList{e}
 }
 

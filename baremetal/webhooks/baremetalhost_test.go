@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	"github.com/metalshift/metalshift/baremetal/pkg/provisioner"
@@ -82,6 +83,13 @@ func TestValidateHost(t *testing.T) {
 			want: `spec.image.format: Unsupported value: "iso": supported values: "raw", "qcow2", "vdi", "vmdk", "live-iso"`},
 		{name: "customDeploy without a method", edit: func(h *metal3v1.BareMetalHost) { h.Spec.CustomDeploy = &metal3v1.CustomDeploy{} },
 			want: `spec.customDeploy.method: Required value`},
+		{name: "cluster in another namespace", edit: func(h *metal3v1.BareMetalHost) {
+			h.Annotations = map[string]string{ClusterReferenceAnnotation: "b/cluster"}
+		},
+			want: `metadata.annotations[bmac.agent-install.openshift.io/cluster-reference]: Forbidden: must name a ClusterDeployment of the BareMetalHost's namespace "a"`},
+		{name: "cluster in the host's namespace", edit: func(h *metal3v1.BareMetalHost) {
+			h.Annotations = map[string]string{ClusterReferenceAnnotation: "a/cluster"}
+		}},
 		{name: "two problems", edit: func(h *metal3v1.BareMetalHost) { h.Spec.UserData.Namespace = "b"; h.Spec.BMC.Address = "ftp://x" },
 			want: `spec.userData.namespace: Forbidden`, wantAlt: `spec.bmc.address: Invalid value: "ftp://x"`},
 	}
@@ -90,7 +98,7 @@ func TestValidateHost(t *testing.T) {
 			g := NewWithT(t)
 			h := validHost()
 			tt.edit(h)
-			_, err := (&BareMetalHost{}).ValidateCreate(context.Background(), h)
+			_, err := (&BareMetalHost{Reader: noHosts{}}).ValidateCreate(context.Background(), h)
 			if tt.want == "" {
 				g.Expect(err).NotTo(HaveOccurred())
 				return
@@ -112,7 +120,7 @@ func TestValidateHost(t *testing.T) {
 // TestValidateUpdate: an update may keep a problem the host had, never add one.
 func TestValidateUpdate(t *testing.T) {
 	g := NewWithT(t)
-	w := &BareMetalHost{}
+	w := &BareMetalHost{Reader: noHosts{}}
 	old := validHost()
 	old.Spec.UserData.Namespace = "b" // from before the webhook
 	host := old.DeepCopy()
@@ -168,3 +176,9 @@ func TestBMCAddressesAsTheEngineReadsThem(t *testing.T) {
 	g.Expect(metal3v1.ValidateBMCAddress("redfish://u:p@h")).To(MatchError(ContainSubstring("must not carry")))
 	g.Expect(strings.Join(metal3v1.BMCSchemes(), " ")).To(ContainSubstring("idrac-virtualmedia+https"))
 }
+
+// noHosts is a hub without BareMetalHosts, for the checks of a host on its
+// own (the envtest checks the boot MAC's uniqueness).
+type noHosts struct{ client.Reader }
+
+func (noHosts) List(context.Context, client.ObjectList, ...client.ListOption) error { return nil }

@@ -2,6 +2,7 @@ package webhooks_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -73,4 +74,59 @@ func TestWebhookServed(t *testing.T) {
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(ok), ok)).To(Succeed())
 	ok.Labels = map[string]string{"updated": "yes"}
 	g.Expect(env.Client.Update(ctx, ok)).To(Succeed())
+}
+
+// TestTenantHosts: a tenant with every right in its namespace and none
+// elsewhere (the API server acting as that user) cannot take another
+// tenant's host's boot MAC address — with any spelling, on create or
+// update — nor learn whose it is, nor bind its host into another
+// namespace's cluster; its own hosts go through.
+func TestTenantHosts(t *testing.T) {
+	ctx := context.Background()
+	g := NewWithT(t)
+	nsA, nsB := env.Namespace(t), env.Namespace(t)
+	tenant := env.Tenant(t, nsB)
+	host := func(ns, name, mac string) *metal3v1.BareMetalHost {
+		return &metal3v1.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Spec: metal3v1.BareMetalHostSpec{BMC: metal3v1.BMCDetails{Address: "redfish://10.0.0.1/redfish/v1/Systems/1", CredentialsName: name + "-bmc"},
+				BootMACAddress: mac}}
+	}
+	victim := host(nsA, "victim-host", "52:54:00:ab:00:01")
+	g.Expect(env.Client.Create(ctx, victim)).To(Succeed())
+	// The webhook reads the manager's cache: wait until it holds the host.
+	g.Eventually(func() error {
+		return env.Manager.GetClient().Get(ctx, client.ObjectKeyFromObject(victim), &metal3v1.BareMetalHost{})
+	}).Should(Succeed())
+
+	const taken = `spec.bootMACAddress: Invalid value: "%s": another BareMetalHost on this hub has this boot MAC address`
+	for _, mac := range []string{"52:54:00:ab:00:01", "52:54:00:AB:00:01", "52:54:00:Ab:00:01"} {
+		err := tenant.Create(ctx, host(nsB, "copy", mac))
+		g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%s: %v", mac, err)
+		g.Expect(err.Error()).To(ContainSubstring(fmt.Sprintf(taken, mac)))
+		g.Expect(err.Error()).NotTo(Or(ContainSubstring(nsA), ContainSubstring("victim")))
+	}
+	own := host(nsB, "own", "52:54:00:ab:00:02")
+	g.Expect(tenant.Create(ctx, own)).To(Succeed())
+	own.Spec.BootMACAddress = "52:54:00:ab:00:01"
+	err := tenant.Update(ctx, own)
+	g.Expect(err).To(MatchError(ContainSubstring(fmt.Sprintf(taken, "52:54:00:ab:00:01"))))
+	g.Expect(err.Error()).NotTo(ContainSubstring(nsA))
+
+	// The victim's own updates go through, its MAC being its own.
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(victim), victim)).To(Succeed())
+	victim.Labels = map[string]string{"updated": "yes"}
+	g.Expect(env.Client.Update(ctx, victim)).To(Succeed())
+
+	// A host joins its own namespace's clusters only.
+	bound := host(nsB, "bound", "52:54:00:ab:00:03")
+	bound.Annotations = map[string]string{"bmac.agent-install.openshift.io/cluster-reference": nsA + "/cluster"}
+	err = tenant.Create(ctx, bound)
+	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
+	g.Expect(err.Error()).To(ContainSubstring(`metadata.annotations[bmac.agent-install.openshift.io/cluster-reference]: Forbidden: ` +
+		`must name a ClusterDeployment of the BareMetalHost's namespace "` + nsB + `"`))
+	bound.Annotations["bmac.agent-install.openshift.io/cluster-reference"] = nsB + "/cluster"
+	g.Expect(tenant.Create(ctx, bound)).To(Succeed())
+
+	// And the tenant has no rights in the other namespace at all.
+	g.Expect(apierrors.IsForbidden(tenant.Create(ctx, host(nsA, "intruder", "52:54:00:ab:00:04")))).To(BeTrue())
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/onsi/gomega"
 	"go.uber.org/zap/zapcore"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -55,6 +56,12 @@ type Options struct {
 	// Metrics serves the manager's metrics endpoint on a free loopback
 	// port, at Env.MetricsURL.
 	Metrics bool
+
+	// WithoutAdmission plays a hub without metalshift's validating
+	// webhooks: they are served but not registered with the API server
+	// (defaulting and Cluster API's webhooks are), so that tests show
+	// what the controllers alone refuse.
+	WithoutAdmission bool
 }
 
 // components are the environment's: metalshift's webhooks and Cluster
@@ -180,6 +187,12 @@ func (e *Env) start(opts Options) error {
 	}
 	if err := localcp.RegisterWebhooks(ctx, e.Config, webhookURL, wio.LocalServingCAData); err != nil {
 		return err
+	}
+	if opts.WithoutAdmission {
+		own := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: localcp.OwnValidatingWebhooks}}
+		if err := e.Client.Delete(ctx, own); err != nil {
+			return fmt.Errorf("unregistering metalshift's validating webhooks: %w", err)
+		}
 	}
 	if !e.Manager.GetCache().WaitForCacheSync(ctx) {
 		return fmt.Errorf("manager caches did not sync")

@@ -10,10 +10,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hivev1 "github.com/metalshift/metalshift/api/hive/v1"
+	"github.com/metalshift/metalshift/internal/kubeconfig"
 )
 
 // ErrNoAdminKubeconfig says the cluster has no admin kubeconfig yet (its
@@ -62,13 +63,25 @@ func AdminKubeconfig(ctx context.Context, r client.Reader, cd *hivev1.ClusterDep
 // API.
 const SpokeTimeout = 5 * time.Second
 
-// SpokeClient is a client of an installed cluster's API through its admin
-// kubeconfig, with the types of scheme.
-func SpokeClient(kubeconfig []byte, scheme *runtime.Scheme) (client.Client, error) {
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+// SpokeConfig is the client configuration of an installed cluster's admin
+// kubeconfig, with inline credentials only: an imported cluster's is
+// written by a tenant (package kubeconfig says what it refuses; a refusal
+// matches kubeconfig.ErrRefused). Requests time out after SpokeTimeout.
+func SpokeConfig(data []byte) (*rest.Config, error) {
+	cfg, err := kubeconfig.Load(data)
 	if err != nil {
 		return nil, fmt.Errorf("the installed cluster's admin kubeconfig: %w", err)
 	}
 	cfg.Timeout = SpokeTimeout
+	return cfg, nil
+}
+
+// SpokeClient is a client of an installed cluster's API through its admin
+// kubeconfig (SpokeConfig), with the types of scheme.
+func SpokeClient(data []byte, scheme *runtime.Scheme) (client.Client, error) {
+	cfg, err := SpokeConfig(data)
+	if err != nil {
+		return nil, err
+	}
 	return client.New(cfg, client.Options{Scheme: scheme})
 }

@@ -37,9 +37,10 @@ func inputErrorf(format string, args ...any) error {
 func InputError(err error) error { return inputError{err} }
 
 // StaticNetwork returns the NMStateConfigs an InfraEnv's
-// nmStateConfigLabelSelector selects (in every namespace, as upstream; an
-// empty selector selects none), sorted by namespace and name, validated
-// with upstream's messages (host N counts from 0 in that order).
+// nmStateConfigLabelSelector selects in the InfraEnv's namespace (upstream
+// selects in every namespace: here another tenant's NMStateConfig never
+// lands in an image; an empty selector selects none), sorted by name,
+// validated with upstream's messages (host N counts from 0 in that order).
 func StaticNetwork(ctx context.Context, r client.Reader, ie *agentinstallv1.InfraEnv) ([]deployapi.StaticNetworkHost, error) {
 	sel := ie.Spec.NMStateConfigLabelSelector
 	if len(sel.MatchLabels) == 0 && len(sel.MatchExpressions) == 0 {
@@ -50,15 +51,10 @@ func StaticNetwork(ctx context.Context, r client.Reader, ie *agentinstallv1.Infr
 		return nil, inputErrorf("nmStateConfigLabelSelector: %w", err)
 	}
 	l := &agentinstallv1.NMStateConfigList{}
-	if err := r.List(ctx, l, client.MatchingLabelsSelector{Selector: s}); err != nil {
+	if err := r.List(ctx, l, client.InNamespace(ie.Namespace), client.MatchingLabelsSelector{Selector: s}); err != nil {
 		return nil, err
 	}
-	sort.Slice(l.Items, func(i, j int) bool {
-		if l.Items[i].Namespace != l.Items[j].Namespace {
-			return l.Items[i].Namespace < l.Items[j].Namespace
-		}
-		return l.Items[i].Name < l.Items[j].Name
-	})
+	sort.Slice(l.Items, func(i, j int) bool { return l.Items[i].Name < l.Items[j].Name })
 	var out []deployapi.StaticNetworkHost
 	for i, c := range l.Items {
 		h, err := staticHost(i, &c)

@@ -24,17 +24,22 @@ import (
 	"github.com/metalshift/metalshift/assisted/pkg/validations"
 )
 
-// ClusterDeploymentIndex indexes Agents by "<namespace>/<name>" of
-// spec.clusterDeploymentName.
+// ClusterDeploymentIndex indexes Agents by "<namespace>/<name>" of the
+// ClusterDeployment spec.clusterDeploymentName names, in the Agent's own
+// namespace: an Agent naming another namespace's is in no entry, so that
+// it is never one of that cluster's Agents (ErrCrossNamespace).
 const ClusterDeploymentIndex = "spec.clusterDeploymentName"
 
 // IndexClusterDeployment is the index function of ClusterDeploymentIndex.
 func IndexClusterDeployment(o client.Object) []string {
 	a, ok := o.(*agentinstallv1.Agent)
-	if !ok || a.Spec.ClusterDeploymentName == nil {
+	if !ok {
 		return nil
 	}
-	return []string{a.Spec.ClusterDeploymentName.Namespace + "/" + a.Spec.ClusterDeploymentName.Name}
+	if name := clusterDeploymentOf(a); name != "" {
+		return []string{a.Namespace + "/" + name}
+	}
+	return nil
 }
 
 // Cluster is an install: a ClusterDeployment and its AgentClusterInstall.
@@ -72,19 +77,17 @@ func ForDeployment(ctx context.Context, r client.Reader, cd *hivev1.ClusterDeplo
 	return &Cluster{CD: cd, ACI: aci}, nil
 }
 
-// ForAgent returns the install an Agent is bound to; nil when unbound or
-// when its ClusterDeployment or AgentClusterInstall is missing.
+// ForAgent returns the install an Agent is bound to; nil when unbound,
+// when bound to another namespace's ClusterDeployment (refused:
+// AgentClusterReference says why), or when its ClusterDeployment or
+// AgentClusterInstall is missing.
 func ForAgent(ctx context.Context, r client.Reader, a *agentinstallv1.Agent) (*Cluster, error) {
-	ref := a.Spec.ClusterDeploymentName
-	if ref == nil || ref.Name == "" {
+	name := clusterDeploymentOf(a)
+	if name == "" {
 		return nil, nil
 	}
-	ns := ref.Namespace
-	if ns == "" {
-		ns = a.Namespace
-	}
 	cd := &hivev1.ClusterDeployment{}
-	if err := r.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, cd); err != nil {
+	if err := r.Get(ctx, types.NamespacedName{Namespace: a.Namespace, Name: name}, cd); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, nil
 		}
@@ -93,10 +96,11 @@ func ForAgent(ctx context.Context, r client.Reader, a *agentinstallv1.Agent) (*C
 	return ForDeployment(ctx, r, cd)
 }
 
-// Agents returns the Agents bound to a ClusterDeployment, by name.
+// Agents returns the Agents bound to a ClusterDeployment, by name: those
+// of its namespace (ClusterDeploymentIndex).
 func Agents(ctx context.Context, r client.Reader, cd *hivev1.ClusterDeployment) ([]agentinstallv1.Agent, error) {
 	l := &agentinstallv1.AgentList{}
-	if err := r.List(ctx, l, client.MatchingFields{ClusterDeploymentIndex: cd.Namespace + "/" + cd.Name}); err != nil {
+	if err := r.List(ctx, l, client.InNamespace(cd.Namespace), client.MatchingFields{ClusterDeploymentIndex: cd.Namespace + "/" + cd.Name}); err != nil {
 		return nil, err
 	}
 	return l.Items, nil

@@ -245,8 +245,13 @@ func setKind(st *agentinstallv1.AgentStatus, c *record.Cluster, state string) {
 	}
 }
 
-// specError is what keeps an Agent's spec from being applied.
+// specError is what keeps an Agent's spec from being applied: a
+// clusterDeploymentName in another namespace (the Agent is then unbound),
+// installer arguments or Ignition overrides that do not parse.
 func specError(a *agentinstallv1.Agent) error {
+	if err := record.AgentClusterReference(a); err != nil {
+		return err
+	}
 	if _, err := record.InstallerArgs(a); err != nil {
 		return err
 	}

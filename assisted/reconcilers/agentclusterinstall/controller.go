@@ -185,6 +185,11 @@ func (in *install) run(ctx context.Context) (ctrl.Result, error) {
 	if in.state, err = rec.InstallState(ctx, in.r.Client, c.ACI); err != nil {
 		return ctrl.Result{}, err
 	}
+	if in.specErr == nil {
+		if err := in.importedKubeconfig(ctx); err != nil {
+			in.specErr, in.input = err, true
+		}
+	}
 	facts, v := in.facts(ctx)
 	state, info := clusterstate.Refresh(facts)
 	in.checkOverrides(ctx, state == clusterstate.StatusPreparingForInstallation && !facts.PreparationDone)

@@ -2,6 +2,7 @@ package agentclusterinstall
 
 import (
 	"context"
+	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,6 +19,7 @@ import (
 	"github.com/metalshift/metalshift/assisted/pkg/hoststate"
 	"github.com/metalshift/metalshift/assisted/pkg/installstate"
 	rec "github.com/metalshift/metalshift/assisted/pkg/record"
+	"github.com/metalshift/metalshift/internal/kubeconfig"
 )
 
 // SpokeView is what the hub reads of an installed cluster.
@@ -30,7 +32,7 @@ type SpokeView struct {
 
 // SpokeReader reads an installed cluster with its admin kubeconfig.
 type SpokeReader interface {
-	Read(ctx context.Context, kubeconfig []byte) (*SpokeView, error)
+	Read(ctx context.Context, data []byte) (*SpokeView, error)
 }
 
 // spokeScheme holds the types the hub reads in an installed cluster.
@@ -45,8 +47,8 @@ var spokeScheme = func() *runtime.Scheme {
 type KubeconfigSpoke struct{}
 
 // Read implements SpokeReader.
-func (KubeconfigSpoke) Read(ctx context.Context, kubeconfig []byte) (*SpokeView, error) {
-	c, err := rec.SpokeClient(kubeconfig, spokeScheme)
+func (KubeconfigSpoke) Read(ctx context.Context, data []byte) (*SpokeView, error) {
+	c, err := rec.SpokeClient(data, spokeScheme)
 	if err != nil {
 		return nil, err
 	}
@@ -100,6 +102,25 @@ func (in *install) adminKubeconfig(ctx context.Context) ([]byte, error) {
 	kc, err := rec.AdminKubeconfig(ctx, in.r.Client, in.c.CD, in.state)
 	in.kubeconfig = kc
 	return kc, err
+}
+
+// importedKubeconfig refuses an imported cluster's admin kubeconfig that
+// asks for more than inline credentials (package kubeconfig): a tenant
+// wrote it, and the hub reads the cluster with it for the hosts it adds.
+// SpecSynced reports the refusal; the day-2 steps that would use it fail
+// with it, having run nothing. A Secret not there yet is not reported here.
+func (in *install) importedKubeconfig(ctx context.Context) error {
+	if !rec.Imported(in.c.CD, in.state) {
+		return nil
+	}
+	kc, err := in.adminKubeconfig(ctx)
+	if err != nil {
+		return nil
+	}
+	if _, err := kubeconfig.Load(kc); err != nil {
+		return fmt.Errorf("clusterMetadata.adminKubeconfigSecretRef: Secret %s: %w", in.c.CD.Spec.ClusterMetadata.AdminKubeconfigSecretRef.Name, err)
+	}
+	return nil
 }
 
 // spokeInstalled tells whether the installed cluster reports its version

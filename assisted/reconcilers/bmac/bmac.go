@@ -12,6 +12,7 @@ package bmac
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -19,6 +20,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -30,6 +33,7 @@ import (
 	deployapi "github.com/metalshift/metalshift/api/deploy/v1"
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	"github.com/metalshift/metalshift/assisted/pkg/hoststate"
+	rec "github.com/metalshift/metalshift/assisted/pkg/record"
 )
 
 // BareMetalHost annotations and labels of the integration, as upstream.
@@ -42,7 +46,8 @@ const (
 	InstallerArgsAnnotation           = annotationPrefix + "installer-args"
 	IgnitionConfigOverridesAnnotation = annotationPrefix + "ignition-config-overrides"
 	// ClusterReferenceAnnotation binds the Agent to "<namespace>/<name>"
-	// (late binding); "" unbinds it.
+	// (late binding), a ClusterDeployment of the host's own namespace;
+	// "" unbinds it. ClusterReferenceCondition reports it.
 	ClusterReferenceAnnotation = annotationPrefix + "cluster-reference"
 	// AgentLabelPrefix: bmac.agent-install.openshift.io.agent-label.<key>
 	// sets the Agent's label <key>; labels are added, never removed.
@@ -59,6 +64,24 @@ const (
 	detachedBy = "assisted-service-controller"
 )
 
+// ClusterReferenceCondition is the BareMetalHost condition BMAC owns: set
+// while the host has the cluster-reference annotation, True when BMAC
+// applies it to the host's Agent, False with what keeps it from doing so.
+const ClusterReferenceCondition = "AgentClusterReferenceAccepted"
+
+// Reasons of ClusterReferenceCondition.
+const (
+	// ReasonClusterReferenceAccepted: the annotation binds (or unbinds)
+	// the host's Agent.
+	ReasonClusterReferenceAccepted = "Accepted"
+	// ReasonCrossNamespaceReference: the annotation names a
+	// ClusterDeployment of another namespace; the Agent is not bound.
+	ReasonCrossNamespaceReference = "CrossNamespaceReference"
+	// ReasonInvalidClusterReference: the annotation is not
+	// <namespace>/<name>, or the host's InfraEnv binds its Agents itself.
+	ReasonInvalidClusterReference = "InvalidClusterReference"
+)
+
 // Reconciler pairs BareMetalHosts with Agents.
 type Reconciler struct {
 	Client   client.Client
@@ -73,6 +96,7 @@ type Reconciler struct {
 }
 
 // +kubebuilder:rbac:groups=metal3.io,resources=baremetalhosts,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=metal3.io,resources=baremetalhosts/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=agent-install.openshift.io,resources=agents,verbs=get;list;watch;update;patch;delete
 // +kubebuilder:rbac:groups=agent-install.openshift.io,resources=infraenvs,verbs=get;list;watch
 
@@ -153,6 +177,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
 		}
 		return ctrl.Result{}, err
+	}
+	if requeue, err := r.reportClusterReference(ctx, host, ie); err != nil || requeue {
+		return ctrl.Result{RequeueAfter: time.Second}, err
 	}
 	agent, err := r.agentOf(ctx, host)
 	if err != nil {
@@ -321,9 +348,8 @@ func (r *Reconciler) reconcileAgent(ctx context.Context, host *metal3v1.BareMeta
 			a.Spec.InstallationDiskID = id
 		}
 		if v, ok := ann[ClusterReferenceAnnotation]; ok {
-			if err := bindFromAnnotation(a, ie, v); err != nil {
-				r.event(host, corev1.EventTypeWarning, "InvalidClusterReference", err.Error())
-			}
+			// A refusal is reported by reportClusterReference.
+			_ = bindFromAnnotation(a, ie, v)
 		}
 	}
 	if reflect.DeepEqual(before.Labels, a.Labels) && reflect.DeepEqual(before.Spec, a.Spec) {
@@ -352,24 +378,89 @@ func preInstall(a *agentinstallv1.Agent) bool {
 	return true
 }
 
-// bindFromAnnotation applies the cluster-reference annotation: "ns/name"
-// binds the Agent, "" unbinds it; an InfraEnv with a clusterRef binds its
-// Agents itself and refuses it.
+// bindFromAnnotation applies the cluster-reference annotation to an Agent
+// of the host's namespace: "ns/name" binds it, "" unbinds it;
+// annotationReference says what is refused.
 func bindFromAnnotation(a *agentinstallv1.Agent, ie *agentinstallv1.InfraEnv, ref string) error {
-	if ie.Spec.ClusterRef != nil {
-		return fmt.Errorf("annotation %s is set, but InfraEnv %s has a clusterRef: its Agents are bound to %s/%s", ClusterReferenceAnnotation, ie.Name,
-			ie.Spec.ClusterRef.Namespace, ie.Spec.ClusterRef.Name)
+	name, err := annotationReference(a.Namespace, ie, ref)
+	if err != nil {
+		return err
 	}
-	if ref == "" {
+	if name == "" {
 		a.Spec.ClusterDeploymentName = nil
 		return nil
 	}
-	ns, name, ok := strings.Cut(ref, "/")
-	if !ok || ns == "" || name == "" {
-		return fmt.Errorf("annotation %s: %q is not <namespace>/<name>", ClusterReferenceAnnotation, ref)
-	}
-	a.Spec.ClusterDeploymentName = &agentinstallv1.ClusterReference{Namespace: ns, Name: name}
+	a.Spec.ClusterDeploymentName = &agentinstallv1.ClusterReference{Namespace: a.Namespace, Name: name}
 	return nil
+}
+
+// annotationReference checks the cluster-reference annotation ref of a
+// host of namespace ns labelled for ie, and returns the name of the
+// ClusterDeployment it binds the host's Agent to ("" unbinds it). It
+// refuses a value that is not <namespace>/<name>, a namespace other than
+// ns (rec.ErrCrossNamespace), and any value when ie has a clusterRef
+// (the InfraEnv binds its Agents itself).
+func annotationReference(ns string, ie *agentinstallv1.InfraEnv, ref string) (string, error) {
+	if ie.Spec.ClusterRef != nil {
+		return "", fmt.Errorf("annotation %s is set, but InfraEnv %s has a clusterRef: its Agents are bound to %s/%s", ClusterReferenceAnnotation, ie.Name,
+			ie.Spec.ClusterRef.Namespace, ie.Spec.ClusterRef.Name)
+	}
+	if ref == "" {
+		return "", nil
+	}
+	refNS, name, ok := strings.Cut(ref, "/")
+	if !ok || refNS == "" || name == "" {
+		return "", fmt.Errorf("annotation %s: %q is not <namespace>/<name>", ClusterReferenceAnnotation, ref)
+	}
+	if err := rec.LocalReference("BareMetalHost", "metadata.annotations["+ClusterReferenceAnnotation+"]", ns, refNS); err != nil {
+		return "", err
+	}
+	return name, nil
+}
+
+// clusterReferenceCondition is the host's ClusterReferenceCondition; nil
+// without the annotation.
+func clusterReferenceCondition(host *metal3v1.BareMetalHost, ie *agentinstallv1.InfraEnv) *metav1.Condition {
+	ref, ok := host.Annotations[ClusterReferenceAnnotation]
+	if !ok {
+		return nil
+	}
+	c := &metav1.Condition{Type: ClusterReferenceCondition, Status: metav1.ConditionTrue, Reason: ReasonClusterReferenceAccepted,
+		ObservedGeneration: host.Generation}
+	_, err := annotationReference(host.Namespace, ie, ref)
+	switch {
+	case err == nil && ref == "":
+		c.Message = "The host's Agent is unbound"
+	case err == nil:
+		c.Message = "The host's Agent is bound to ClusterDeployment " + ref
+	case errors.Is(err, rec.ErrCrossNamespace):
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, ReasonCrossNamespaceReference, err.Error()+": the host's Agent is not bound to it"
+	default:
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, ReasonInvalidClusterReference, err.Error()
+	}
+	return c
+}
+
+// reportClusterReference writes the host's ClusterReferenceCondition when
+// it changed, with an optimistically locked patch of the status (the host
+// engine writes its own conditions there); requeue after a conflict.
+func (r *Reconciler) reportClusterReference(ctx context.Context, host *metal3v1.BareMetalHost, ie *agentinstallv1.InfraEnv) (requeue bool, _ error) {
+	before := host.DeepCopy()
+	if c := clusterReferenceCondition(host, ie); c != nil {
+		if !meta.SetStatusCondition(&host.Status.Conditions, *c) {
+			return false, nil
+		}
+		if c.Status == metav1.ConditionFalse {
+			r.event(host, corev1.EventTypeWarning, c.Reason, c.Message)
+		}
+	} else if !meta.RemoveStatusCondition(&host.Status.Conditions, ClusterReferenceCondition) {
+		return false, nil
+	}
+	err := r.Client.Status().Patch(ctx, host, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+	if apierrors.IsConflict(err) {
+		return true, nil
+	}
+	return false, err
 }
 
 // diskFromHints is the inventory disk the host's root device hints name

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	agentinstallv1 "github.com/metalshift/metalshift/api/agentinstall/v1beta1"
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
@@ -74,15 +75,18 @@ func TestBindFromAnnotation(t *testing.T) {
 		want    *agentinstallv1.ClusterReference
 		wantErr string
 	}{
-		"binds":               {late, "ns2/other", &agentinstallv1.ClusterReference{Namespace: "ns2", Name: "other"}, ""},
+		"binds":               {late, "ns/other", &agentinstallv1.ClusterReference{Namespace: "ns", Name: "other"}, ""},
 		"empty unbinds":       {late, "", nil, ""},
-		"not namespace/name":  {late, "other", &agentinstallv1.ClusterReference{Namespace: "x", Name: "y"}, `"other" is not <namespace>/<name>`},
-		"InfraEnv with a ref": {bound, "ns2/other", &agentinstallv1.ClusterReference{Namespace: "x", Name: "y"}, "InfraEnv late has a clusterRef"},
+		"not namespace/name":  {late, "other", &agentinstallv1.ClusterReference{Namespace: "ns", Name: "y"}, `"other" is not <namespace>/<name>`},
+		"InfraEnv with a ref": {bound, "ns/other", &agentinstallv1.ClusterReference{Namespace: "ns", Name: "y"}, "InfraEnv late has a clusterRef"},
+		"another namespace": {late, "ns2/other", &agentinstallv1.ClusterReference{Namespace: "ns", Name: "y"},
+			`metadata.annotations[bmac.agent-install.openshift.io/cluster-reference]: "ns2" is another namespace: a reference must stay in the BareMetalHost's namespace "ns"`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
 			a := &agentinstallv1.Agent{}
-			a.Spec.ClusterDeploymentName = &agentinstallv1.ClusterReference{Namespace: "x", Name: "y"}
+			a.Namespace = "ns"
+			a.Spec.ClusterDeploymentName = &agentinstallv1.ClusterReference{Namespace: "ns", Name: "y"}
 			err := bindFromAnnotation(a, tc.ie, tc.ref)
 			if tc.wantErr != "" {
 				g.Expect(err).To(MatchError(ContainSubstring(tc.wantErr)))
@@ -90,6 +94,49 @@ func TestBindFromAnnotation(t *testing.T) {
 				g.Expect(err).NotTo(HaveOccurred())
 			}
 			g.Expect(a.Spec.ClusterDeploymentName).To(Equal(tc.want))
+		})
+	}
+}
+
+func TestClusterReferenceCondition(t *testing.T) {
+	late := &agentinstallv1.InfraEnv{}
+	late.Name = "late"
+	bound := late.DeepCopy()
+	bound.Spec.ClusterRef = &agentinstallv1.ClusterReference{Namespace: "ns", Name: "cd"}
+	tests := []struct {
+		name   string
+		ie     *agentinstallv1.InfraEnv
+		ann    map[string]string
+		status metav1.ConditionStatus // "": no condition
+		reason string
+		msg    string
+	}{
+		{name: "no annotation", ie: late},
+		{name: "binds", ie: late, ann: map[string]string{ClusterReferenceAnnotation: "ns/cd"}, status: metav1.ConditionTrue,
+			reason: ReasonClusterReferenceAccepted, msg: "The host's Agent is bound to ClusterDeployment ns/cd"},
+		{name: "unbinds", ie: late, ann: map[string]string{ClusterReferenceAnnotation: ""}, status: metav1.ConditionTrue,
+			reason: ReasonClusterReferenceAccepted, msg: "The host's Agent is unbound"},
+		{name: "another namespace", ie: late, ann: map[string]string{ClusterReferenceAnnotation: "other/cd"}, status: metav1.ConditionFalse,
+			reason: ReasonCrossNamespaceReference,
+			msg: `metadata.annotations[bmac.agent-install.openshift.io/cluster-reference]: "other" is another namespace: ` +
+				`a reference must stay in the BareMetalHost's namespace "ns": the host's Agent is not bound to it`},
+		{name: "not namespace/name", ie: late, ann: map[string]string{ClusterReferenceAnnotation: "cd"}, status: metav1.ConditionFalse,
+			reason: ReasonInvalidClusterReference, msg: `annotation bmac.agent-install.openshift.io/cluster-reference: "cd" is not <namespace>/<name>`},
+		{name: "InfraEnv with a ref", ie: bound, ann: map[string]string{ClusterReferenceAnnotation: "ns/cd"}, status: metav1.ConditionFalse,
+			reason: ReasonInvalidClusterReference,
+			msg:    "annotation bmac.agent-install.openshift.io/cluster-reference is set, but InfraEnv late has a clusterRef: its Agents are bound to ns/cd"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			host := &metal3v1.BareMetalHost{}
+			host.Namespace, host.Annotations, host.Generation = "ns", tt.ann, 3
+			c := clusterReferenceCondition(host, tt.ie)
+			if tt.status == "" {
+				g.Expect(c).To(BeNil())
+				return
+			}
+			g.Expect(*c).To(Equal(metav1.Condition{Type: ClusterReferenceCondition, Status: tt.status, Reason: tt.reason, Message: tt.msg, ObservedGeneration: 3}))
 		})
 	}
 }

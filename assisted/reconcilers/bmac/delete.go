@@ -2,12 +2,13 @@ package bmac
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/clientcmd"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -34,7 +35,8 @@ func (r *Reconciler) ensureFinalizer(ctx context.Context, host *metal3v1.BareMet
 
 // reconcileDelete: a host annotated remove-agent-and-node-on-delete takes
 // its Node in the installed cluster and its Agent with it; other hosts
-// leave both alone (BMAC holds no finalizer on them).
+// leave both alone (BMAC holds no finalizer on them). An Agent bound to a
+// ClusterDeployment of another namespace has no Node the hub deletes.
 func (r *Reconciler) reconcileDelete(ctx context.Context, host *metal3v1.BareMetalHost) error {
 	if !controllerutil.ContainsFinalizer(host, Finalizer) {
 		return nil
@@ -44,7 +46,11 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, host *metal3v1.BareMet
 		return err
 	}
 	if agent != nil {
-		if err := r.deleteNode(ctx, agent); err != nil {
+		err := r.deleteNode(ctx, agent)
+		switch {
+		case errors.Is(err, record.ErrCrossNamespace):
+			r.event(host, corev1.EventTypeWarning, "NodeDeletionRefused", fmt.Sprintf("Not deleting the Node of Agent %s: %v", agent.Name, err))
+		case err != nil:
 			r.event(host, corev1.EventTypeWarning, "NodeDeletionFailed", fmt.Sprintf("Deleting the Node of Agent %s: %v", agent.Name, err))
 			return err
 		}
@@ -58,15 +64,20 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, host *metal3v1.BareMet
 }
 
 // deleteNode deletes the Agent's Node in its installed cluster, read with
-// the ClusterDeployment's admin kubeconfig; an Agent of no installed
-// cluster has none.
+// the ClusterDeployment's admin kubeconfig (inline credentials only: a
+// refused one is an error naming the refusal); an Agent of no installed
+// cluster has none. A reference to another namespace is refused
+// (record.ErrCrossNamespace).
 func (r *Reconciler) deleteNode(ctx context.Context, a *agentinstallv1.Agent) error {
 	ref := a.Spec.ClusterDeploymentName
 	if ref == nil {
 		return nil
 	}
+	if err := record.AgentClusterReference(a); err != nil {
+		return err
+	}
 	cd := &hivev1.ClusterDeployment{}
-	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, cd); err != nil {
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: a.Namespace, Name: ref.Name}, cd); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	md := cd.Spec.ClusterMetadata
@@ -77,13 +88,9 @@ func (r *Reconciler) deleteNode(ctx context.Context, a *agentinstallv1.Agent) er
 	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: cd.Namespace, Name: md.AdminKubeconfigSecretRef.Name}, sec); err != nil {
 		return err
 	}
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(sec.Data["kubeconfig"])
+	spoke, err := record.SpokeClient(sec.Data[record.KeyAdminKubeconfig], clientgoscheme.Scheme)
 	if err != nil {
-		return err
-	}
-	spoke, err := client.New(cfg, client.Options{})
-	if err != nil {
-		return err
+		return fmt.Errorf("the admin kubeconfig Secret %s of ClusterDeployment %s: %w", sec.Name, cd.Name, err)
 	}
 	node := &corev1.Node{}
 	node.Name = record.Hostname(a)

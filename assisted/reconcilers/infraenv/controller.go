@@ -74,17 +74,17 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&agentinstallv1.InfraEnv{}).
-		Watches(&agentinstallv1.NMStateConfig{}, handler.EnqueueRequestsFromMapFunc(r.allInfraEnvs)).
+		Watches(&agentinstallv1.NMStateConfig{}, handler.EnqueueRequestsFromMapFunc(r.infraEnvsOfNamespace)).
 		WithOptions(opts).
 		Named("infraenv").
 		Complete(r)
 }
 
-// allInfraEnvs wakes every InfraEnv: an NMStateConfig may be selected by
-// any (selectors are cluster-wide).
-func (r *Reconciler) allInfraEnvs(ctx context.Context, _ client.Object) []ctrl.Request {
+// infraEnvsOfNamespace wakes the InfraEnvs of the NMStateConfig's
+// namespace, the only ones that may select it.
+func (r *Reconciler) infraEnvsOfNamespace(ctx context.Context, o client.Object) []ctrl.Request {
 	l := &agentinstallv1.InfraEnvList{}
-	if err := r.Client.List(ctx, l); err != nil {
+	if err := r.Client.List(ctx, l, client.InNamespace(o.GetNamespace())); err != nil {
 		return nil
 	}
 	reqs := make([]ctrl.Request, 0, len(l.Items))
@@ -142,11 +142,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{RequeueAfter: requeue}, nil
 }
 
-// image updates ie's image URLs and returns its ImageCreated condition.
+// image updates ie's image URLs and returns its ImageCreated condition. An
+// InfraEnv bound to another namespace's ClusterDeployment has no image:
+// its hosts would join a cluster that is not its tenant's.
 func (r *Reconciler) image(ctx context.Context, ie *agentinstallv1.InfraEnv, now time.Time) (conditions.Cond, time.Duration, error) {
+	if err := rec.InfraEnvClusterReference(ie); err != nil {
+		clearImage(ie)
+		return conditions.ImageCreated(err, true), 0, nil
+	}
 	if ref := ie.Spec.ClusterRef; ref != nil {
 		cd := &hivev1.ClusterDeployment{}
-		if err := r.Client.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, cd); err != nil {
+		if err := r.Client.Get(ctx, types.NamespacedName{Namespace: ie.Namespace, Name: ref.Name}, cd); err != nil {
 			if client.IgnoreNotFound(err) != nil {
 				return conditions.Cond{}, 0, err
 			}

@@ -3,8 +3,10 @@ package preprovisioningimage_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,12 +24,17 @@ import (
 	"github.com/metalshift/metalshift/imageservice"
 )
 
+// hosts counts the hosts the tests create: each has its own boot MAC, which
+// is unique on the hub.
+var hosts atomic.Int32
+
 // hostWithImage creates a host and its PreprovisioningImage, as the host
 // engine does.
 func hostWithImage(g Gomega, ns, name string, labels map[string]string, arch string) *metal3v1.PreprovisioningImage {
 	ctx := context.Background()
+	n := hosts.Add(1)
 	host := &metal3v1.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
-		Spec: metal3v1.BareMetalHostSpec{BootMACAddress: "52:54:00:00:00:01",
+		Spec: metal3v1.BareMetalHostSpec{BootMACAddress: fmt.Sprintf("52:54:00:00:%02x:%02x", n>>8, n&0xff),
 			BMC: metal3v1.BMCDetails{Address: "redfish-virtualmedia://192.0.2.1/redfish/v1/Systems/1", CredentialsName: "bmc"}}}
 	g.Expect(env.Client.Create(ctx, host)).To(Succeed())
 	ppi := &metal3v1.PreprovisioningImage{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},

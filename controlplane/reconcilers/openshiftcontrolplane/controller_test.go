@@ -65,7 +65,9 @@ func applyInstall(t *testing.T, w *fakeWorkload, edits ...func(client.Object)) (
 	ca, err := certs.NewCA("root-ca")
 	g.Expect(err).NotTo(HaveOccurred())
 	ctx := context.Background()
-	for _, o := range installer.HubObjects(ic, raw, ca, []byte("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://"+vip+":6443\n    insecure-skip-tls-verify: true\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: u\ncurrent-context: c\nusers:\n- name: u\n  user: {}\n")) {
+	kubeconfig := "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://" + vip + ":6443\n    certificate-authority-data: " +
+		base64.StdEncoding.EncodeToString(ca.Cert) + "\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: u\ncurrent-context: c\nusers:\n- name: u\n  user: {}\n"
+	for _, o := range installer.HubObjects(ic, raw, ca, []byte(kubeconfig)) {
 		if _, ok := o.(*metal3v1.BareMetalHost); ok {
 			continue
 		}
@@ -226,6 +228,47 @@ func TestBootstrapNeverServes(t *testing.T) {
 	})
 	g.Expect(env.Client.List(ctx, machines, client.InNamespace(ns))).To(Succeed())
 	g.Expect(machines.Items).To(BeEmpty())
+}
+
+// TestWorkloadKubeconfigRefused: a Cluster's kubeconfig Secret is written
+// by whoever may write Secrets in its namespace; one with an exec plugin
+// is refused by name in BootstrapReady, by the hub's ClusterCache and by
+// the direct path alike, and its command never runs.
+func TestWorkloadKubeconfigRefused(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	marker := filepath.Join(t.TempDir(), "exec-ran")
+	name, _ := applyInstall(t, nil, func(o client.Object) {
+		// The install state's kubeconfig, which the control plane copies
+		// to <cluster>-kubeconfig.
+		if s, ok := o.(*corev1.Secret); ok && s.Data[controlplanev1.InstallStateKubeconfigKey] != nil {
+			s.Data[controlplanev1.InstallStateKubeconfigKey] = []byte("apiVersion: v1\nkind: Config\ncurrent-context: c\ncontexts:\n- name: c\n  context: {cluster: c, user: u}\n" +
+				"clusters:\n- name: c\n  cluster: {server: 'https://127.0.0.1:1'}\nusers:\n- name: u\n  user:\n    exec:\n" +
+				"      apiVersion: client.authentication.k8s.io/v1\n      interactiveMode: Never\n      command: /bin/sh\n      args: [-c, 'touch " + marker + "']\n")
+		}
+	})
+	ns, bootstrap := name, name+"-bootstrap"
+	mm := &infrav1.MetalMachine{}
+	g.Eventually(func() error {
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: bootstrap}, mm); err != nil {
+			return err
+		}
+		mm.Spec.ProviderID = "metal3://" + ns + "/h0/uid"
+		return env.Client.Update(ctx, mm)
+	}).Should(Succeed())
+	g.Eventually(func() error {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(mm), mm); err != nil {
+			return err
+		}
+		mm.Status.Initialization.Provisioned = ptr.To(true)
+		return env.Client.Status().Update(ctx, mm)
+	}).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		c := conditionOf(g, controlPlane(g, ns, name), controlplanev1.BootstrapReadyCondition)
+		g.Expect(c.Message).To(ContainSubstring("the kubeconfig Secret of Cluster " + name + ": the kubeconfig is refused: " +
+			"users[u].user.exec: an exec plugin would run a command in the hub's process"))
+	}).Should(Succeed())
+	g.Expect(marker).NotTo(BeAnExistingFile())
 }
 
 // TestControlPlanePushesConfigInputs: the control plane writes what a

@@ -10,11 +10,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
-	"sigs.k8s.io/cluster-api/util/kubeconfig"
+	capikubeconfig "sigs.k8s.io/cluster-api/util/kubeconfig"
+
+	"github.com/metalshift/metalshift/internal/kubeconfig"
 )
 
 // Workload is what the reconciler asks of the installed cluster.
@@ -35,7 +36,10 @@ type Workload interface {
 // drops a connection only after several failed probes, as when the API VIP
 // moves from the bootstrap node to the masters — the API is asked directly,
 // from the same Secret, so that a bootstrap node is seen serving as soon as
-// it does and an error says what failed.
+// it does and an error says what failed. Either way the kubeconfig holds
+// inline credentials only: the Secret is written by whoever may write
+// Secrets in the Cluster's namespace (package kubeconfig; the hub's
+// ClusterCache reads it sanitized).
 type clusterCacheWorkload struct {
 	cc      clustercache.ClusterCache
 	secrets client.Reader
@@ -56,10 +60,10 @@ func (w *clusterCacheWorkload) clientset(ctx context.Context) (kubernetes.Interf
 	cfg, err := w.cc.GetRESTConfig(ctx, w.cluster)
 	if errors.Is(err, clustercache.ErrClusterNotConnected) {
 		var kc []byte
-		if kc, err = kubeconfig.FromSecret(ctx, w.secrets, w.cluster); err != nil {
+		if kc, err = capikubeconfig.FromSecret(ctx, w.secrets, w.cluster); err != nil {
 			return nil, fmt.Errorf("the kubeconfig Secret of Cluster %s: %w", w.cluster.Name, err)
 		}
-		if cfg, err = clientcmd.RESTConfigFromKubeConfig(kc); err != nil {
+		if cfg, err = kubeconfig.Load(kc); err != nil {
 			return nil, fmt.Errorf("the kubeconfig Secret of Cluster %s: %w", w.cluster.Name, err)
 		}
 		cfg.Timeout = 5 * time.Second

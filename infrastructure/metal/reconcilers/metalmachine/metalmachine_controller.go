@@ -73,7 +73,7 @@ func (r *Reconciler) hostToMetalMachines(ctx context.Context, o client.Object) [
 		return nil
 	}
 	if c := h.Spec.ConsumerRef; c != nil {
-		if c.Kind != "MetalMachine" {
+		if c.Kind != "MetalMachine" || c.Namespace != h.Namespace {
 			return nil
 		}
 		return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: c.Namespace, Name: c.Name}}}
@@ -173,12 +173,19 @@ func ProviderID(host *metal3v1.BareMetalHost, mm *infrav1.MetalMachine) string {
 	return fmt.Sprintf("metal3://%s/%s/%s", host.Namespace, host.Name, mm.Name)
 }
 
+// claimedHost is the host status.host names, when it is still the
+// machine's; a host is only ever claimed in the machine's own namespace, so
+// status.host naming another (written by hand) is dropped unread.
 func (r *Reconciler) claimedHost(ctx context.Context, mm *infrav1.MetalMachine) (*metal3v1.BareMetalHost, error) {
 	if mm.Status.Host == nil {
 		return nil, nil
 	}
+	if mm.Status.Host.Namespace != mm.Namespace {
+		mm.Status.Host = nil
+		return nil, nil
+	}
 	host := &metal3v1.BareMetalHost{}
-	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: mm.Status.Host.Namespace, Name: mm.Status.Host.Name}, host)
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: mm.Namespace, Name: mm.Status.Host.Name}, host)
 	if apierrors.IsNotFound(err) || (err == nil && !consumedBy(host, mm)) {
 		mm.Status.Host = nil
 		return nil, nil
@@ -188,7 +195,7 @@ func (r *Reconciler) claimedHost(ctx context.Context, mm *infrav1.MetalMachine) 
 
 func consumedBy(h *metal3v1.BareMetalHost, mm *infrav1.MetalMachine) bool {
 	c := h.Spec.ConsumerRef
-	return c != nil && c.Kind == "MetalMachine" && c.Namespace == mm.Namespace && c.Name == mm.Name && c.UID == mm.UID
+	return c != nil && h.Namespace == mm.Namespace && c.Kind == "MetalMachine" && c.Namespace == mm.Namespace && c.Name == mm.Name && c.UID == mm.UID
 }
 
 // claim picks an available host matching the selector and sets its
@@ -298,7 +305,7 @@ func metaData(host *metal3v1.BareMetalHost, mm *infrav1.MetalMachine) []byte {
 func (r *Reconciler) reconcileDelete(ctx context.Context, mm *infrav1.MetalMachine) error {
 	if mm.Status.Host != nil {
 		host := &metal3v1.BareMetalHost{}
-		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: mm.Status.Host.Namespace, Name: mm.Status.Host.Name}, host)
+		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: mm.Namespace, Name: mm.Status.Host.Name}, host)
 		switch {
 		case apierrors.IsNotFound(err):
 		case err != nil:
