@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"strconv"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	agentinstallv1 "github.com/metalshift/metalshift/api/agentinstall/v1beta1"
+	assistedapi "github.com/metalshift/metalshift/api/assisted/v2"
 	hivev1 "github.com/metalshift/metalshift/api/hive/v1"
 	hiveextv1 "github.com/metalshift/metalshift/api/hiveext/v1beta1"
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
@@ -32,6 +32,7 @@ import (
 	"github.com/metalshift/metalshift/assisted/webhooks"
 	"github.com/metalshift/metalshift/component"
 	"github.com/metalshift/metalshift/imageservice"
+	"github.com/metalshift/metalshift/internal/serving"
 )
 
 // Options configure the agent service.
@@ -62,6 +63,9 @@ type Options struct {
 	// DeployURL is the host engine's deploy server as hosts reach it,
 	// which converged-flow images carry.
 	DeployURL string
+	// Budgets limit what one client may cost the service's server; zero
+	// fields are serving's defaults.
+	Budgets serving.Budgets
 }
 
 // Component is the agent-based install as a part of the hub: the
@@ -147,11 +151,12 @@ func Setup(ctx context.Context, hub *component.Hub, o Options) error {
 	if err != nil {
 		return err
 	}
-	if err := mgr.Add(&manager.Server{
-		Name:            "agent-service",
-		Server:          &http.Server{Addr: o.ListenAddr, Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second},
-		ShutdownTimeout: ptr.To(5 * time.Second),
-	}); err != nil {
+	hs, err := serving.NewServer(srv.Handler(), serving.Options{Name: "agent-service", Budgets: o.Budgets, Unauthenticated: serviceUnauthenticated})
+	if err != nil {
+		return err
+	}
+	hs.Addr = o.ListenAddr
+	if err := mgr.Add(&manager.Server{Name: "agent-service", Server: hs, ShutdownTimeout: ptr.To(5 * time.Second)}); err != nil {
 		return err
 	}
 	opts := controller.Options{MaxConcurrentReconciles: 10}
@@ -184,6 +189,14 @@ func Setup(ctx context.Context, hub *component.Hub, o Options) error {
 	return (&agentclusterinstall.Reconciler{Client: mgr.GetClient(), Recorder: recorder,
 		Clock: hub.Clock, EventsURL: srv.EventsURL}).SetupWithManager(mgr, opts)
 }
+
+// serviceUnauthenticated are the agent service's requests without a
+// host's credential, limited per source: discovery images by signed URL,
+// registrations and manual boots with an InfraEnv's key, events by signed
+// query, log uploads.
+var serviceUnauthenticated = serving.Matching("GET /images/",
+	"POST "+fmt.Sprintf(assistedapi.RegisterPath, "{ie}"), "POST "+fmt.Sprintf(assistedapi.ManualBootPath, "{ie}"),
+	"GET "+assistedapi.EventsPath, "POST "+fmt.Sprintf(assistedapi.LogsPath, "{cluster}"))
 
 // convergedFlowDefault is $ALLOW_CONVERGED_FLOW, true when unset or not a
 // boolean, as upstream.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -17,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	deployapi "github.com/metalshift/metalshift/api/deploy/v1"
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	"github.com/metalshift/metalshift/baremetal/deployserver"
 	"github.com/metalshift/metalshift/baremetal/pkg/provisioner"
@@ -25,6 +25,7 @@ import (
 	"github.com/metalshift/metalshift/baremetal/webhooks"
 	"github.com/metalshift/metalshift/component"
 	"github.com/metalshift/metalshift/imageservice"
+	"github.com/metalshift/metalshift/internal/serving"
 )
 
 // Component is the host engine as a part of the hub: it serves the metal3.io
@@ -95,6 +96,9 @@ type Options struct {
 	// Webhooks serves the BareMetalHost admission webhook on the manager's
 	// webhook server; set it when the manager serves webhooks.
 	Webhooks bool
+	// Budgets limit what one client may cost the deploy server; zero
+	// fields are serving's defaults.
+	Budgets serving.Budgets
 }
 
 // Setup starts the deploy server and registers the BareMetalHost reconciler
@@ -132,11 +136,12 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if err != nil {
 		return err
 	}
-	if err := mgr.Add(&manager.Server{
-		Name:            "deploy-server",
-		Server:          &http.Server{Addr: opts.DeployListenAddr, Handler: ds.Handler(), ReadHeaderTimeout: 10 * time.Second},
-		ShutdownTimeout: ptr.To(5 * time.Second),
-	}); err != nil {
+	srv, err := serving.NewServer(ds.Handler(), serving.Options{Name: "deploy-server", Budgets: opts.Budgets, Unauthenticated: deployUnauthenticated})
+	if err != nil {
+		return err
+	}
+	srv.Addr = opts.DeployListenAddr
+	if err := mgr.Add(&manager.Server{Name: "deploy-server", Server: srv, ShutdownTimeout: ptr.To(5 * time.Second)}); err != nil {
 		return err
 	}
 	secrets, err := secretMetadataCache(mgr, opts.Namespace)
@@ -160,6 +165,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		WatchFilterValue:  opts.WatchFilterValue,
 	}).SetupWithManager(ctx, mgr, secrets, controller.Options{MaxConcurrentReconciles: opts.Concurrency})
 }
+
+// deployUnauthenticated are the deploy server's requests without an
+// agent's token, limited per source: images by signed URL, boot scripts
+// by MAC address, lookups by an image's credential.
+var deployUnauthenticated = serving.Matching("GET /images/", "GET "+deployserver.PXEPath, "POST "+deployapi.LookupPath)
 
 // secretMetadataCache watches every Secret in namespace (all when empty),
 // keeping no data, so that a fixed credentials Secret wakes its hosts. (The

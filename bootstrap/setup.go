@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"time"
 
@@ -21,6 +20,7 @@ import (
 	"github.com/metalshift/metalshift/bootstrap/ignitionserver"
 	"github.com/metalshift/metalshift/bootstrap/reconcilers/openshiftconfig"
 	"github.com/metalshift/metalshift/component"
+	"github.com/metalshift/metalshift/internal/serving"
 )
 
 // Component is the OpenShift bootstrap provider as a part of the hub: it
@@ -75,6 +75,10 @@ type Options struct {
 	// Clock tells the ignition server the time its tokens are made and
 	// checked at; nil means the real clock.
 	Clock clock.PassiveClock
+
+	// Budgets limit what one client may cost the ignition server; zero
+	// fields are serving's defaults.
+	Budgets serving.Budgets
 }
 
 // Setup registers the provider's controllers (and the ignition server)
@@ -85,7 +89,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		MaxUserDataBytes: opts.IgnitionServer.MaxUserDataBytes,
 	}
 	if opts.IgnitionServer.ListenAddr != "" {
-		s, err := addIgnitionServer(mgr, opts.IgnitionServer, opts.Clock)
+		s, err := addIgnitionServer(mgr, opts.IgnitionServer, opts.Clock, opts.Budgets)
 		if err != nil {
 			return fmt.Errorf("ignition server: %w", err)
 		}
@@ -94,7 +98,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	return r.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: 10})
 }
 
-func addIgnitionServer(mgr ctrl.Manager, o ignitionserver.Config, clk clock.PassiveClock) (*ignitionserver.Server, error) {
+func addIgnitionServer(mgr ctrl.Manager, o ignitionserver.Config, clk clock.PassiveClock, budgets serving.Budgets) (*ignitionserver.Server, error) {
 	tlsOn := o.CertFile != "" || o.KeyFile != ""
 	if o.URL == "" {
 		scheme := "http://"
@@ -124,10 +128,11 @@ func addIgnitionServer(mgr ctrl.Manager, o ignitionserver.Config, clk clock.Pass
 		}
 		ln = tls.NewListener(ln, &tls.Config{GetCertificate: cert.GetCertificate, MinVersion: tls.VersionTLS12})
 	}
-	return s, mgr.Add(&manager.Server{
-		Name:            "ignition-server",
-		Server:          &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second},
-		Listener:        ln,
-		ShutdownTimeout: ptr.To(5 * time.Second),
-	})
+	// Every request carries a machine's token: failed ones are limited.
+	srv, err := serving.NewServer(s.Handler(), serving.Options{Name: "ignition-server", Budgets: budgets})
+	if err != nil {
+		_ = ln.Close()
+		return nil, err
+	}
+	return s, mgr.Add(&manager.Server{Name: "ignition-server", Server: srv, Listener: ln, ShutdownTimeout: ptr.To(5 * time.Second)})
 }
