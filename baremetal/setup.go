@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -33,20 +35,33 @@ import (
 // --deploy-listen-address. Without that flag the engine does not run, and
 // the manager only validates hosts (when it serves webhooks).
 func Component() component.Component {
-	var o Options
+	var (
+		o        Options
+		insecure bool
+	)
 	return component.Component{
 		Name:        "host-engine",
 		AddToScheme: metal3v1.AddToScheme,
 		CRDs:        []string{"crd/bases/metal3.io_*.yaml"},
 		Flags: func(fs *pflag.FlagSet) {
 			fs.StringVar(&o.DeployListenAddr, "deploy-listen-address", "", "Where the host engine's deploy server listens (hosts fetch deploy images and their agents report there); empty disables the host engine")
-			fs.StringVar(&o.DeployURL, "deploy-url", "", "How hosts reach the deploy server (default http://<deploy-listen-address>)")
+			fs.StringVar(&o.DeployURL, "deploy-url", "", "How hosts reach the deploy server (default https://<deploy-listen-address>, http:// with --deploy-insecure-http)")
+			fs.StringVar(&o.TLS.CertFile, "deploy-cert-file", "", "Serving certificate of the deploy server (https); read again when it changes")
+			fs.StringVar(&o.TLS.KeyFile, "deploy-key-file", "", "Key of --deploy-cert-file; read again when it changes")
+			fs.StringVar(&o.TLS.CAFile, "deploy-ca-file", "", "CA bundle hosts trust for the deploy server, put in their boot configuration; read again when it changes")
+			fs.BoolVar(&insecure, "deploy-insecure-http", false, "Serve the deploy server over plain http, without --deploy-cert-file: for a lab only (agent tokens, user data and network data cross the network in the clear)")
+			fs.StringVar(&o.BootListenAddr, "deploy-boot-listen-address", "", "Where the deploy server also serves plain http for network-booting firmware that cannot verify its certificate (iPXE): "+
+				"only boot scripts by MAC address, the deploy kernel and initramfs, and hosts' boot configuration initrds; empty disables it")
+			fs.StringVar(&o.BootURL, "deploy-boot-url", "", "How network-booting firmware reaches --deploy-boot-listen-address (default http://<deploy-boot-listen-address>); point DHCP's boot file at <url>/boot/by-mac/${mac}")
 		},
 		Complete: func(hub *component.Options) error {
-			if o.DeployListenAddr != "" && len(hub.SigningKey) == 0 {
+			if o.DeployListenAddr == "" {
+				return nil
+			}
+			if len(hub.SigningKey) == 0 {
 				return errors.New("--signing-key-file is required with --deploy-listen-address")
 			}
-			return nil
+			return o.TLS.Check("deploy", insecure, true)
 		},
 		Setup: func(ctx context.Context, hub *component.Hub) error {
 			if o.DeployListenAddr == "" {
@@ -69,8 +84,22 @@ type Options struct {
 	// DeployListenAddr is where the deploy server listens, e.g. 127.0.0.1:6180.
 	DeployListenAddr string
 	// DeployURL is how hosts reach the deploy server; defaults to
-	// http://<DeployListenAddr>.
+	// http(s)://<DeployListenAddr>.
 	DeployURL string
+	// DeployListener, when set, is the deploy server's listener (plain
+	// TCP: TLS serves https on it); DeployListenAddr is then not used.
+	DeployListener net.Listener
+	// TLS serves the deploy server over https; its CA goes into hosts'
+	// boot configuration, for the agent to verify the server. Without a
+	// certificate the server speaks plain http (which the manager's flags
+	// allow only with --deploy-insecure-http).
+	TLS serving.TLSFiles
+	// BootListenAddr (or BootListener), when set, serves plain http for
+	// network-booting firmware that cannot verify the deploy server
+	// (deployserver.BootHandler); BootURL is how firmware reaches it,
+	// default http://<BootListenAddr>.
+	BootListenAddr, BootURL string
+	BootListener            net.Listener
 	// SigningKey signs deploy URLs and agent tokens; keep it across restarts.
 	SigningKey []byte
 	// LiveImageDir holds the live images the deploy server streams; empty
@@ -109,11 +138,14 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 			return err
 		}
 	}
+	if opts.DeployListener != nil {
+		opts.DeployListenAddr = opts.DeployListener.Addr().String()
+	}
 	if opts.DeployListenAddr == "" {
 		return errors.New("the host engine needs a deploy server address")
 	}
 	if opts.DeployURL == "" {
-		opts.DeployURL = "http://" + opts.DeployListenAddr
+		opts.DeployURL = opts.TLS.Scheme() + "://" + opts.DeployListenAddr
 	}
 	if opts.Provisioners == nil {
 		opts.Provisioners = factory.New(factory.Options{})
@@ -132,16 +164,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		}
 		ctrl.LoggerFrom(ctx).Info("Serving the live images", "dir", opts.LiveImageDir)
 	}
-	ds, err := deployserver.New(deployserver.Options{Client: mgr.GetClient(), Key: opts.SigningKey, BaseURL: opts.DeployURL, Clock: opts.Clock, Images: images})
+	ds, err := newDeployServer(mgr, opts, images)
 	if err != nil {
 		return err
 	}
-	srv, err := serving.NewServer(ds.Handler(), serving.Options{Name: "deploy-server", Budgets: opts.Budgets, Unauthenticated: deployUnauthenticated})
-	if err != nil {
-		return err
-	}
-	srv.Addr = opts.DeployListenAddr
-	if err := mgr.Add(&manager.Server{Name: "deploy-server", Server: srv, ShutdownTimeout: ptr.To(5 * time.Second)}); err != nil {
+	if err := addDeployServers(mgr, ds, opts); err != nil {
 		return err
 	}
 	secrets, err := secretMetadataCache(mgr, opts.Namespace)
@@ -164,6 +191,61 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		PowerPollInterval: opts.PowerPollInterval,
 		WatchFilterValue:  opts.WatchFilterValue,
 	}).SetupWithManager(ctx, mgr, secrets, controller.Options{MaxConcurrentReconciles: opts.Concurrency})
+}
+
+// newDeployServer makes the deploy server, handing hosts the CA of its
+// https.
+func newDeployServer(mgr ctrl.Manager, opts Options, images *imageservice.Images) (*deployserver.Server, error) {
+	var ca *serving.CA
+	if opts.TLS.Enabled() && opts.TLS.CAFile != "" {
+		var err error
+		if ca, err = serving.NewCA(opts.TLS.CAFile, "deploy server", mgr.GetLogger().WithName("deploy-server")); err != nil {
+			return nil, fmt.Errorf("the deploy server's CA: %w", err)
+		}
+	}
+	return deployserver.New(deployserver.Options{Client: mgr.GetClient(), Key: opts.SigningKey, BaseURL: opts.DeployURL, CA: ca, Clock: opts.Clock, Images: images})
+}
+
+// addDeployServers adds the deploy server, and its plain http boot
+// listener when there is one, to mgr.
+func addDeployServers(mgr ctrl.Manager, ds *deployserver.Server, opts Options) error {
+	log := mgr.GetLogger().WithName("deploy-server")
+	srv, err := serving.NewServer(ds.Handler(), serving.Options{Name: "deploy-server", Budgets: opts.Budgets, Unauthenticated: deployUnauthenticated, Log: log})
+	if err != nil {
+		return err
+	}
+	ln := opts.DeployListener
+	if ln == nil {
+		if ln, err = net.Listen("tcp", opts.DeployListenAddr); err != nil {
+			return err
+		}
+	}
+	if ln, err = serving.WithTLS(ln, opts.TLS, "deploy server", log); err != nil {
+		return err
+	}
+	if err := mgr.Add(&manager.Server{Name: "deploy-server", Server: srv, Listener: ln, ShutdownTimeout: ptr.To(5 * time.Second)}); err != nil {
+		return err
+	}
+	boot := opts.BootListener
+	if boot == nil && opts.BootListenAddr == "" {
+		return nil
+	}
+	if boot == nil {
+		if boot, err = net.Listen("tcp", opts.BootListenAddr); err != nil {
+			return err
+		}
+	}
+	bootURL := opts.BootURL
+	if bootURL == "" {
+		bootURL = "http://" + boot.Addr().String()
+	}
+	// Every request of firmware's is unauthenticated.
+	bs, err := serving.NewServer(ds.BootHandler(bootURL), serving.Options{Name: "deploy-boot-server", Budgets: opts.Budgets,
+		Unauthenticated: func(*http.Request) bool { return true }, Log: log})
+	if err != nil {
+		return err
+	}
+	return mgr.Add(&manager.Server{Name: "deploy-boot-server", Server: bs, Listener: boot, ShutdownTimeout: ptr.To(5 * time.Second)})
 }
 
 // deployUnauthenticated are the deploy server's requests without an
