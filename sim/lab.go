@@ -2,6 +2,8 @@ package sim
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"io"
 	"maps"
@@ -50,8 +52,14 @@ type LabOptions struct {
 	// Username and Password are the BMC credentials; defaults admin / a random password.
 	Username, Password string
 	// BootURL is the provisioning network's boot server (the engine's
-	// deploy server); empty means no network boot.
+	// deploy server, or its plain http for network boot); empty means no
+	// network boot.
 	BootURL string
+	// CA is the PEM of the CA of the hub's servers, which the machines'
+	// BMCs (virtual media) and firmware (network boot) trust besides the
+	// system's roots, as ones configured with it would. The agents they
+	// boot trust the CA of their boot configuration only.
+	CA []byte
 	// DiskSizeBytes is the size of each machine's disk; default 480 GB.
 	DiskSizeBytes int64
 	// AgentPollInterval is how often deploy agents poll; default 250ms.
@@ -150,14 +158,15 @@ func NewLab(opts LabOptions) *Lab {
 	l := &Lab{Opts: opts, BMC: redfish.New(opts.Username, opts.Password), IPMI: map[string]*ipmi.BMC{},
 		modes: map[string]metal3v1.BootMode{}, tempState: tempState}
 	if opts.Backend == BackendQEMU {
+		// Images are large; a power-off or eject cancels the download.
 		l.QEMU = qemu.New(qemu.Options{StateDir: opts.StateDir, BootURL: opts.BootURL, GuestHostAlias: opts.GuestHostAlias,
-			MediaRetries: 30, Console: opts.Console})
+			MediaRetries: 30, Console: opts.Console, HTTP: &http.Client{Transport: trusting(opts.CA)}})
 		for i := range opts.Hosts {
 			l.add(machine.New(fmt.Sprintf("%s-%d", opts.NamePrefix, i), machineUUID(i, opts.MACOctet), qemu.SmallHardware(i, opts.MACOctet, opts.DiskSizeBytes)), i)
 		}
 		return l
 	}
-	l.Firmware = &Firmware{HTTP: &http.Client{Timeout: 30 * time.Second}, BootURL: opts.BootURL, AgentPollInterval: opts.AgentPollInterval,
+	l.Firmware = &Firmware{HTTP: &http.Client{Timeout: 30 * time.Second, Transport: trusting(opts.CA)}, BootURL: opts.BootURL, AgentPollInterval: opts.AgentPollInterval,
 		Console: opts.Console, MediaRetries: 30}
 	if w := opts.World; w != nil {
 		l.Firmware.OnDiskBoot = func(ctx context.Context, m *machine.Machine, cd configdrive.Contents) {
@@ -172,6 +181,23 @@ func NewLab(opts LabOptions) *Lab {
 		l.add(NewMachine(opts.NamePrefix, i, opts.Subnet, opts.MACOctet, opts.DiskSizeBytes), i)
 	}
 	return l
+}
+
+// trusting is a transport that trusts the PEM CAs of ca besides the
+// system's roots (those only without ca, or when it holds none).
+func trusting(ca []byte) http.RoundTripper {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	if len(ca) == 0 {
+		return t
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil {
+		pool = x509.NewCertPool()
+	}
+	if pool.AppendCertsFromPEM(ca) {
+		t.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	}
+	return t
 }
 
 // add puts machine number i in the lab, with its boot mode and firmware.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/x509"
 	"fmt"
 	"io"
 	"os"
@@ -25,6 +26,7 @@ type simBMCOptions struct {
 	addHosts                    map[string]string
 	listen                      string
 	bootURL                     string
+	caFile                      string
 	hubDir                      string
 	namespace                   string
 	virtualMedia                bool
@@ -83,8 +85,9 @@ Machines of labs running side by side need their own --name-prefix, --subnet and
 	f := bmc.Flags()
 	f.IntVar(&o.hosts, "hosts", 3, "Number of machines")
 	f.StringVar(&o.listen, "listen", "127.0.0.1:0", "Address of the Redfish endpoint")
-	f.StringVar(&o.bootURL, "boot-url", "", "Boot server for network boot (default: the deploy server of the hub in --hub-dir)")
-	f.StringVar(&o.hubDir, "hub-dir", localcp.DefaultDir(), "Hub whose deploy server is the boot server")
+	f.StringVar(&o.bootURL, "boot-url", "", "Boot server for network boot (default: the deploy server's plain http for network boot, of the hub in --hub-dir)")
+	f.StringVar(&o.caFile, "ca-file", "", "CA the machines' BMCs and firmware trust for the hub's servers (virtual media, network boot over https) (default: the CA of the hub in --hub-dir)")
+	f.StringVar(&o.hubDir, "hub-dir", localcp.DefaultDir(), "Hub whose deploy server is the boot server, and whose CA the BMCs trust")
 	f.StringVar(&o.namespace, "namespace", "default", "Namespace of the printed manifests")
 	f.BoolVar(&o.virtualMedia, "virtual-media", true, "Address the BMCs as redfish-virtualmedia (else redfish, booting over PXE)")
 	f.StringVar(&o.manifests, "manifests", "", "Write the manifests to this file instead of stdout")
@@ -113,15 +116,19 @@ func (o *simBMCOptions) run(ctx context.Context, stdout, stderr io.Writer) error
 	}
 	bootURL := o.bootURL
 	if bootURL == "" {
-		if st, err := localcp.ReadState(o.hubDir); err == nil && st.Ports.Deploy != 0 {
-			bootURL = "http://127.0.0.1:" + strconv.Itoa(st.Ports.Deploy)
+		if st, err := localcp.ReadState(o.hubDir); err == nil && st.Ports.DeployBoot != 0 {
+			bootURL = "http://127.0.0.1:" + strconv.Itoa(st.Ports.DeployBoot)
 		}
+	}
+	ca, err := o.hubCA()
+	if err != nil {
+		return err
 	}
 	modes, err := parseBootModes(o.bootModes)
 	if err != nil {
 		return err
 	}
-	opts := sim.LabOptions{Hosts: o.hosts, Username: o.username, Password: o.password, BootURL: bootURL,
+	opts := sim.LabOptions{Hosts: o.hosts, Username: o.username, Password: o.password, BootURL: bootURL, CA: ca,
 		Backend: o.backend, StateDir: o.stateDir, BootModes: modes, LegacyBMC: o.legacyBMC,
 		NamePrefix: o.namePrefix, Subnet: o.subnet, MACOctet: o.macOctet, HostLabels: o.hostLabels, HostAnnotations: o.hostAnnotations}
 	if o.backend == sim.BackendQEMU && len(o.addHosts) > 0 {
@@ -163,6 +170,26 @@ func (o *simBMCOptions) run(ctx context.Context, stdout, stderr io.Writer) error
 	<-ctx.Done()
 	fmt.Fprintln(stderr, "Stopping the simulated machines")
 	return nil
+}
+
+// hubCA reads --ca-file, else the CA of the hub in --hub-dir if it has
+// one.
+func (o *simBMCOptions) hubCA() ([]byte, error) {
+	file := o.caFile
+	if file == "" {
+		file = localcp.CAPath(o.hubDir)
+		if _, err := os.Stat(file); err != nil {
+			return nil, nil // no hub there: the system's roots
+		}
+	}
+	ca, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	if !x509.NewCertPool().AppendCertsFromPEM(ca) {
+		return nil, fmt.Errorf("%s: no PEM certificate", file)
+	}
+	return ca, nil
 }
 
 // writeManifests writes a Secret and a BareMetalHost per machine to
