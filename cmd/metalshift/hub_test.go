@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -18,6 +19,7 @@ import (
 
 	. "github.com/onsi/gomega"
 
+	"github.com/metalshift/metalshift/imageservice"
 	"github.com/metalshift/metalshift/localcp"
 )
 
@@ -175,10 +177,16 @@ func TestHubUpUseDown(t *testing.T) {
 	pool := x509.NewCertPool()
 	g.Expect(pool.AppendCertsFromPEM(ca)).To(BeTrue())
 	trusting := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
-	resp, err := trusting.Head(isoURL)
+	resp, err := trusting.Get(isoURL)
 	g.Expect(err).NotTo(HaveOccurred())
+	iso, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
+	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
+	cfg, err := imageservice.ReadISOHostConfig(bytes.NewReader(iso))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(cfg.Discovery.CACert).To(Equal(string(ca)), "the discovery agent verifies the service with the hub CA")
+	g.Expect(cfg.Discovery.ServiceURL).To(Equal(agentAPI[1]))
 	_, err = http.Head(isoURL)
 	g.Expect(err).To(MatchError(ContainSubstring("certificate signed by unknown authority")), "a client without the hub CA refuses the service")
 
