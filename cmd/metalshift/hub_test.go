@@ -187,7 +187,9 @@ func TestHubUpUseDown(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(cfg.Discovery.CACert).To(Equal(string(ca)), "the discovery agent verifies the service with the hub CA")
 	g.Expect(cfg.Discovery.ServiceURL).To(Equal(agentAPI[1]))
-	_, err = http.Head(isoURL)
+	if resp, err = http.Head(isoURL); err == nil {
+		resp.Body.Close()
+	}
 	g.Expect(err).To(MatchError(ContainSubstring("certificate signed by unknown authority")), "a client without the hub CA refuses the service")
 
 	out, err = metalshift(t, "hub", "up", "--dir", dir, "--bin-dir", toolsDir)

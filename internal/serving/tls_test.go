@@ -65,7 +65,10 @@ func TestTLSServer(t *testing.T) {
 	_ = resp.Body.Close()
 	g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
 
-	_, err = trustingClient(otherCA).Get(url)
+	resp, err = trustingClient(otherCA).Get(url)
+	if err == nil {
+		_ = resp.Body.Close()
+	}
 	g.Expect(err).To(MatchError(ContainSubstring("certificate signed by unknown authority")))
 
 	conn, err := net.Dial("tcp", ln.Addr().String())

@@ -19,15 +19,19 @@ import (
 	"github.com/metalshift/metalshift/sim"
 )
 
-// issueTLS writes a CA and a serving certificate of it for 127.0.0.1, and
-// returns the files and the CA's PEM.
-func issueTLS(t *testing.T) (serving.TLSFiles, []byte) {
+// issueTLS writes a CA and a serving certificate of it for 127.0.0.1 and
+// more IPs, and returns the files and the CA's PEM.
+func issueTLS(t *testing.T, more ...string) (serving.TLSFiles, []byte) {
 	t.Helper()
 	ca, err := certs.NewCA("deploy-test-ca")
 	if err != nil {
 		t.Fatal(err)
 	}
-	leaf, err := certs.Issue(ca, certs.Spec{CommonName: "deploy-server", IPs: []net.IP{net.ParseIP("127.0.0.1")}, Server: true})
+	ips := []net.IP{net.ParseIP("127.0.0.1")}
+	for _, ip := range more {
+		ips = append(ips, net.ParseIP(ip))
+	}
+	leaf, err := certs.Issue(ca, certs.Spec{CommonName: "deploy-server", IPs: ips, Server: true})
 	if err != nil {
 		t.Fatal(err)
 	}
