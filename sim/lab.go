@@ -57,9 +57,16 @@ type LabOptions struct {
 	BootURL string
 	// CA is the PEM of the CA of the hub's servers, which the machines'
 	// BMCs (virtual media) and firmware (network boot) trust besides the
-	// system's roots, as ones configured with it would. The agents they
-	// boot trust the CA of their boot configuration only.
-	CA []byte
+	// system's roots, as ones configured with it would; CAFile names a
+	// file holding it, read at each connection (a lab may start before its
+	// hub makes its CA). The agents they boot trust the CA of their boot
+	// configuration only.
+	CA     []byte
+	CAFile string
+	// UnverifiedMedia makes the BMCs and firmware fetch over https without
+	// verifying the server, as BMCs given no CA do; the agents still
+	// verify it with their boot configuration's CA.
+	UnverifiedMedia bool
 	// DiskSizeBytes is the size of each machine's disk; default 480 GB.
 	DiskSizeBytes int64
 	// AgentPollInterval is how often deploy agents poll; default 250ms.
@@ -160,13 +167,13 @@ func NewLab(opts LabOptions) *Lab {
 	if opts.Backend == BackendQEMU {
 		// Images are large; a power-off or eject cancels the download.
 		l.QEMU = qemu.New(qemu.Options{StateDir: opts.StateDir, BootURL: opts.BootURL, GuestHostAlias: opts.GuestHostAlias,
-			MediaRetries: 30, Console: opts.Console, HTTP: &http.Client{Transport: trusting(opts.CA)}})
+			MediaRetries: 30, Console: opts.Console, HTTP: &http.Client{Transport: opts.firmwareTransport()}})
 		for i := range opts.Hosts {
 			l.add(machine.New(fmt.Sprintf("%s-%d", opts.NamePrefix, i), machineUUID(i, opts.MACOctet), qemu.SmallHardware(i, opts.MACOctet, opts.DiskSizeBytes)), i)
 		}
 		return l
 	}
-	l.Firmware = &Firmware{HTTP: &http.Client{Timeout: 30 * time.Second, Transport: trusting(opts.CA)}, BootURL: opts.BootURL, AgentPollInterval: opts.AgentPollInterval,
+	l.Firmware = &Firmware{HTTP: &http.Client{Timeout: 30 * time.Second, Transport: opts.firmwareTransport()}, BootURL: opts.BootURL, AgentPollInterval: opts.AgentPollInterval,
 		Console: opts.Console, MediaRetries: 30}
 	if w := opts.World; w != nil {
 		l.Firmware.OnDiskBoot = func(ctx context.Context, m *machine.Machine, cd configdrive.Contents) {
@@ -183,21 +190,41 @@ func NewLab(opts LabOptions) *Lab {
 	return l
 }
 
-// trusting is a transport that trusts the PEM CAs of ca besides the
-// system's roots (those only without ca, or when it holds none).
-func trusting(ca []byte) http.RoundTripper {
+// firmwareTransport is the BMCs' and firmware's: trusting the system's
+// roots and the lab's CA, or verifying nothing with UnverifiedMedia.
+func (o LabOptions) firmwareTransport() http.RoundTripper {
 	t := http.DefaultTransport.(*http.Transport).Clone()
-	if len(ca) == 0 {
-		return t
+	switch {
+	case o.UnverifiedMedia:
+		t.TLSClientConfig = &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12} //nolint:gosec // a BMC given no CA, as many are
+	case o.CAFile != "":
+		// Each connection reads the file: the hub may make it later.
+		d := &net.Dialer{Timeout: 30 * time.Second}
+		t.DialTLSContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			host, _, err := net.SplitHostPort(addr)
+			if err != nil {
+				return nil, err
+			}
+			pem, _ := os.ReadFile(o.CAFile) // missing: the system's roots only
+			td := &tls.Dialer{NetDialer: d, Config: &tls.Config{RootCAs: rootsWith(o.CA, pem), ServerName: host, MinVersion: tls.VersionTLS12}}
+			return td.DialContext(ctx, network, addr)
+		}
+	case len(o.CA) > 0:
+		t.TLSClientConfig = &tls.Config{RootCAs: rootsWith(o.CA), MinVersion: tls.VersionTLS12}
 	}
+	return t
+}
+
+// rootsWith is the system's roots and the PEM CAs of cas.
+func rootsWith(cas ...[]byte) *x509.CertPool {
 	pool, err := x509.SystemCertPool()
 	if err != nil {
 		pool = x509.NewCertPool()
 	}
-	if pool.AppendCertsFromPEM(ca) {
-		t.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	for _, ca := range cas {
+		pool.AppendCertsFromPEM(ca)
 	}
-	return t
+	return pool
 }
 
 // add puts machine number i in the lab, with its boot mode and firmware.
