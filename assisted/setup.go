@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
+	"net"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
@@ -17,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	agentinstallv1 "github.com/metalshift/metalshift/api/agentinstall/v1beta1"
+	assistedapi "github.com/metalshift/metalshift/api/assisted/v2"
 	hivev1 "github.com/metalshift/metalshift/api/hive/v1"
 	hiveextv1 "github.com/metalshift/metalshift/api/hiveext/v1beta1"
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
@@ -32,6 +35,7 @@ import (
 	"github.com/metalshift/metalshift/assisted/webhooks"
 	"github.com/metalshift/metalshift/component"
 	"github.com/metalshift/metalshift/imageservice"
+	"github.com/metalshift/metalshift/internal/serving"
 )
 
 // Options configure the agent service.
@@ -39,8 +43,16 @@ type Options struct {
 	// ListenAddr is where the service's HTTP server (agent REST API and
 	// discovery images) listens; empty disables the service.
 	ListenAddr string
-	// URL is how hosts reach the server; default http://<ListenAddr>.
+	// URL is how hosts reach the server; default http(s)://<ListenAddr>.
 	URL string
+	// Listener, when set, is the server's listener (plain TCP: TLS serves
+	// https on it); ListenAddr is then not used.
+	Listener net.Listener
+	// TLS serves the agent service over https; discovery images carry its
+	// CA, for the agent to verify the service. Without a certificate the
+	// service speaks plain http (which the manager's flags allow only with
+	// --agent-service-insecure-http).
+	TLS serving.TLSFiles
 	// PollInterval is how often agents ask for instructions; 0 means 60s.
 	PollInterval time.Duration
 	// LiveImageDir holds the live images; empty serves the light images.
@@ -62,6 +74,12 @@ type Options struct {
 	// DeployURL is the host engine's deploy server as hosts reach it,
 	// which converged-flow images carry.
 	DeployURL string
+	// DeployCAFile holds the CA hosts trust for DeployURL (https), which
+	// converged-flow images carry; read again when it changes.
+	DeployCAFile string
+	// Budgets limit what one client may cost the service's server; zero
+	// fields are serving's defaults.
+	Budgets serving.Budgets
 }
 
 // Component is the agent-based install as a part of the hub: the
@@ -70,7 +88,10 @@ type Options struct {
 // at --agent-service-listen-address and its controllers. Without that
 // flag the hub only serves the CRDs and their webhooks.
 func Component() component.Component {
-	var o Options
+	var (
+		o        Options
+		insecure bool
+	)
 	return component.Component{
 		Name:        "agent-install",
 		AddToScheme: AddToScheme,
@@ -81,17 +102,28 @@ func Component() component.Component {
 		},
 		Flags: func(fs *pflag.FlagSet) {
 			fs.StringVar(&o.ListenAddr, "agent-service-listen-address", "", "Where the agent service (the agent-based install's REST API and discovery images) listens; empty disables it")
-			fs.StringVar(&o.URL, "agent-service-url", "", "How hosts reach the agent service (default http://<agent-service-listen-address>)")
+			fs.StringVar(&o.URL, "agent-service-url", "", "How hosts reach the agent service (default https://<agent-service-listen-address>, http:// with --agent-service-insecure-http)")
+			fs.StringVar(&o.TLS.CertFile, "agent-service-cert-file", "", "Serving certificate of the agent service (https); read again when it changes")
+			fs.StringVar(&o.TLS.KeyFile, "agent-service-key-file", "", "Key of --agent-service-cert-file; read again when it changes")
+			fs.StringVar(&o.TLS.CAFile, "agent-service-ca-file", "", "CA bundle hosts trust for the agent service, put in discovery images; read again when it changes")
+			fs.BoolVar(&insecure, "agent-service-insecure-http", false, "Serve the agent service over plain http, without --agent-service-cert-file: for a lab only (agent credentials and the bootstrap Ignition cross the network in the clear)")
 			fs.DurationVar(&o.PollInterval, "agent-poll-interval", 0, "How often discovery agents ask for instructions (default 60s, as upstream)")
 			fs.BoolVar(&o.ConvergedFlow, "allow-converged-flow", convergedFlowDefault(), "Install BareMetalHosts labelled for an InfraEnv with the converged flow "+
 				"(PreprovisioningImages, custom deploy start_assisted_install); needs --agent-service-deploy-url (default true, or $ALLOW_CONVERGED_FLOW)")
 			fs.StringVar(&o.DeployURL, "agent-service-deploy-url", "", "The host engine's deploy server URL as hosts reach it, which converged-flow discovery images carry")
+			fs.StringVar(&o.DeployCAFile, "agent-service-deploy-ca-file", "", "CA bundle hosts trust for --agent-service-deploy-url (https), which converged-flow discovery images carry; read again when it changes")
 		},
 		Complete: func(hub *component.Options) error {
-			if o.ListenAddr != "" && len(hub.SigningKey) == 0 {
+			if o.ListenAddr == "" {
+				return nil
+			}
+			if len(hub.SigningKey) == 0 {
 				return errors.New("--signing-key-file is required with --agent-service-listen-address")
 			}
-			return nil
+			if strings.HasPrefix(o.DeployURL, "https:") && o.DeployCAFile == "" {
+				return errors.New("--agent-service-deploy-ca-file is required with an https --agent-service-deploy-url: converged-flow images carry it")
+			}
+			return o.TLS.Check("agent-service", insecure, true)
 		},
 		Setup: func(ctx context.Context, hub *component.Hub) error {
 			if hub.Webhooks { // admission is part of the API: served with or without the service
@@ -113,8 +145,11 @@ func Component() component.Component {
 // Setup starts the agent service's server and registers its controllers.
 func Setup(ctx context.Context, hub *component.Hub, o Options) error {
 	mgr := hub.Manager
+	if o.Listener != nil {
+		o.ListenAddr = o.Listener.Addr().String()
+	}
 	if o.URL == "" {
-		o.URL = "http://" + o.ListenAddr
+		o.URL = o.TLS.Scheme() + "://" + o.ListenAddr
 	}
 	idx := mgr.GetFieldIndexer()
 	if err := idx.IndexField(ctx, &agentinstallv1.InfraEnv{}, server.UIDIndex, server.IndexUID); err != nil {
@@ -142,16 +177,30 @@ func Setup(ctx context.Context, hub *component.Hub, o Options) error {
 	}
 	//nolint:staticcheck // core/v1 Events, which kubectl describe shows for these objects; the events.k8s.io recorder comes with the move to it hub-wide
 	recorder := mgr.GetEventRecorderFor("metalshift-agent-service")
-	srv, err := server.New(server.Options{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Key: o.Key, BaseURL: o.URL, Clock: hub.Clock,
-		PollInterval: o.PollInterval, Images: images, HeartbeatEvery: o.DisconnectedAfter / 3, DeployURL: o.DeployURL, Recorder: recorder})
+	log := mgr.GetLogger().WithName("agent-service")
+	cas, err := serviceCAs(o, log)
 	if err != nil {
 		return err
 	}
-	if err := mgr.Add(&manager.Server{
-		Name:            "agent-service",
-		Server:          &http.Server{Addr: o.ListenAddr, Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second},
-		ShutdownTimeout: ptr.To(5 * time.Second),
-	}); err != nil {
+	srv, err := server.New(server.Options{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Key: o.Key, BaseURL: o.URL, CA: cas.service.PEM, DeployCA: cas.deploy.PEM,
+		Clock: hub.Clock, PollInterval: o.PollInterval, Images: images, HeartbeatEvery: o.DisconnectedAfter / 3, DeployURL: o.DeployURL, Recorder: recorder})
+	if err != nil {
+		return err
+	}
+	hs, err := serving.NewServer(srv.Handler(), serving.Options{Name: "agent-service", Budgets: o.Budgets, Unauthenticated: serviceUnauthenticated, Log: log})
+	if err != nil {
+		return err
+	}
+	ln := o.Listener
+	if ln == nil {
+		if ln, err = net.Listen("tcp", o.ListenAddr); err != nil {
+			return err
+		}
+	}
+	if ln, err = serving.WithTLS(ln, o.TLS, "agent service", log); err != nil {
+		return err
+	}
+	if err := mgr.Add(&manager.Server{Name: "agent-service", Server: hs, Listener: ln, ShutdownTimeout: ptr.To(5 * time.Second)}); err != nil {
 		return err
 	}
 	opts := controller.Options{MaxConcurrentReconciles: 10}
@@ -184,6 +233,35 @@ func Setup(ctx context.Context, hub *component.Hub, o Options) error {
 	return (&agentclusterinstall.Reconciler{Client: mgr.GetClient(), Recorder: recorder,
 		Clock: hub.Clock, EventsURL: srv.EventsURL}).SetupWithManager(mgr, opts)
 }
+
+// cas are the CAs discovery images carry: the service's, and the deploy
+// server's for converged-flow images; nil ones for plain http.
+type cas struct{ service, deploy *serving.CA }
+
+// serviceCAs reads the CAs of o's files.
+func serviceCAs(o Options, log logr.Logger) (cas, error) {
+	var c cas
+	var err error
+	if o.TLS.Enabled() && o.TLS.CAFile != "" {
+		if c.service, err = serving.NewCA(o.TLS.CAFile, "agent service", log); err != nil {
+			return c, fmt.Errorf("the agent service's CA: %w", err)
+		}
+	}
+	if o.DeployCAFile != "" {
+		if c.deploy, err = serving.NewCA(o.DeployCAFile, "deploy server", log); err != nil {
+			return c, fmt.Errorf("the deploy server's CA: %w", err)
+		}
+	}
+	return c, nil
+}
+
+// serviceUnauthenticated are the agent service's requests without a
+// host's credential, limited per source: discovery images by signed URL,
+// registrations and manual boots with an InfraEnv's key, events by signed
+// query, log uploads.
+var serviceUnauthenticated = serving.Matching("GET /images/",
+	"POST "+fmt.Sprintf(assistedapi.RegisterPath, "{ie}"), "POST "+fmt.Sprintf(assistedapi.ManualBootPath, "{ie}"),
+	"GET "+assistedapi.EventsPath, "POST "+fmt.Sprintf(assistedapi.LogsPath, "{cluster}"))
 
 // convergedFlowDefault is $ALLOW_CONVERGED_FLOW, true when unset or not a
 // boolean, as upstream.

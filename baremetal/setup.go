@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	deployapi "github.com/metalshift/metalshift/api/deploy/v1"
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	"github.com/metalshift/metalshift/baremetal/deployserver"
 	"github.com/metalshift/metalshift/baremetal/pkg/egress"
@@ -26,6 +28,7 @@ import (
 	"github.com/metalshift/metalshift/baremetal/webhooks"
 	"github.com/metalshift/metalshift/component"
 	"github.com/metalshift/metalshift/imageservice"
+	"github.com/metalshift/metalshift/internal/serving"
 )
 
 // Component is the host engine as a part of the hub: it serves the metal3.io
@@ -36,6 +39,7 @@ func Component() component.Component {
 	var (
 		o           Options
 		bmcNetworks []string
+		insecure    bool
 	)
 	return component.Component{
 		Name:        "host-engine",
@@ -43,12 +47,22 @@ func Component() component.Component {
 		CRDs:        []string{"crd/bases/metal3.io_*.yaml"},
 		Flags: func(fs *pflag.FlagSet) {
 			fs.StringVar(&o.DeployListenAddr, "deploy-listen-address", "", "Where the host engine's deploy server listens (hosts fetch deploy images and their agents report there); empty disables the host engine")
-			fs.StringVar(&o.DeployURL, "deploy-url", "", "How hosts reach the deploy server (default http://<deploy-listen-address>)")
+			fs.StringVar(&o.DeployURL, "deploy-url", "", "How hosts reach the deploy server (default https://<deploy-listen-address>, http:// with --deploy-insecure-http)")
+			fs.StringVar(&o.TLS.CertFile, "deploy-cert-file", "", "Serving certificate of the deploy server (https); read again when it changes")
+			fs.StringVar(&o.TLS.KeyFile, "deploy-key-file", "", "Key of --deploy-cert-file; read again when it changes")
+			fs.StringVar(&o.TLS.CAFile, "deploy-ca-file", "", "CA bundle hosts trust for the deploy server, put in their boot configuration; read again when it changes")
+			fs.BoolVar(&insecure, "deploy-insecure-http", false, "Serve the deploy server over plain http, without --deploy-cert-file: for a lab only (agent tokens, user data and network data cross the network in the clear)")
+			fs.StringVar(&o.BootListenAddr, "deploy-boot-listen-address", "", "Where the deploy server also serves plain http for network-booting firmware that cannot verify its certificate (iPXE): "+
+				"only boot scripts by MAC address, the deploy kernel and initramfs, and hosts' boot configuration initrds; empty disables it")
+			fs.StringVar(&o.BootURL, "deploy-boot-url", "", "How network-booting firmware reaches --deploy-boot-listen-address (default http://<deploy-boot-listen-address>); point DHCP's boot file at <url>/boot/by-mac/${mac}")
 			fs.BoolVar(&o.BMCEgress.AllowLoopback, "bmc-allow-loopback", false, "Let BMC addresses reach loopback (127.0.0.0/8, ::1), as simulated BMCs on the hub's own machine need; refused by default")
 			fs.StringSliceVar(&bmcNetworks, "bmc-allowed-networks", nil, "Networks (CIDRs) BMC addresses may reach although the BMC egress policy refuses them by default (loopback, link-local, cloud metadata, unspecified, multicast), e.g. 169.254.10.0/24 for BMCs on a link-local network")
 		},
 		Complete: func(hub *component.Options) error {
-			if o.DeployListenAddr != "" && len(hub.SigningKey) == 0 {
+			if o.DeployListenAddr == "" {
+				return nil
+			}
+			if len(hub.SigningKey) == 0 {
 				return errors.New("--signing-key-file is required with --deploy-listen-address")
 			}
 			allowed, err := egress.ParsePrefixes(bmcNetworks)
@@ -56,7 +70,7 @@ func Component() component.Component {
 				return fmt.Errorf("--bmc-allowed-networks: %w", err)
 			}
 			o.BMCEgress.Allowed = allowed
-			return nil
+			return o.TLS.Check("deploy", insecure, true)
 		},
 		Setup: func(ctx context.Context, hub *component.Hub) error {
 			if o.DeployListenAddr == "" {
@@ -79,8 +93,22 @@ type Options struct {
 	// DeployListenAddr is where the deploy server listens, e.g. 127.0.0.1:6180.
 	DeployListenAddr string
 	// DeployURL is how hosts reach the deploy server; defaults to
-	// http://<DeployListenAddr>.
+	// http(s)://<DeployListenAddr>.
 	DeployURL string
+	// DeployListener, when set, is the deploy server's listener (plain
+	// TCP: TLS serves https on it); DeployListenAddr is then not used.
+	DeployListener net.Listener
+	// TLS serves the deploy server over https; its CA goes into hosts'
+	// boot configuration, for the agent to verify the server. Without a
+	// certificate the server speaks plain http (which the manager's flags
+	// allow only with --deploy-insecure-http).
+	TLS serving.TLSFiles
+	// BootListenAddr (or BootListener), when set, serves plain http for
+	// network-booting firmware that cannot verify the deploy server
+	// (deployserver.BootHandler); BootURL is how firmware reaches it,
+	// default http://<BootListenAddr>.
+	BootListenAddr, BootURL string
+	BootListener            net.Listener
 	// SigningKey signs deploy URLs and agent tokens; keep it across restarts.
 	SigningKey []byte
 	// LiveImageDir holds the live images the deploy server streams; empty
@@ -110,6 +138,9 @@ type Options struct {
 	// Webhooks serves the BareMetalHost admission webhook on the manager's
 	// webhook server; set it when the manager serves webhooks.
 	Webhooks bool
+	// Budgets limit what one client may cost the deploy server; zero
+	// fields are serving's defaults.
+	Budgets serving.Budgets
 }
 
 // Setup starts the deploy server and registers the BareMetalHost reconciler
@@ -120,11 +151,14 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 			return err
 		}
 	}
+	if opts.DeployListener != nil {
+		opts.DeployListenAddr = opts.DeployListener.Addr().String()
+	}
 	if opts.DeployListenAddr == "" {
 		return errors.New("the host engine needs a deploy server address")
 	}
 	if opts.DeployURL == "" {
-		opts.DeployURL = "http://" + opts.DeployListenAddr
+		opts.DeployURL = opts.TLS.Scheme() + "://" + opts.DeployListenAddr
 	}
 	if opts.Provisioners == nil {
 		opts.Provisioners = factory.New(factory.Options{Egress: opts.BMCEgress})
@@ -144,15 +178,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		}
 		ctrl.LoggerFrom(ctx).Info("Serving the live images", "dir", opts.LiveImageDir)
 	}
-	ds, err := deployserver.New(deployserver.Options{Client: mgr.GetClient(), Key: opts.SigningKey, BaseURL: opts.DeployURL, Clock: opts.Clock, Images: images})
+	ds, err := newDeployServer(mgr, opts, images)
 	if err != nil {
 		return err
 	}
-	if err := mgr.Add(&manager.Server{
-		Name:            "deploy-server",
-		Server:          &http.Server{Addr: opts.DeployListenAddr, Handler: ds.Handler(), ReadHeaderTimeout: 10 * time.Second},
-		ShutdownTimeout: ptr.To(5 * time.Second),
-	}); err != nil {
+	if err := addDeployServers(mgr, ds, opts); err != nil {
 		return err
 	}
 	secrets, err := secretMetadataCache(mgr, opts.Namespace)
@@ -176,6 +206,66 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		WatchFilterValue:  opts.WatchFilterValue,
 	}).SetupWithManager(ctx, mgr, secrets, controller.Options{MaxConcurrentReconciles: opts.Concurrency})
 }
+
+// newDeployServer makes the deploy server, handing hosts the CA of its
+// https.
+func newDeployServer(mgr ctrl.Manager, opts Options, images *imageservice.Images) (*deployserver.Server, error) {
+	var ca *serving.CA
+	if opts.TLS.Enabled() && opts.TLS.CAFile != "" {
+		var err error
+		if ca, err = serving.NewCA(opts.TLS.CAFile, "deploy server", mgr.GetLogger().WithName("deploy-server")); err != nil {
+			return nil, fmt.Errorf("the deploy server's CA: %w", err)
+		}
+	}
+	return deployserver.New(deployserver.Options{Client: mgr.GetClient(), Key: opts.SigningKey, BaseURL: opts.DeployURL, CA: ca, Clock: opts.Clock, Images: images})
+}
+
+// addDeployServers adds the deploy server, and its plain http boot
+// listener when there is one, to mgr.
+func addDeployServers(mgr ctrl.Manager, ds *deployserver.Server, opts Options) error {
+	log := mgr.GetLogger().WithName("deploy-server")
+	srv, err := serving.NewServer(ds.Handler(), serving.Options{Name: "deploy-server", Budgets: opts.Budgets, Unauthenticated: deployUnauthenticated, Log: log})
+	if err != nil {
+		return err
+	}
+	ln := opts.DeployListener
+	if ln == nil {
+		if ln, err = net.Listen("tcp", opts.DeployListenAddr); err != nil {
+			return err
+		}
+	}
+	if ln, err = serving.WithTLS(ln, opts.TLS, "deploy server", log); err != nil {
+		return err
+	}
+	if err := mgr.Add(&manager.Server{Name: "deploy-server", Server: srv, Listener: ln, ShutdownTimeout: ptr.To(5 * time.Second)}); err != nil {
+		return err
+	}
+	boot := opts.BootListener
+	if boot == nil && opts.BootListenAddr == "" {
+		return nil
+	}
+	if boot == nil {
+		if boot, err = net.Listen("tcp", opts.BootListenAddr); err != nil {
+			return err
+		}
+	}
+	bootURL := opts.BootURL
+	if bootURL == "" {
+		bootURL = "http://" + boot.Addr().String()
+	}
+	// Every request of firmware's is unauthenticated.
+	bs, err := serving.NewServer(ds.BootHandler(bootURL), serving.Options{Name: "deploy-boot-server", Budgets: opts.Budgets,
+		Unauthenticated: func(*http.Request) bool { return true }, Log: log})
+	if err != nil {
+		return err
+	}
+	return mgr.Add(&manager.Server{Name: "deploy-boot-server", Server: bs, Listener: boot, ShutdownTimeout: ptr.To(5 * time.Second)})
+}
+
+// deployUnauthenticated are the deploy server's requests without an
+// agent's token, limited per source: images by signed URL, boot scripts
+// by MAC address, lookups by an image's credential.
+var deployUnauthenticated = serving.Matching("GET /images/", "GET "+deployserver.PXEPath, "POST "+deployapi.LookupPath)
 
 // secretMetadataCache watches every Secret in namespace (all when empty),
 // keeping no data, so that a fixed credentials Secret wakes its hosts. (The

@@ -2,12 +2,8 @@ package bootstrap
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
-	"os"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -21,13 +17,17 @@ import (
 	"github.com/metalshift/metalshift/bootstrap/ignitionserver"
 	"github.com/metalshift/metalshift/bootstrap/reconcilers/openshiftconfig"
 	"github.com/metalshift/metalshift/component"
+	"github.com/metalshift/metalshift/internal/serving"
 )
 
 // Component is the OpenShift bootstrap provider as a part of the hub: it
 // serves OpenShiftConfig and OpenShiftConfigTemplate, with the ignition
 // server at --ignition-listen-address for configs too large for user data.
 func Component() component.Component {
-	var o ignitionserver.Config
+	var (
+		o        ignitionserver.Config
+		insecure bool
+	)
 	return component.Component{
 		Name:        "bootstrap-openshift",
 		AddToScheme: bootstrapv1.AddToScheme,
@@ -38,6 +38,7 @@ func Component() component.Component {
 			fs.StringVar(&o.CertFile, "ignition-cert-file", "", "Serving certificate of the ignition server (https); read again when it changes")
 			fs.StringVar(&o.KeyFile, "ignition-key-file", "", "Key of --ignition-cert-file; read again when it changes")
 			fs.StringVar(&o.CAFile, "ignition-ca-file", "", "CA bundle hosts trust for the ignition server (https), put in the configs that point hosts at it; read again when it changes")
+			fs.BoolVar(&insecure, "ignition-insecure-http", false, "Serve the ignition server over plain http, without --ignition-cert-file: for a lab only (tokens and configs cross the network in the clear)")
 			fs.IntVar(&o.MaxUserDataBytes, "max-user-data-bytes", 0, "Largest Ignition config put in user data as is (default 64 KiB)")
 			fs.DurationVar(&o.TokenTTL, "ignition-token-ttl", ignitionserver.DefaultTokenTTL,
 				"How long the token of a served Ignition config is valid; a machine that boots later is refused (its config is re-signed while it waits for a host)")
@@ -49,12 +50,11 @@ func Component() component.Component {
 			if o.ListenAddr != "" && len(hub.SigningKey) == 0 {
 				return errors.New("--signing-key-file is required with --ignition-listen-address")
 			}
-			if o.CAFile != "" { // read again by the server, when it changes
-				if _, err := os.ReadFile(o.CAFile); err != nil {
-					return fmt.Errorf("--ignition-ca-file: %w", err)
-				}
+			if o.ListenAddr == "" {
+				return nil
 			}
-			return nil
+			// A certificate the machines' system roots trust needs no CA file.
+			return serving.TLSFiles{CertFile: o.CertFile, KeyFile: o.KeyFile, CAFile: o.CAFile}.Check("ignition", insecure, false)
 		},
 		Setup: func(ctx context.Context, hub *component.Hub) error {
 			is := o
@@ -75,6 +75,10 @@ type Options struct {
 	// Clock tells the ignition server the time its tokens are made and
 	// checked at; nil means the real clock.
 	Clock clock.PassiveClock
+
+	// Budgets limit what one client may cost the ignition server; zero
+	// fields are serving's defaults.
+	Budgets serving.Budgets
 }
 
 // Setup registers the provider's controllers (and the ignition server)
@@ -85,7 +89,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		MaxUserDataBytes: opts.IgnitionServer.MaxUserDataBytes,
 	}
 	if opts.IgnitionServer.ListenAddr != "" {
-		s, err := addIgnitionServer(mgr, opts.IgnitionServer, opts.Clock)
+		s, err := addIgnitionServer(mgr, opts.IgnitionServer, opts.Clock, opts.Budgets)
 		if err != nil {
 			return fmt.Errorf("ignition server: %w", err)
 		}
@@ -94,40 +98,24 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	return r.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: 10})
 }
 
-func addIgnitionServer(mgr ctrl.Manager, o ignitionserver.Config, clk clock.PassiveClock) (*ignitionserver.Server, error) {
-	tlsOn := o.CertFile != "" || o.KeyFile != ""
+func addIgnitionServer(mgr ctrl.Manager, o ignitionserver.Config, clk clock.PassiveClock, budgets serving.Budgets) (*ignitionserver.Server, error) {
+	files := serving.TLSFiles{CertFile: o.CertFile, KeyFile: o.KeyFile, CAFile: o.CAFile}
 	if o.URL == "" {
-		scheme := "http://"
-		if tlsOn {
-			scheme = "https://"
-		}
-		o.URL = scheme + o.ListenAddr
+		o.URL = files.Scheme() + "://" + o.ListenAddr
 	}
 	// Secrets are read directly: Cluster API's manager keeps them out of the cache.
 	s, err := ignitionserver.New(ignitionserver.Options{Client: mgr.GetClient(), Key: o.SigningKey, BaseURL: o.URL, CAFile: o.CAFile, TokenTTL: o.TokenTTL, Clock: clk})
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", o.ListenAddr)
+	// Every request carries a machine's token: failed ones are limited.
+	srv, err := serving.NewServer(s.Handler(), serving.Options{Name: "ignition-server", Budgets: budgets})
 	if err != nil {
 		return nil, err
 	}
-	if tlsOn {
-		if o.CertFile == "" || o.KeyFile == "" {
-			_ = ln.Close()
-			return nil, errors.New("https needs both a certificate and a key file")
-		}
-		cert, err := ignitionserver.NewCertificate(o.CertFile, o.KeyFile, mgr.GetLogger().WithName("ignition-server"))
-		if err != nil {
-			_ = ln.Close()
-			return nil, err
-		}
-		ln = tls.NewListener(ln, &tls.Config{GetCertificate: cert.GetCertificate, MinVersion: tls.VersionTLS12})
+	ln, err := serving.Listen(o.ListenAddr, files, "ignition server", mgr.GetLogger().WithName("ignition-server"))
+	if err != nil {
+		return nil, err
 	}
-	return s, mgr.Add(&manager.Server{
-		Name:            "ignition-server",
-		Server:          &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second},
-		Listener:        ln,
-		ShutdownTimeout: ptr.To(5 * time.Second),
-	})
+	return s, mgr.Add(&manager.Server{Name: "ignition-server", Server: srv, Listener: ln, ShutdownTimeout: ptr.To(5 * time.Second)})
 }

@@ -33,7 +33,8 @@ trap cleanup EXIT
 mkdir -p "${dir}"
 
 step "Simulated hardware: 6 machines behind a Redfish BMC emulator, and an OS image server"
-"${ms}" sim bmc --hosts 6 --namespace demo --manifests "${dir}/hosts.yaml" > "${dir}/sim.log" 2>&1 &
+# Their BMCs trust the CA of the hub that create cluster starts in ${dir}/hub.
+"${ms}" sim bmc --hosts 6 --namespace demo --manifests "${dir}/hosts.yaml" --hub-dir "${dir}/hub" > "${dir}/sim.log" 2>&1 &
 sim_pid=$!
 "${ms}" sim image --size 8MiB --env "${dir}/image.env" > "${dir}/image.log" 2>&1 &
 image_pid=$!

@@ -50,6 +50,12 @@ type Options struct {
 	// nothing routes the service network.
 	ServiceProxySocket string
 
+	// HostAddresses are the addresses (IPs or DNS names) at which machines
+	// reach the hub's servers besides loopback (10.0.2.2 for QEMU VMs):
+	// the certificates of the deploy server, the agent service and the
+	// ignition server name them.
+	HostAddresses []string
+
 	// Controllers are kube-controller-manager controllers to run besides
 	// the hub's own (kubeControllerManagerControllers): the workload
 	// controllers ("deployment-controller", "replicaset-controller",
@@ -86,6 +92,10 @@ func DefaultDir() string {
 
 // KubeconfigPath is the admin kubeconfig of the hub in dir.
 func KubeconfigPath(dir string) string { return filepath.Join(dir, "kubeconfig") }
+
+// CAPath is the CA certificate (PEM) of the hub in dir, which signs the
+// certificates of the servers machines reach.
+func CAPath(dir string) string { return filepath.Join(dir, "pki", "ca.crt") }
 
 // Start brings up the control plane in opts.Dir, resuming with the data of
 // an earlier run, and installs opts.CRDs. It fails with ErrAlreadyRunning
@@ -135,7 +145,7 @@ func Start(ctx context.Context, opts Options) (_ *Hub, reterr error) {
 	if err := h.setPhase(PhaseStarting); err != nil {
 		return nil, err
 	}
-	if h.pki, err = ensurePKI(dir); err != nil {
+	if h.pki, err = ensurePKI(dir, opts.HostAddresses...); err != nil {
 		return nil, fmt.Errorf("creating certificates: %w", err)
 	}
 	if err := h.startChildren(ctx); err != nil {
@@ -272,8 +282,20 @@ func (h *Hub) CABundle() []byte {
 // DeployAddr is where the host engine's deploy server listens.
 func (h *Hub) DeployAddr() string { return "127.0.0.1:" + strconv.Itoa(h.ports.Deploy) }
 
-// DeployURL is how (simulated) hosts reach the deploy server.
-func (h *Hub) DeployURL() string { return "http://" + h.DeployAddr() }
+// DeployURL is how (simulated) hosts reach the deploy server (https, its
+// certificate from the hub CA: ServingCert(DeployServerCert)).
+func (h *Hub) DeployURL() string { return "https://" + h.DeployAddr() }
+
+// DeployBootAddr is where the deploy server serves plain http to
+// network-booting firmware that cannot verify it (iPXE).
+func (h *Hub) DeployBootAddr() string { return "127.0.0.1:" + strconv.Itoa(h.ports.DeployBoot) }
+
+// ServingCert returns the certificate and key files of a server machines
+// reach (DeployServerCert, AgentServiceCert, IgnitionServerCert), issued
+// by the hub CA for loopback and Options.HostAddresses.
+func (h *Hub) ServingCert(name string) (certFile, keyFile string) {
+	return h.pki.cert(name), h.pki.key(name)
+}
 
 // AgentServiceAddr is where the agent service (the agent-based install's
 // discovery images and REST API) listens.
@@ -288,7 +310,7 @@ type IgnitionServing struct {
 // IgnitionServing returns where the ignition server must listen.
 func (h *Hub) IgnitionServing() IgnitionServing {
 	addr := "127.0.0.1:" + strconv.Itoa(h.ports.Ignition)
-	return IgnitionServing{Addr: addr, URL: "https://" + addr, CertFile: h.pki.cert("ignition-server"), KeyFile: h.pki.key("ignition-server")}
+	return IgnitionServing{Addr: addr, URL: "https://" + addr, CertFile: h.pki.cert(IgnitionServerCert), KeyFile: h.pki.key(IgnitionServerCert)}
 }
 
 // SigningKey returns the key that signs deploy URLs and agent tokens,

@@ -14,6 +14,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 )
 
@@ -31,6 +32,9 @@ type certSpec struct {
 	orgs   []string
 	server bool
 	client bool
+	// machines marks the servers machines reach: their certificates also
+	// name the addresses hosts reach the hub at (Options.HostAddresses).
+	machines bool
 }
 
 var (
@@ -45,8 +49,17 @@ var (
 		{name: "controller-manager", cn: "system:kube-controller-manager", client: true},
 		{name: "controller-manager-serving", cn: "kube-controller-manager", server: true},
 		{name: "webhook", cn: "metalshift-webhook", server: true},
-		{name: "ignition-server", cn: "metalshift-ignition-server", server: true},
+		{name: IgnitionServerCert, cn: "metalshift-ignition-server", server: true, machines: true},
+		{name: DeployServerCert, cn: "metalshift-deploy-server", server: true, machines: true},
+		{name: AgentServiceCert, cn: "metalshift-agent-service", server: true, machines: true},
 	}
+)
+
+// The certificates of the servers machines reach (Hub.ServingCert).
+const (
+	IgnitionServerCert = "ignition-server"
+	DeployServerCert   = "deploy-server"
+	AgentServiceCert   = "agent-service"
 )
 
 // pki holds the paths of the hub's key material under <dir>/pki.
@@ -58,9 +71,10 @@ func (p pki) cert(name string) string { return filepath.Join(p.dir, name+".crt")
 func (p pki) key(name string) string  { return filepath.Join(p.dir, name+".key") }
 
 // ensurePKI creates the CA, the service-account key and every leaf
-// certificate that is missing or close to expiry. Existing material is kept,
-// so kubeconfigs written by earlier runs stay valid.
-func ensurePKI(dir string) (pki, error) {
+// certificate that is missing or close to expiry, or (for the servers
+// machines reach) does not name every one of hostAddrs. Existing material
+// is kept, so kubeconfigs written by earlier runs stay valid.
+func ensurePKI(dir string, hostAddrs ...string) (pki, error) {
 	p := pki{dir: filepath.Join(dir, "pki")}
 	if err := os.MkdirAll(p.dir, 0o700); err != nil {
 		return p, err
@@ -76,7 +90,7 @@ func ensurePKI(dir string) (pki, error) {
 		return p, err
 	}
 	for _, spec := range leafCerts {
-		if err := p.ensureLeaf(spec, caCert, caKey); err != nil {
+		if err := p.ensureLeaf(spec, caCert, caKey, hostAddrs); err != nil {
 			return p, fmt.Errorf("certificate %s: %w", spec.name, err)
 		}
 	}
@@ -115,8 +129,19 @@ func (p pki) ensureCA() (*x509.Certificate, crypto.Signer, error) {
 	return cert, key, err
 }
 
-func (p pki) ensureLeaf(spec certSpec, ca *x509.Certificate, caKey crypto.Signer) error {
-	if cert, err := readCert(p.cert(spec.name)); err == nil && time.Until(cert.NotAfter) > renewBefore && cert.CheckSignatureFrom(ca) == nil {
+func (p pki) ensureLeaf(spec certSpec, ca *x509.Certificate, caKey crypto.Signer, hostAddrs []string) error {
+	ips, names := slices.Clone(loopbackIPs), slices.Clone(loopbackNames)
+	if spec.machines {
+		for _, a := range hostAddrs {
+			if ip := net.ParseIP(a); ip != nil {
+				ips = append(ips, ip)
+			} else if a != "" {
+				names = append(names, a)
+			}
+		}
+	}
+	if cert, err := readCert(p.cert(spec.name)); err == nil && time.Until(cert.NotAfter) > renewBefore && cert.CheckSignatureFrom(ca) == nil &&
+		(!spec.server || namesAll(cert, ips, names)) {
 		return nil
 	}
 	key, err := ensureKey(p.key(spec.name))
@@ -132,8 +157,8 @@ func (p pki) ensureLeaf(spec certSpec, ca *x509.Certificate, caKey crypto.Signer
 	}
 	if spec.server {
 		tmpl.ExtKeyUsage = append(tmpl.ExtKeyUsage, x509.ExtKeyUsageServerAuth)
-		tmpl.IPAddresses = loopbackIPs
-		tmpl.DNSNames = loopbackNames
+		tmpl.IPAddresses = ips
+		tmpl.DNSNames = names
 	}
 	if spec.client {
 		tmpl.ExtKeyUsage = append(tmpl.ExtKeyUsage, x509.ExtKeyUsageClientAuth)
@@ -143,6 +168,21 @@ func (p pki) ensureLeaf(spec certSpec, ca *x509.Certificate, caKey crypto.Signer
 		return err
 	}
 	return writePEM(p.cert(spec.name), "CERTIFICATE", der, 0o644)
+}
+
+// namesAll tells whether cert is valid for every one of ips and names.
+func namesAll(cert *x509.Certificate, ips []net.IP, names []string) bool {
+	for _, ip := range ips {
+		if cert.VerifyHostname(ip.String()) != nil {
+			return false
+		}
+	}
+	for _, n := range names {
+		if cert.VerifyHostname(n) != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // ensureKey returns the ECDSA P-256 key at path, creating it when missing.

@@ -44,6 +44,9 @@ type Ports struct {
 	ControllerManager int `json:"controllerManager"`
 	// Deploy is the host engine's deploy server (images, agent API).
 	Deploy int `json:"deploy"`
+	// DeployBoot is the deploy server's plain http for network-booting
+	// firmware (boot scripts by MAC, kernel, initrds).
+	DeployBoot int `json:"deployBoot,omitempty"`
 	// Ignition serves Ignition configs too large for user data.
 	Ignition int `json:"ignition"`
 	// AgentService is the agent-based install's service (discovery
@@ -152,7 +155,7 @@ func choosePorts(prev Ports) (Ports, error) {
 		dst  *int
 		want int
 	}{{&p.EtcdClient, prev.EtcdClient}, {&p.EtcdPeer, prev.EtcdPeer}, {&p.APIServer, prev.APIServer}, {&p.Webhook, prev.Webhook}, {&p.ControllerManager, prev.ControllerManager}, {&p.Deploy, prev.Deploy}, {&p.Ignition, prev.Ignition},
-		{&p.AgentService, prev.AgentService}} {
+		{&p.AgentService, prev.AgentService}, {&p.DeployBoot, prev.DeployBoot}} {
 		if *f.dst, err = pick(f.want); err != nil {
 			return p, err
 		}

@@ -31,10 +31,13 @@ func TestFlags(t *testing.T) {
 		"leader-elect": "false", "leader-election-namespace": "",
 		"components": "[]", "signing-key-file": "", "workload-connection-retry-interval": "0s",
 		"deploy-listen-address": "", "deploy-url": "", "live-image-dir": "", "bmc-allow-loopback": "false", "bmc-allowed-networks": "[]",
+		"deploy-cert-file": "", "deploy-key-file": "", "deploy-ca-file": "", "deploy-insecure-http": "false",
+		"deploy-boot-listen-address": "", "deploy-boot-url": "",
 		"ignition-listen-address": "", "ignition-url": "", "ignition-cert-file": "", "ignition-key-file": "", "ignition-ca-file": "",
-		"max-user-data-bytes": "0", "ignition-token-ttl": "24h0m0s",
+		"ignition-insecure-http": "false", "max-user-data-bytes": "0", "ignition-token-ttl": "24h0m0s",
 		"agent-service-listen-address": "", "agent-service-url": "", "agent-poll-interval": "0s",
-		"allow-converged-flow": "true", "agent-service-deploy-url": "",
+		"agent-service-cert-file": "", "agent-service-key-file": "", "agent-service-ca-file": "", "agent-service-insecure-http": "false",
+		"allow-converged-flow": "true", "agent-service-deploy-url": "", "agent-service-deploy-ca-file": "",
 		"baremetal-operator": "false", "baremetal-operator-version": "0.0.1-snapshot", "baremetal-operator-operand-image": "metalshift/manager:latest",
 	}))
 }

@@ -30,7 +30,11 @@ const (
 
 // Firmware boots simulated machines.
 type Firmware struct {
-	// HTTP fetches images and talks to the engine.
+	// HTTP is the firmware's and the BMC's client: it fetches virtual
+	// media and network-boots (trusting the hub's CA, as a BMC or UEFI
+	// configured with it). The agents that boot verify the hub's servers
+	// with the CA of their boot configuration only, as on a real machine;
+	// without one they use HTTP too.
 	HTTP *http.Client
 	// BootURL is the provisioning network's boot server, as DHCP would
 	// announce it to PXE firmware; empty means no network boot.
@@ -201,9 +205,13 @@ func (f *Firmware) runAgent(ctx context.Context, m *machine.Machine, cfg deploya
 		return f.runDiscovery(ctx, m, *cfg.Discovery)
 	}
 	m.SetBootedOS(OSDeployAgent)
+	hc, err := f.agentHTTP(cfg.CACert)
+	if err != nil {
+		return err
+	}
 	devs := f.devices(m)
 	opts := deploy.Options{
-		Config: cfg, Devices: devs, HTTP: f.HTTP, PollInterval: f.AgentPollInterval,
+		Config: cfg, Devices: devs, HTTP: hc, PollInterval: f.AgentPollInterval,
 		Logf:      func(format string, args ...any) { f.logf(m, format, args...) },
 		Inventory: func() (*deployapi.Inventory, error) { return inventory(m, devs), nil },
 	}
@@ -213,7 +221,11 @@ func (f *Firmware) runAgent(ctx context.Context, m *machine.Machine, cfg deploya
 			opts.MACs = append(opts.MACs, n.MAC)
 		}
 		if cfg.Discovery != nil {
-			opts.CustomDeploy = discovery.CustomDeploy(f.discoveryOptions(ctx, m, *cfg.Discovery))
+			dopts, err := f.discoveryOptions(ctx, m, *cfg.Discovery)
+			if err != nil {
+				return err
+			}
+			opts.CustomDeploy = discovery.CustomDeploy(dopts)
 		}
 	} else {
 		f.logf(m, "Deploy agent started for %s", cfg.HostID)
@@ -235,14 +247,35 @@ func (f *Firmware) devices(m *machine.Machine) []deploy.BlockDevice {
 func (f *Firmware) runDiscovery(ctx context.Context, m *machine.Machine, cfg deployapi.Discovery) error {
 	m.SetBootedOS(OSDiscoveryAgent)
 	f.logf(m, "Discovery agent started for infra env %s", cfg.InfraEnvID)
-	return discovery.Run(ctx, f.discoveryOptions(ctx, m, cfg))
+	opts, err := f.discoveryOptions(ctx, m, cfg)
+	if err != nil {
+		return err
+	}
+	return discovery.Run(ctx, opts)
+}
+
+// agentHTTP is the client of an agent whose boot configuration has the CA
+// caPEM: it trusts that CA (and the system's roots) only.
+func (f *Firmware) agentHTTP(caPEM string) (*http.Client, error) {
+	if caPEM == "" {
+		return f.HTTP, nil
+	}
+	t, err := deploy.Transport(caPEM)
+	if err != nil {
+		return nil, err
+	}
+	return &http.Client{Transport: t, Timeout: f.HTTP.Timeout}, nil
 }
 
 // discoveryOptions are the discovery agent's options on m.
-func (f *Firmware) discoveryOptions(ctx context.Context, m *machine.Machine, cfg deployapi.Discovery) discovery.Options {
+func (f *Firmware) discoveryOptions(ctx context.Context, m *machine.Machine, cfg deployapi.Discovery) (discovery.Options, error) {
+	hc, err := f.agentHTTP(strings.TrimSpace(cfg.CACert + "\n" + cfg.AdditionalTrustBundle))
+	if err != nil {
+		return discovery.Options{}, err
+	}
 	devs := f.devices(m)
 	opts := discovery.Options{
-		Config: cfg, HostID: m.UUID, Devices: devs, HTTP: f.HTTP, PollInterval: f.AgentPollInterval, Version: "metalshift-sim",
+		Config: cfg, HostID: m.UUID, Devices: devs, HTTP: hc, PollInterval: f.AgentPollInterval, Version: "metalshift-sim",
 		Logf: func(format string, args ...any) { f.logf(m, format, args...) },
 		Inventory: func() (*assistedapi.Inventory, error) {
 			inv := discovery.FromDeployInventory(inventory(m, devs), strings.ToLower(m.ID))
@@ -275,7 +308,7 @@ func (f *Firmware) discoveryOptions(ctx context.Context, m *machine.Machine, cfg
 			return nil
 		}
 	}
-	return opts
+	return opts, nil
 }
 
 // inventory is what an agent on m would find.

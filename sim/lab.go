@@ -2,6 +2,8 @@ package sim
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"io"
 	"maps"
@@ -50,8 +52,21 @@ type LabOptions struct {
 	// Username and Password are the BMC credentials; defaults admin / a random password.
 	Username, Password string
 	// BootURL is the provisioning network's boot server (the engine's
-	// deploy server); empty means no network boot.
+	// deploy server, or its plain http for network boot); empty means no
+	// network boot.
 	BootURL string
+	// CA is the PEM of the CA of the hub's servers, which the machines'
+	// BMCs (virtual media) and firmware (network boot) trust besides the
+	// system's roots, as ones configured with it would; CAFile names a
+	// file holding it, read at each connection (a lab may start before its
+	// hub makes its CA). The agents they boot trust the CA of their boot
+	// configuration only.
+	CA     []byte
+	CAFile string
+	// UnverifiedMedia makes the BMCs and firmware fetch over https without
+	// verifying the server, as BMCs given no CA do; the agents still
+	// verify it with their boot configuration's CA.
+	UnverifiedMedia bool
 	// DiskSizeBytes is the size of each machine's disk; default 480 GB.
 	DiskSizeBytes int64
 	// AgentPollInterval is how often deploy agents poll; default 250ms.
@@ -150,14 +165,15 @@ func NewLab(opts LabOptions) *Lab {
 	l := &Lab{Opts: opts, BMC: redfish.New(opts.Username, opts.Password), IPMI: map[string]*ipmi.BMC{},
 		modes: map[string]metal3v1.BootMode{}, tempState: tempState}
 	if opts.Backend == BackendQEMU {
+		// Images are large; a power-off or eject cancels the download.
 		l.QEMU = qemu.New(qemu.Options{StateDir: opts.StateDir, BootURL: opts.BootURL, GuestHostAlias: opts.GuestHostAlias,
-			MediaRetries: 30, Console: opts.Console})
+			MediaRetries: 30, Console: opts.Console, HTTP: &http.Client{Transport: opts.firmwareTransport()}})
 		for i := range opts.Hosts {
 			l.add(machine.New(fmt.Sprintf("%s-%d", opts.NamePrefix, i), machineUUID(i, opts.MACOctet), qemu.SmallHardware(i, opts.MACOctet, opts.DiskSizeBytes)), i)
 		}
 		return l
 	}
-	l.Firmware = &Firmware{HTTP: &http.Client{Timeout: 30 * time.Second}, BootURL: opts.BootURL, AgentPollInterval: opts.AgentPollInterval,
+	l.Firmware = &Firmware{HTTP: &http.Client{Timeout: 30 * time.Second, Transport: opts.firmwareTransport()}, BootURL: opts.BootURL, AgentPollInterval: opts.AgentPollInterval,
 		Console: opts.Console, MediaRetries: 30}
 	if w := opts.World; w != nil {
 		l.Firmware.OnDiskBoot = func(ctx context.Context, m *machine.Machine, cd configdrive.Contents) {
@@ -172,6 +188,43 @@ func NewLab(opts LabOptions) *Lab {
 		l.add(NewMachine(opts.NamePrefix, i, opts.Subnet, opts.MACOctet, opts.DiskSizeBytes), i)
 	}
 	return l
+}
+
+// firmwareTransport is the BMCs' and firmware's: trusting the system's
+// roots and the lab's CA, or verifying nothing with UnverifiedMedia.
+func (o LabOptions) firmwareTransport() http.RoundTripper {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	switch {
+	case o.UnverifiedMedia:
+		t.TLSClientConfig = &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12} //nolint:gosec // a BMC given no CA, as many are
+	case o.CAFile != "":
+		// Each connection reads the file: the hub may make it later.
+		d := &net.Dialer{Timeout: 30 * time.Second}
+		t.DialTLSContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			host, _, err := net.SplitHostPort(addr)
+			if err != nil {
+				return nil, err
+			}
+			pem, _ := os.ReadFile(o.CAFile) // missing: the system's roots only
+			td := &tls.Dialer{NetDialer: d, Config: &tls.Config{RootCAs: rootsWith(o.CA, pem), ServerName: host, MinVersion: tls.VersionTLS12}}
+			return td.DialContext(ctx, network, addr)
+		}
+	case len(o.CA) > 0:
+		t.TLSClientConfig = &tls.Config{RootCAs: rootsWith(o.CA), MinVersion: tls.VersionTLS12}
+	}
+	return t
+}
+
+// rootsWith is the system's roots and the PEM CAs of cas.
+func rootsWith(cas ...[]byte) *x509.CertPool {
+	pool, err := x509.SystemCertPool()
+	if err != nil {
+		pool = x509.NewCertPool()
+	}
+	for _, ca := range cas {
+		pool.AppendCertsFromPEM(ca)
+	}
+	return pool
 }
 
 // add puts machine number i in the lab, with its boot mode and firmware.

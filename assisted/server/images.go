@@ -114,6 +114,14 @@ func (s *Server) serveImage(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// pemOf is the PEM ca returns now; "" without one.
+func pemOf(ca func() []byte) string {
+	if ca == nil {
+		return ""
+	}
+	return string(ca())
+}
+
 // DiscoveryConfig is the boot configuration the image of ie carries, and
 // its digest: what changes the image. It fails when the configuration
 // cannot be made (NMStateConfigs that do not validate, an image region too
@@ -141,6 +149,7 @@ func (s *Server) DiscoveryConfig(ctx context.Context, ie *agentinstallv1.InfraEn
 		}
 		d.IgnitionConfigOverride = o
 	}
+	d.CACert = pemOf(s.opts.CA)
 	cfg := deployapi.BootConfig{Discovery: d}
 	if ConvergedImage(ie) {
 		if s.opts.DeployURL == "" {
@@ -149,10 +158,11 @@ func (s *Server) DiscoveryConfig(ctx context.Context, ie *agentinstallv1.InfraEn
 		}
 		scope := ImageScope(ie)
 		cfg.Lookup = &deployapi.Lookup{EngineURL: s.opts.DeployURL, Scope: scope, Token: deployapi.SignLookupToken(s.opts.Key, scope)}
+		cfg.CACert = pemOf(s.opts.DeployCA) // the deploy agent's, for the lookup and its host's API
 	}
 	parts := []any{d, string(ie.Spec.ImageType), ie.Spec.CpuArchitecture}
 	if cfg.Lookup != nil {
-		parts = append(parts, cfg.Lookup)
+		parts = append(parts, cfg.Lookup, cfg.CACert)
 	}
 	digest := record.Digest(parts...)
 	d.Token = assistedToken(s.opts.Key, ie)

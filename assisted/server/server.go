@@ -39,6 +39,12 @@ type Options struct {
 	Key []byte
 	// BaseURL is how hosts reach this server.
 	BaseURL string
+	// CA returns the PEM hosts trust for BaseURL (https), which discovery
+	// images carry; nil, or nil PEM, for plain http.
+	CA func() []byte
+	// DeployCA returns the PEM hosts trust for DeployURL, which
+	// converged-flow images carry; nil, or nil PEM, for plain http.
+	DeployCA func() []byte
 	// Clock tells the time; nil means the real clock.
 	Clock clock.PassiveClock
 	// PollInterval is next_instruction_seconds; 0 means 60s, as upstream.

@@ -23,6 +23,7 @@ import (
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	"github.com/metalshift/metalshift/baremetal/pkg/provisioner"
 	"github.com/metalshift/metalshift/imageservice"
+	"github.com/metalshift/metalshift/internal/serving"
 )
 
 // Paths of the images.
@@ -47,9 +48,13 @@ type Server struct {
 	client  client.Client
 	key     []byte
 	baseURL string
-	clock   clock.PassiveClock
-	ttl     time.Duration
-	images  *imageservice.Images
+	// imageBase is where the files an iPXE script loads are fetched:
+	// baseURL, or the boot URL of BootHandler.
+	imageBase string
+	ca        *serving.CA
+	clock     clock.PassiveClock
+	ttl       time.Duration
+	images    *imageservice.Images
 }
 
 // Options configure a Server.
@@ -59,8 +64,11 @@ type Options struct {
 	Client client.Client
 	// Key signs tokens and URLs; keep it across restarts.
 	Key []byte
-	// BaseURL is how hosts reach this server, e.g. http://192.0.2.1:6180.
+	// BaseURL is how hosts reach this server, e.g. https://192.0.2.1:6180.
 	BaseURL string
+	// CA is what hosts trust for BaseURL (https), put in their boot
+	// configuration; nil for plain http.
+	CA *serving.CA
 	// Clock is the time source; nil means the real clock.
 	Clock clock.PassiveClock
 	// TTL is how long URLs and agent tokens stay valid; 0 means 24 hours.
@@ -91,7 +99,8 @@ func New(opts Options) (*Server, error) {
 		}
 		opts.Images = im
 	}
-	return &Server{client: opts.Client, key: opts.Key, baseURL: strings.TrimSuffix(opts.BaseURL, "/"), clock: opts.Clock, ttl: opts.TTL,
+	base := strings.TrimSuffix(opts.BaseURL, "/")
+	return &Server{client: opts.Client, key: opts.Key, baseURL: base, imageBase: base, ca: opts.CA, clock: opts.Clock, ttl: opts.TTL,
 		images: opts.Images}, nil
 }
 
@@ -194,7 +203,7 @@ func (s *Server) bootConfig(ctx context.Context, id string, expiry time.Time) (d
 // hostBootConfig is bootConfig for a host at hand.
 func (s *Server) hostBootConfig(ctx context.Context, host *metal3v1.BareMetalHost, expiry time.Time) (deployapi.BootConfig, error) {
 	id, ns := HostID(host), host.Namespace
-	cfg := deployapi.BootConfig{EngineURL: s.baseURL, HostID: id, Token: deployapi.SignToken(s.key, id, expiry)}
+	cfg := deployapi.BootConfig{EngineURL: s.baseURL, HostID: id, Token: deployapi.SignToken(s.key, id, expiry), CACert: string(s.ca.PEM())}
 	if n := host.Spec.PreprovisioningNetworkDataName; n != "" {
 		// nmstate only: the networkData key holds OpenStack's
 		// network_data.json, for the config drive.
@@ -238,7 +247,9 @@ func (s *Server) serveIPXE(w http.ResponseWriter, r *http.Request) {
 
 // writeIPXE writes the iPXE script that boots host id's deploy agent.
 func (s *Server) writeIPXE(w http.ResponseWriter, id string, exp time.Time) {
-	signed := func(path string) string { return s.baseURL + path + "?" + deployapi.SignURLQuery(s.key, path, id, exp) }
+	signed := func(path string) string {
+		return s.imageBase + path + "?" + deployapi.SignURLQuery(s.key, path, id, exp)
+	}
 	w.Header().Set("Content-Type", "text/plain")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	_, _ = w.Write([]byte(imageservice.DeployIPXEScript(signed(KernelPath), signed(InitrdPath), signed(HostInitrdPath))))

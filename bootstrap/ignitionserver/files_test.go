@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metalshift/metalshift/internal/certs"
+	"github.com/metalshift/metalshift/internal/serving"
 )
 
 // secretVolume writes files as the kubelet updates a mounted Secret: into a
@@ -102,7 +103,7 @@ func TestRenewedCertificate(t *testing.T) {
 	s, err := New(Options{Client: secrets{client.ObjectKeyFromObject(served): served}, Key: []byte("0123456789abcdef0123456789abcdef"),
 		BaseURL: "https://" + ln.Addr().String(), CAFile: filepath.Join(vol.dir, "ca.crt"), Log: log})
 	g.Expect(err).NotTo(HaveOccurred())
-	cert, err := NewCertificate(filepath.Join(vol.dir, "tls.crt"), filepath.Join(vol.dir, "tls.key"), log)
+	cert, err := serving.NewCertificate(filepath.Join(vol.dir, "tls.crt"), filepath.Join(vol.dir, "tls.key"), "ignition server", log)
 	g.Expect(err).NotTo(HaveOccurred())
 	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	go func() {

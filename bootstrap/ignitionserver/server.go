@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ignitionapi "github.com/metalshift/metalshift/api/ignition/v1"
+	"github.com/metalshift/metalshift/internal/serving"
 )
 
 // PathPrefix and ServedLabel are the contract's (api/ignition/v1).
@@ -91,7 +92,7 @@ type Server struct {
 	client  client.Reader
 	key     []byte
 	baseURL *url.URL
-	ca      *reloaded[[]byte]
+	ca      *serving.CA
 	ttl     time.Duration
 	clock   clock.PassiveClock
 	log     logr.Logger
@@ -120,7 +121,7 @@ func New(opts Options) (*Server, error) {
 		srv.log = ctrl.Log.WithName("ignition-server")
 	}
 	if opts.CAFile != "" {
-		if srv.ca, err = newCA(opts.CAFile, srv.log); err != nil {
+		if srv.ca, err = serving.NewCA(opts.CAFile, "ignition server", srv.log); err != nil {
 			return nil, fmt.Errorf("the ignition server's CA: %w", err)
 		}
 	}
@@ -135,10 +136,7 @@ func (s *Server) URL(namespace, name string) string {
 // CA is the PEM machines trust for URL, as the CA file holds it now;
 // empty when they need none beyond their system roots.
 func (s *Server) CA() []byte {
-	if s.ca == nil {
-		return nil
-	}
-	return s.ca.get()
+	return s.ca.PEM()
 }
 
 // Token authorizes reading Secret namespace/name whose controller has UID

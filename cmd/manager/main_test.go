@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"fmt"
@@ -72,7 +73,8 @@ func TestServersFromFlags(t *testing.T) {
 	deployAddr, ignitionAddr := testenv.FreeAddr(t), testenv.FreeAddr(t)
 
 	cmd := exec.Command(managerBin, "--webhook-port=0", "--metrics-bind-address=0", "--health-addr="+testenv.FreeAddr(t),
-		"--deploy-listen-address="+deployAddr, "--ignition-listen-address="+ignitionAddr, "--signing-key-file="+keyFile)
+		"--deploy-listen-address="+deployAddr, "--ignition-listen-address="+ignitionAddr, "--signing-key-file="+keyFile,
+		"--deploy-insecure-http", "--ignition-insecure-http")
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig(t))
 	logs, err := os.Create(filepath.Join(t.TempDir(), "manager.log"))
 	g.Expect(err).NotTo(HaveOccurred())
@@ -124,6 +126,33 @@ func TestServersFromFlags(t *testing.T) {
 	url := signer.URL(ns, served.Name)
 	g.Expect(status(url, "Bearer "+signer.Token(ns, served.Name, owner.UID))()).To(Equal(http.StatusOK))
 	g.Expect(status(url, "Bearer "+signer.Token(ns, served.Name, "other"))()).To(Equal(http.StatusForbidden))
+}
+
+// TestServersNeedTLSOrInsecure: a server machines reach serves https, or
+// plain http only when its flag says so.
+func TestServersNeedTLSOrInsecure(t *testing.T) {
+	keyFile := filepath.Join(t.TempDir(), "signing.key")
+	NewWithT(t).Expect(os.WriteFile(keyFile, bytes.Repeat([]byte("k"), 32), 0o600)).To(Succeed())
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"deploy server", []string{"--deploy-listen-address=127.0.0.1:0"}, "give --deploy-cert-file, --deploy-key-file and --deploy-ca-file (or --deploy-insecure-http"},
+		{"agent service", []string{"--agent-service-listen-address=127.0.0.1:0"}, "give --agent-service-cert-file"},
+		{"ignition server", []string{"--ignition-listen-address=127.0.0.1:0"}, "give --ignition-cert-file"},
+		{"no CA", []string{"--deploy-listen-address=127.0.0.1:0", "--deploy-cert-file=" + keyFile, "--deploy-key-file=" + keyFile}, "--deploy-ca-file is required"},
+		{"both", []string{"--deploy-listen-address=127.0.0.1:0", "--deploy-cert-file=" + keyFile, "--deploy-key-file=" + keyFile, "--deploy-insecure-http"},
+			"--deploy-insecure-http serves plain http"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			out, err := exec.Command(managerBin, append(tc.args, "--signing-key-file="+keyFile)...).CombinedOutput()
+			g.Expect(err).To(HaveOccurred())
+			g.Expect(err.(*exec.ExitError).ExitCode()).To(Equal(2))
+			g.Expect(string(out)).To(ContainSubstring(tc.want))
+		})
+	}
 }
 
 // TestServersNeedASigningKey: a server without a signing key is a usage

@@ -3,10 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"log"
 	"net"
@@ -187,16 +184,9 @@ func nicMACs() []string {
 // discoveryClient trusts the service's CA and the InfraEnv's trust bundle
 // besides the system's roots, and goes through the InfraEnv's proxy.
 func discoveryClient(cfg deployapi.Discovery) (*http.Client, error) {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	if pem := strings.TrimSpace(cfg.CACert + "\n" + cfg.AdditionalTrustBundle); pem != "" {
-		pool, err := x509.SystemCertPool()
-		if err != nil {
-			pool = x509.NewCertPool()
-		}
-		if !pool.AppendCertsFromPEM([]byte(pem)) {
-			return nil, errors.New("the discovery configuration's caCert and additionalTrustBundle hold no PEM certificate")
-		}
-		t.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	t, err := deploy.Transport(strings.TrimSpace(cfg.CACert + "\n" + cfg.AdditionalTrustBundle))
+	if err != nil {
+		return nil, err
 	}
 	// http.ProxyFromEnvironment reads the environment once, on first use:
 	// nothing was requested before the agent role starts.
@@ -208,7 +198,6 @@ func discoveryClient(cfg deployapi.Discovery) (*http.Client, error) {
 		}
 	}
 	t.Proxy = http.ProxyFromEnvironment
-	t.ResponseHeaderTimeout = time.Minute
 	return &http.Client{Transport: t}, nil
 }
 

@@ -11,8 +11,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -254,21 +252,12 @@ func deployRole(cfg deployapi.BootConfig, paths host.Paths) error {
 }
 
 // client trusts cfg.CACert besides the system's roots when the deploy
-// server serves https.
+// server serves https. No overall timeout: an image download takes what it
+// takes.
 func client(cfg deployapi.BootConfig) (*http.Client, error) {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	if cfg.CACert != "" {
-		pool, err := x509.SystemCertPool()
-		if err != nil {
-			pool = x509.NewCertPool()
-		}
-		if !pool.AppendCertsFromPEM([]byte(cfg.CACert)) {
-			return nil, errors.New("the boot configuration's caCert holds no PEM certificate")
-		}
-		t.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	t, err := deploy.Transport(cfg.CACert)
+	if err != nil {
+		return nil, err
 	}
-	// No overall timeout: an image download takes what it takes. A deploy
-	// server that accepts and never answers is given up on.
-	t.ResponseHeaderTimeout = time.Minute
 	return &http.Client{Transport: t}, nil
 }

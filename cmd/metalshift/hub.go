@@ -125,7 +125,8 @@ func (o *hubOptions) up(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	hub, err := localcp.Start(ctx, localcp.Options{Dir: o.dir, BinDir: o.binDir, Progress: prefixed(out, "  "), CRDs: crds})
+	hub, err := localcp.Start(ctx, localcp.Options{Dir: o.dir, BinDir: o.binDir, Progress: prefixed(out, "  "), CRDs: crds,
+		HostAddresses: []string{o.hostsAddr}}) // in the certificates of the servers hosts reach
 	if err != nil {
 		return err
 	}
@@ -231,7 +232,7 @@ func printReady(out io.Writer, hub *localcp.Hub, took time.Duration, controllers
 	fmt.Fprintf(out, "Hub is ready in %s at %s\n", took.Round(100*time.Millisecond), hub.Server())
 	fmt.Fprintf(out, "  kubectl --kubeconfig %s get clusters -A\n", hub.Kubeconfig())
 	if controllers {
-		fmt.Fprintf(out, "  deploy server (hosts boot from it): %s\n", deployURL(hub, hostsAddr))
+		fmt.Fprintf(out, "  deploy server (hosts boot from it): %s, network boot (plain http for iPXE): %s/boot/by-mac/<mac>\n", deployURL(hub, hostsAddr), deployBootURL(hub, hostsAddr))
 		fmt.Fprintf(out, "  ignition server (large machine configs): %s\n", hub.IgnitionServing().URL)
 		fmt.Fprintf(out, "  agent service (InfraEnv discovery ISOs, agent-based installs): %s\n", agentServiceURL(hub, hostsAddr))
 	} else {
@@ -243,21 +244,29 @@ func printReady(out io.Writer, hub *localcp.Hub, took time.Duration, controllers
 		fmt.Fprintf(out, "  Replicas (--leader-elect) listen on ports of their own behind a load balancer on those four, with\n")
 		fmt.Fprintf(out, "  --deploy-url=%s --ignition-url=%s --agent-service-url=%s.\n", deployURL(hub, hostsAddr), is.URL, agentServiceURL(hub, hostsAddr))
 	}
+	fmt.Fprintf(out, "  hosts verify these servers with the hub CA %s (their boot configuration carries it)\n", hub.CAFile())
 	fmt.Fprintf(out, "  logs: %s\n", hub.LogDir())
 	fmt.Fprintln(out, "Press Ctrl-C, or run `metalshift hub down --dir "+hub.Dir()+"`, to stop it.")
 }
 
-// deployURL is how hosts reach the hub's deploy server.
+// deployURL is how hosts reach the hub's deploy server (https).
 func deployURL(hub *localcp.Hub, hostsAddr string) string {
 	_, port, _ := net.SplitHostPort(hub.DeployAddr())
+	return "https://" + net.JoinHostPort(hostsAddr, port)
+}
+
+// deployBootURL is how network-booting firmware reaches the deploy
+// server's plain http (iPXE cannot be given the hub CA).
+func deployBootURL(hub *localcp.Hub, hostsAddr string) string {
+	_, port, _ := net.SplitHostPort(hub.DeployBootAddr())
 	return "http://" + net.JoinHostPort(hostsAddr, port)
 }
 
-// agentServiceURL is how hosts reach the hub's agent service: the base of
-// the InfraEnvs' discovery ISO URLs and of the agents' REST API.
+// agentServiceURL is how hosts reach the hub's agent service (https): the
+// base of the InfraEnvs' discovery ISO URLs and of the agents' REST API.
 func agentServiceURL(hub *localcp.Hub, hostsAddr string) string {
 	_, port, _ := net.SplitHostPort(hub.AgentServiceAddr())
-	return "http://" + net.JoinHostPort(hostsAddr, port)
+	return "https://" + net.JoinHostPort(hostsAddr, port)
 }
 
 // managerArgs is the command line of the manager (cmd/manager) that
@@ -266,15 +275,20 @@ func agentServiceURL(hub *localcp.Hub, hostsAddr string) string {
 // hosts. `hub up` runs its manager in-process with the same flags.
 func managerArgs(hub *localcp.Hub, hostsAddr string) []string {
 	ws, is := hub.WebhookServing(), hub.IgnitionServing()
+	deployCert, deployKey := hub.ServingCert(localcp.DeployServerCert)
+	serviceCert, serviceKey := hub.ServingCert(localcp.AgentServiceCert)
 	args := []string{
 		"--webhook-host=" + ws.Host, "--webhook-port=" + strconv.Itoa(ws.Port), "--webhook-cert-dir=" + ws.CertDir,
 		"--webhook-cert-name=" + ws.CertName, "--webhook-key-name=" + ws.KeyName,
 		"--deploy-listen-address=" + hub.DeployAddr(), "--deploy-url=" + deployURL(hub, hostsAddr),
+		"--deploy-cert-file=" + deployCert, "--deploy-key-file=" + deployKey, "--deploy-ca-file=" + hub.CAFile(),
+		"--deploy-boot-listen-address=" + hub.DeployBootAddr(), "--deploy-boot-url=" + deployBootURL(hub, hostsAddr),
 		"--ignition-listen-address=" + is.Addr, "--ignition-cert-file=" + is.CertFile, "--ignition-key-file=" + is.KeyFile,
 		"--ignition-ca-file=" + hub.CAFile(), "--signing-key-file=" + hub.SigningKeyFile(),
 		"--agent-service-listen-address=" + hub.AgentServiceAddr(), "--agent-service-url=" + agentServiceURL(hub, hostsAddr),
-		// Converged-flow discovery images carry the deploy server's URL.
-		"--agent-service-deploy-url=" + deployURL(hub, hostsAddr),
+		"--agent-service-cert-file=" + serviceCert, "--agent-service-key-file=" + serviceKey, "--agent-service-ca-file=" + hub.CAFile(),
+		// Converged-flow discovery images carry the deploy server's URL and CA.
+		"--agent-service-deploy-url=" + deployURL(hub, hostsAddr), "--agent-service-deploy-ca-file=" + hub.CAFile(),
 		// Installed clusters come up while the hub watches: connect soon after.
 		"--workload-connection-retry-interval=2s",
 		// The lab's simulated BMCs (metalshift sim bmc) listen on loopback,
@@ -306,8 +320,8 @@ func (o *hubOptions) status(ctx context.Context, out io.Writer, wait time.Durati
 	}
 	fmt.Fprintf(out, "Directory:  %s\nPhase:      %s\n", s.Dir, s.State.Phase)
 	if s.Running {
-		fmt.Fprintf(out, "PID:        %d\nServer:     %s\nKubeconfig: %s\nDeploy:     http://127.0.0.1:%d\nIgnition:   https://127.0.0.1:%d\nAgent API:  http://127.0.0.1:%d\nSince:      %s\n",
-			s.State.PID, s.State.Server, s.Kubeconfig, s.State.Ports.Deploy, s.State.Ports.Ignition, s.State.Ports.AgentService,
+		fmt.Fprintf(out, "PID:        %d\nServer:     %s\nKubeconfig: %s\nDeploy:     https://127.0.0.1:%d (network boot: http://127.0.0.1:%d)\nIgnition:   https://127.0.0.1:%d\nAgent API:  https://127.0.0.1:%d\nHub CA:     %s\nSince:      %s\n",
+			s.State.PID, s.State.Server, s.Kubeconfig, s.State.Ports.Deploy, s.State.Ports.DeployBoot, s.State.Ports.Ignition, s.State.Ports.AgentService, localcp.CAPath(s.Dir),
 			s.State.Since.Local().Format(time.RFC3339))
 	}
 	if err != nil {

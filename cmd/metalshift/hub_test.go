@@ -2,7 +2,10 @@ package main
 
 import (
 	"bytes"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,6 +19,7 @@ import (
 
 	. "github.com/onsi/gomega"
 
+	"github.com/metalshift/metalshift/imageservice"
 	"github.com/metalshift/metalshift/localcp"
 )
 
@@ -154,10 +158,11 @@ func TestHubUpUseDown(t *testing.T) {
 	g.Expect(out).To(ContainSubstring("spec.topology: Forbidden: can be set only if the ClusterTopology feature flag is enabled"))
 
 	// The agent service runs: an InfraEnv gets a discovery ISO served at
-	// the address `hub status` and `hub up` print.
+	// the address `hub status` and `hub up` print, over https with a
+	// certificate of the hub CA.
 	out, err = metalshift(t, "hub", "status", "--dir", dir)
 	g.Expect(err).NotTo(HaveOccurred(), out)
-	agentAPI := regexp.MustCompile(`(?m)^Agent API:  (http://127\.0\.0\.1:\d+)$`).FindStringSubmatch(out)
+	agentAPI := regexp.MustCompile(`(?m)^Agent API:  (https://127\.0\.0\.1:\d+)$`).FindStringSubmatch(out)
 	g.Expect(agentAPI).To(HaveLen(2), out)
 	g.Expect(h.out.String()).To(ContainSubstring("agent service (InfraEnv discovery ISOs, agent-based installs): " + agentAPI[1] + "\n"))
 	out, err = kubectl(t, dir, infraEnv, "apply", "-f", "-")
@@ -167,10 +172,25 @@ func TestHubUpUseDown(t *testing.T) {
 		isoURL, _ = kubectl(t, dir, "", "get", "infraenv", "-n", "default", "demo", "-o", "jsonpath={.status.isoDownloadURL}")
 		return isoURL
 	}, time.Minute, 200*time.Millisecond).Should(HavePrefix(agentAPI[1] + "/"))
-	resp, err := http.Head(isoURL)
+	ca, err := os.ReadFile(localcp.CAPath(dir))
 	g.Expect(err).NotTo(HaveOccurred())
+	pool := x509.NewCertPool()
+	g.Expect(pool.AppendCertsFromPEM(ca)).To(BeTrue())
+	trusting := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+	resp, err := trusting.Get(isoURL)
+	g.Expect(err).NotTo(HaveOccurred())
+	iso, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
+	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
+	cfg, err := imageservice.ReadISOHostConfig(bytes.NewReader(iso))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(cfg.Discovery.CACert).To(Equal(string(ca)), "the discovery agent verifies the service with the hub CA")
+	g.Expect(cfg.Discovery.ServiceURL).To(Equal(agentAPI[1]))
+	if resp, err = http.Head(isoURL); err == nil {
+		resp.Body.Close()
+	}
+	g.Expect(err).To(MatchError(ContainSubstring("certificate signed by unknown authority")), "a client without the hub CA refuses the service")
 
 	out, err = metalshift(t, "hub", "up", "--dir", dir, "--bin-dir", toolsDir)
 	g.Expect(err).To(HaveOccurred())

@@ -25,7 +25,9 @@ type simBMCOptions struct {
 	addHosts                    map[string]string
 	listen                      string
 	bootURL                     string
+	caFile                      string
 	hubDir                      string
+	hubDirSet                   bool // --hub-dir given: its CA is trusted
 	namespace                   string
 	virtualMedia                bool
 	manifests                   string
@@ -77,14 +79,17 @@ Machines of labs running side by side need their own --name-prefix, --subnet and
 --mac-octet (the octet also tells their UUIDs, the Agents' names, apart).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.hubDirSet = cmd.Flags().Changed("hub-dir")
 			return o.run(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	f := bmc.Flags()
 	f.IntVar(&o.hosts, "hosts", 3, "Number of machines")
 	f.StringVar(&o.listen, "listen", "127.0.0.1:0", "Address of the Redfish endpoint")
-	f.StringVar(&o.bootURL, "boot-url", "", "Boot server for network boot (default: the deploy server of the hub in --hub-dir)")
-	f.StringVar(&o.hubDir, "hub-dir", localcp.DefaultDir(), "Hub whose deploy server is the boot server")
+	f.StringVar(&o.bootURL, "boot-url", "", "Boot server for network boot (default: the deploy server's plain http for network boot, of the hub in --hub-dir)")
+	f.StringVar(&o.caFile, "ca-file", "", "CA the machines' BMCs and firmware trust for the hub's servers (virtual media, network boot over https), read at each connection "+
+		"(default: the CA of the hub in --hub-dir when that flag is given; without either the BMCs verify no server, as BMCs given no CA)")
+	f.StringVar(&o.hubDir, "hub-dir", localcp.DefaultDir(), "Hub whose deploy server is the boot server, and whose CA the BMCs trust (its CA is read at each connection: the hub may start later)")
 	f.StringVar(&o.namespace, "namespace", "default", "Namespace of the printed manifests")
 	f.BoolVar(&o.virtualMedia, "virtual-media", true, "Address the BMCs as redfish-virtualmedia (else redfish, booting over PXE)")
 	f.StringVar(&o.manifests, "manifests", "", "Write the manifests to this file instead of stdout")
@@ -113,15 +118,19 @@ func (o *simBMCOptions) run(ctx context.Context, stdout, stderr io.Writer) error
 	}
 	bootURL := o.bootURL
 	if bootURL == "" {
-		if st, err := localcp.ReadState(o.hubDir); err == nil && st.Ports.Deploy != 0 {
-			bootURL = "http://127.0.0.1:" + strconv.Itoa(st.Ports.Deploy)
+		if st, err := localcp.ReadState(o.hubDir); err == nil && st.Ports.DeployBoot != 0 {
+			bootURL = "http://127.0.0.1:" + strconv.Itoa(st.Ports.DeployBoot)
 		}
+	}
+	caFile := o.caFile
+	if caFile == "" && o.hubDirSet {
+		caFile = localcp.CAPath(o.hubDir)
 	}
 	modes, err := parseBootModes(o.bootModes)
 	if err != nil {
 		return err
 	}
-	opts := sim.LabOptions{Hosts: o.hosts, Username: o.username, Password: o.password, BootURL: bootURL,
+	opts := sim.LabOptions{Hosts: o.hosts, Username: o.username, Password: o.password, BootURL: bootURL, CAFile: caFile, UnverifiedMedia: caFile == "",
 		Backend: o.backend, StateDir: o.stateDir, BootModes: modes, LegacyBMC: o.legacyBMC,
 		NamePrefix: o.namePrefix, Subnet: o.subnet, MACOctet: o.macOctet, HostLabels: o.hostLabels, HostAnnotations: o.hostAnnotations}
 	if o.backend == sim.BackendQEMU && len(o.addHosts) > 0 {
@@ -150,6 +159,11 @@ func (o *simBMCOptions) run(ctx context.Context, stdout, stderr io.Writer) error
 	}
 	fmt.Fprintf(stderr, "Serving %d simulated machines at redfish endpoint http://%s (boot server: %s); Ctrl-C stops them\n",
 		o.hosts, lab.Endpoint(), orNone(bootURL))
+	if caFile == "" {
+		fmt.Fprintln(stderr, "Their BMCs verify no https server (no --ca-file or --hub-dir), as BMCs given no CA; their agents verify the hub's servers with the CA of their boot configuration")
+	} else {
+		fmt.Fprintf(stderr, "Their BMCs and firmware trust the CA in %s\n", caFile)
+	}
 	if o.bootISO != "" {
 		if err := bootISO(ctx, lab, o.bootISO, stderr); err != nil {
 			return err

@@ -88,7 +88,8 @@ func All() []Provider {
 			Name: "metal", Type: clusterctlv1.InfrastructureProviderType,
 			Components: []string{"host-engine", "infrastructure-metal", "baremetal-operator"},
 			Servers:    []Server{{Name: "deploy", ListenFlag: "deploy-listen-address", Port: 6180, ServicePort: 80, BootImages: true}},
-			Args:       []string{"--deploy-url=${METALSHIFT_DEPLOY_URL}"},
+			// Plain http until the deploy server's certificate is packaged.
+			Args: []string{"--deploy-url=${METALSHIFT_DEPLOY_URL}", "--deploy-insecure-http"},
 		},
 		{
 			Name: "openshift", Type: clusterctlv1.BootstrapProviderType, Components: []string{"bootstrap-openshift"},
@@ -102,7 +103,8 @@ func All() []Provider {
 		{
 			Name: "agent", Type: clusterctlv1.AddonProviderType, Components: []string{"agent-install"},
 			Servers: []Server{{Name: "agent-service", ListenFlag: "agent-service-listen-address", Port: 6190, ServicePort: 80, BootImages: true}},
-			Args:    []string{"--agent-service-url=${METALSHIFT_AGENT_SERVICE_URL}", "--agent-service-deploy-url=${METALSHIFT_DEPLOY_URL}"},
+			// Plain http until the service's certificate is packaged.
+			Args: []string{"--agent-service-url=${METALSHIFT_AGENT_SERVICE_URL}", "--agent-service-deploy-url=${METALSHIFT_DEPLOY_URL}", "--agent-service-insecure-http"},
 		},
 	}
 }

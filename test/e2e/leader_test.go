@@ -66,24 +66,25 @@ func TestLeaderKilledMidProvisioning(t *testing.T) {
 	hubKubeconfig := flags["kubeconfig"]
 	g.Expect(hubKubeconfig).To(Equal(filepath.Join(hubDir, "kubeconfig")))
 	webhookAddr := "127.0.0.1:" + flags["webhook-port"]
-	deployAddr, ignitionAddr := flags["deploy-listen-address"], flags["ignition-listen-address"]
+	deployAddr, bootAddr, ignitionAddr := flags["deploy-listen-address"], flags["deploy-boot-listen-address"], flags["ignition-listen-address"]
 	out2, err := run(t, "hub", "status", "--dir", hubDir)
 	g.Expect(err).NotTo(HaveOccurred(), "%s", out2)
-	g.Expect(out2).To(ContainSubstring("Deploy:     http://"+deployAddr), "hub up prints the ports hub status shows")
+	g.Expect(out2).To(ContainSubstring("Deploy:     https://"+deployAddr+" (network boot: http://"+bootAddr+")"), "hub up prints the ports hub status shows")
 	g.Expect(out2).To(ContainSubstring("Ignition:   https://" + ignitionAddr))
 	out2, err = kubectl(hubKubeconfig, "create", "namespace", "metalshift-system")
 	g.Expect(err).NotTo(HaveOccurred(), "%s", out2)
 
 	// Two replicas, each on ports of its own, behind the proxy on the hub's.
 	var replicas [2]*replica
-	var webhookBackends, deployBackends, ignitionBackends []string
+	var webhookBackends, deployBackends, bootBackends, ignitionBackends []string
 	for i := range replicas {
 		r := &replica{name: fmt.Sprintf("replica-%d", i), log: filepath.Join(work, fmt.Sprintf("replica-%d.log", i)),
 			webhookPort: strings.TrimPrefix(testenv.FreeAddr(t), "127.0.0.1:"),
-			deployAddr:  testenv.FreeAddr(t), ignitionAddr: testenv.FreeAddr(t), healthAddr: testenv.FreeAddr(t)}
+			deployAddr:  testenv.FreeAddr(t), bootAddr: testenv.FreeAddr(t), ignitionAddr: testenv.FreeAddr(t), healthAddr: testenv.FreeAddr(t)}
 		args := append(append([]string{}, printed...),
-			"--webhook-port="+r.webhookPort, "--deploy-listen-address="+r.deployAddr, "--ignition-listen-address="+r.ignitionAddr,
-			"--deploy-url=http://"+deployAddr, "--ignition-url=https://"+ignitionAddr,
+			"--webhook-port="+r.webhookPort, "--deploy-listen-address="+r.deployAddr, "--deploy-boot-listen-address="+r.bootAddr,
+			"--ignition-listen-address="+r.ignitionAddr,
+			"--deploy-url=https://"+deployAddr, "--deploy-boot-url=http://"+bootAddr, "--ignition-url=https://"+ignitionAddr,
 			// The agent service too, on a port of its own; this test does not use it.
 			"--agent-service-listen-address="+testenv.FreeAddr(t),
 			"--metrics-bind-address=0", "--health-addr="+r.healthAddr,
@@ -92,11 +93,13 @@ func TestLeaderKilledMidProvisioning(t *testing.T) {
 		replicas[i] = r
 		webhookBackends = append(webhookBackends, "127.0.0.1:"+r.webhookPort)
 		deployBackends = append(deployBackends, r.deployAddr)
+		bootBackends = append(bootBackends, r.bootAddr)
 		ignitionBackends = append(ignitionBackends, r.ignitionAddr)
 	}
 	proxy := newServiceProxy(t)
 	g.Expect(proxy.serve(webhookAddr, webhookBackends)).To(Succeed())
 	g.Expect(proxy.serve(deployAddr, deployBackends)).To(Succeed())
+	g.Expect(proxy.serve(bootAddr, bootBackends)).To(Succeed())
 	g.Expect(proxy.serve(ignitionAddr, ignitionBackends)).To(Succeed())
 
 	// Every replica serves webhooks and both servers (they do not need the
@@ -290,11 +293,11 @@ func agentState(d *metal3v1.DeployAgentStatus) string {
 
 // replica is one `manager` process.
 type replica struct {
-	name, log                                         string
-	webhookPort, deployAddr, ignitionAddr, healthAddr string
-	env                                               []string // the process's environment; nil inherits the test's
-	cmd                                               *exec.Cmd
-	done                                              chan struct{}
+	name, log                                                   string
+	webhookPort, deployAddr, bootAddr, ignitionAddr, healthAddr string
+	env                                                         []string // the process's environment; nil inherits the test's
+	cmd                                                         *exec.Cmd
+	done                                                        chan struct{}
 }
 
 func (r *replica) start(t *testing.T, bin string, args []string) {

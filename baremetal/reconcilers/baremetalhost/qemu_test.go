@@ -26,7 +26,6 @@ import (
 	"github.com/metalshift/metalshift/agent/configdrive"
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	"github.com/metalshift/metalshift/baremetal"
-	"github.com/metalshift/metalshift/internal/testenv"
 	"github.com/metalshift/metalshift/sim"
 )
 
@@ -64,8 +63,12 @@ func (s *osImageServer) count(path string) int32 {
 }
 
 // TestQEMUMachines provisions two QEMU virtual machines with the live
-// image, as real servers: one UEFI machine over Redfish virtual media, one
-// legacy BIOS machine over IPMI and PXE (iPXE from the deploy server). Each
+// image, as real servers: one UEFI machine over Redfish virtual media
+// (its BMC fetching the ISO over https), one legacy BIOS machine over IPMI
+// and PXE (iPXE from the deploy server's plain http boot port). The live
+// image's agent talks to the deploy server over https, verified with the
+// CA of its boot configuration, and checks the OS image it downloads over
+// plain http against the checksum it got over https. Each
 // goes registering → inspecting → available → provisioning → provisioned
 // with hardware details that are the VM's (the IPMI one inspected in-band
 // by the agent), boots its disk, whose OS mounts the config drive and
@@ -85,16 +88,22 @@ func TestQEMUMachines(t *testing.T) {
 	start := time.Now()
 
 	// The VMs reach the host's loopback at 10.0.2.2 (QEMU user networking).
-	addr := testenv.FreeAddr(t)
-	_, port, _ := net.SplitHostPort(addr)
-	e := startEngine(t, addr, nil, nil, func(o *baremetal.Options) {
-		o.DeployURL = "http://10.0.2.2:" + port
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	g.Expect(err).NotTo(HaveOccurred())
+	boot, err := net.Listen("tcp", "127.0.0.1:0")
+	g.Expect(err).NotTo(HaveOccurred())
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	_, bootPort, _ := net.SplitHostPort(boot.Addr().String())
+	files, ca := issueTLS(t, "10.0.2.2")
+	e := startEngine(t, ln.Addr().String(), nil, nil, func(o *baremetal.Options) {
+		o.DeployListener, o.TLS, o.DeployURL = ln, files, "https://10.0.2.2:"+port
+		o.BootListener, o.BootURL = boot, "http://10.0.2.2:"+bootPort
 		o.LiveImageDir = images
 	})
 	osImage := newOSImageServer(t, filepath.Join(images, "metalshift-testos.img"))
 	_, imgPort, _ := net.SplitHostPort(strings.TrimPrefix(osImage.URL, "http://"))
 
-	lab := sim.NewLab(sim.LabOptions{Hosts: 2, Backend: sim.BackendQEMU, Password: canary, BootURL: "http://10.0.2.2:" + port,
+	lab := sim.NewLab(sim.LabOptions{Hosts: 2, Backend: sim.BackendQEMU, Password: canary, BootURL: "http://10.0.2.2:" + bootPort, CA: ca,
 		BootModes: []metal3v1.BootMode{metal3v1.UEFI, metal3v1.Legacy}, LegacyBMC: sim.LegacyBMCIPMI,
 		StateDir: t.TempDir(), MACOctet: byte(labCounter.Add(1))})
 	g.Expect(lab.Start("127.0.0.1:0")).To(Succeed())
@@ -209,6 +218,9 @@ func TestQEMUMachines(t *testing.T) {
 	}
 	g.Expect(console(lab.Machines[0].ID)).To(MatchRegexp(`eth0 \(52:54:00:[0-9a-f:]+\): 10\.0\.2\.15/24 via 10\.0\.2\.2`), "DHCP")
 	g.Expect(console(lab.Machines[1].ID)).To(ContainSubstring("10.0.2.15/24 (static, from the network data's enp0s2)"))
+	for _, m := range lab.Machines {
+		g.Expect(console(m.ID)).To(ContainSubstring("deploy server https://10.0.2.2:"+port), "%s: the agent used the https API", m.ID)
+	}
 
 	// Each VM boots its disk: the OS mounts the config drive and prints the
 	// SHA-256 of its user data.

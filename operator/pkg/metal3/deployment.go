@@ -135,6 +135,8 @@ func Args(spec *metal3v1.ProvisioningSpec) []string {
 		"--components=host-engine",
 		fmt.Sprintf("--deploy-listen-address=:%d", DeployPort),
 		"--deploy-url=" + DeployURL(spec),
+		// Plain http: the operator issues no certificate for its operand yet.
+		"--deploy-insecure-http",
 		"--signing-key-file=" + signingKeyDir + "/" + SigningKeyKey,
 		"--leader-elect", "--leader-election-namespace=" + Namespace,
 		"--webhook-port=0", "--metrics-bind-address=0",

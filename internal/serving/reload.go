@@ -1,4 +1,4 @@
-package ignitionserver
+package serving
 
 import (
 	"crypto/tls"
@@ -12,10 +12,10 @@ import (
 )
 
 // reloaded is a value parsed from files, parsed again on the first use
-// after one of them changed: cert-manager renews the ignition server's
-// certificate, key and (self-signed) CA in the Secret mounted into the
-// manager, and the server serves the new certificate and hands machines
-// the new CA without a restart. A change is a new modification time, size
+// after one of them changed: cert-manager renews a server's certificate,
+// key and (self-signed) CA in the Secret mounted into the manager, and the
+// server serves the new certificate and hands machines the new CA without
+// a restart. A change is a new modification time, size
 // or file (the kubelet replaces a Secret volume's files by swapping a
 // symlink); checking costs a stat per file. When the changed files cannot
 // be parsed (a key that does not match its certificate yet), the previous
@@ -94,14 +94,15 @@ func sameFiles(a, b []fs.FileInfo) bool {
 	return true
 }
 
-// Certificate is the ignition server's serving certificate and key, read
-// from their files again after they change (see reloaded).
+// Certificate is a server's certificate and key, read from their files
+// again after they change (see reloaded).
 type Certificate struct{ r *reloaded[*tls.Certificate] }
 
-// NewCertificate reads certFile and keyFile (PEM); log receives a line
-// when they are read again, or cannot be.
-func NewCertificate(certFile, keyFile string, log logr.Logger) (*Certificate, error) {
-	r := &reloaded[*tls.Certificate]{paths: []string{certFile, keyFile}, what: "ignition server's certificate", log: log,
+// NewCertificate reads certFile and keyFile (PEM) of the server named
+// server ("ignition server"); log receives a line when they are read
+// again, or cannot be.
+func NewCertificate(certFile, keyFile, server string, log logr.Logger) (*Certificate, error) {
+	r := &reloaded[*tls.Certificate]{paths: []string{certFile, keyFile}, what: server + "'s certificate", log: log,
 		parse: func() (*tls.Certificate, error) {
 			c, err := tls.LoadX509KeyPair(certFile, keyFile)
 			return &c, err
@@ -118,10 +119,14 @@ func (c *Certificate) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, er
 	return c.r.get(), nil
 }
 
-// newCA is the CA bundle of caFile (PEM, at least one certificate), read
+// CA is the CA bundle machines trust for a server, read from its file
 // again after it changes.
-func newCA(caFile string, log logr.Logger) (*reloaded[[]byte], error) {
-	r := &reloaded[[]byte]{paths: []string{caFile}, what: "CA machines trust for the ignition server", log: log,
+type CA struct{ r *reloaded[[]byte] }
+
+// NewCA reads caFile (PEM, at least one certificate), the CA machines
+// trust for the server named server.
+func NewCA(caFile, server string, log logr.Logger) (*CA, error) {
+	r := &reloaded[[]byte]{paths: []string{caFile}, what: "CA machines trust for the " + server, log: log,
 		parse: func() ([]byte, error) {
 			pem, err := os.ReadFile(caFile)
 			if err != nil {
@@ -132,5 +137,17 @@ func newCA(caFile string, log logr.Logger) (*reloaded[[]byte], error) {
 			}
 			return pem, nil
 		}}
-	return r, r.load()
+	if err := r.load(); err != nil {
+		return nil, err
+	}
+	return &CA{r: r}, nil
+}
+
+// PEM is the bundle as its file holds it now; nil for a nil CA (a server
+// whose machines need none beyond their system roots, or plain http).
+func (c *CA) PEM() []byte {
+	if c == nil {
+		return nil
+	}
+	return c.r.get()
 }
