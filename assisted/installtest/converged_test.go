@@ -135,7 +135,7 @@ func TestZTPConverged(t *testing.T) {
 		}
 		return agentinstallv1.Condition{}
 	}).Should(And(HaveField("Status", corev1.ConditionTrue), HaveField("Reason", server.ManualBootReason),
-		HaveField("Message", And(ContainSubstring("A machine with MAC "+spare.Hardware.NICs[0].MAC),
+		HaveField("Message", And(ContainSubstring("Machines with MAC "+spare.Hardware.NICs[0].MAC),
 			ContainSubstring("booted this InfraEnv's discovery image by hand")))))
 	g.Expect(env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: spare.UUID}, &agentinstallv1.Agent{})).NotTo(Succeed())
 	// ImageCreated is untouched.

@@ -135,11 +135,37 @@ func (s *Server) hostCredential(w http.ResponseWriter, r *http.Request, wantIE, 
 		apiError(w, http.StatusNotFound, fmt.Sprintf("host %s not found in infra env %s", hostID, ieID))
 		return nil, nil, false
 	}
-	if err := credentialOf(a, cred); err != nil {
-		apiError(w, http.StatusUnauthorized, err.Error())
+	if a, err = s.checkCredential(ctx, a, cred); err != nil {
+		code := http.StatusUnauthorized
+		var ce credentialError
+		if !errors.As(err, &ce) {
+			code = http.StatusInternalServerError
+		}
+		apiError(w, code, err.Error())
 		return nil, nil, false
 	}
 	return ie, a, true
+}
+
+// checkCredential checks that cred is a's live credential, reading a
+// again from the API when the cache's copy refuses it: the cache may not
+// have the hash of a credential minted a moment ago yet. It returns the
+// Agent it checked; a credentialError when refused.
+func (s *Server) checkCredential(ctx context.Context, a *agentinstallv1.Agent, cred string) (*agentinstallv1.Agent, error) {
+	if credentialOf(a, cred) == nil {
+		return a, nil
+	}
+	fresh := &agentinstallv1.Agent{}
+	if err := s.opts.APIReader.Get(ctx, agentKey(a), fresh); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, credentialError(fmt.Sprintf("host %s is gone", a.Name))
+		}
+		return nil, err
+	}
+	if fresh.Labels[agentinstallv1.InfraEnvNameLabel] != a.Labels[agentinstallv1.InfraEnvNameLabel] {
+		return nil, credentialError(fmt.Sprintf("host %s moved to another infra env", a.Name))
+	}
+	return fresh, credentialOf(fresh, cred)
 }
 
 // credentialOf tells whether cred is a's live credential.

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -95,11 +96,25 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, ie *agentinstallv
 			apiError(w, http.StatusUnauthorized, "invalid "+assistedapi.HostKeyHeader)
 			return nil, "", false
 		}
-		if err := credentialOf(a, held); err != nil {
-			apiError(w, http.StatusUnauthorized, err.Error())
+		if a, err = s.checkCredential(ctx, a, held); err != nil {
+			var ce credentialError
+			if errors.As(err, &ce) {
+				apiError(w, http.StatusUnauthorized, err.Error())
+			} else {
+				apiError(w, http.StatusInternalServerError, err.Error())
+			}
 			return nil, "", false
 		}
 		return a, "", true
+	}
+	if !reclaimable(a) {
+		// The cache may lag behind an unbinding: ask the API before refusing.
+		fresh := &agentinstallv1.Agent{}
+		if err := s.opts.APIReader.Get(ctx, key, fresh); err != nil {
+			apiError(w, http.StatusInternalServerError, err.Error())
+			return nil, "", false
+		}
+		a = fresh
 	}
 	if !reclaimable(a) {
 		msg := fmt.Sprintf("Host %s is registered already: registering it again needs its credential (%s), which this registration did not carry. "+
@@ -111,7 +126,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, ie *agentinstallv
 	}
 	a, cred, err = s.reclaim(ctx, ie, a)
 	if err != nil {
-		if apierrors.IsConflict(err) {
+		if apierrors.IsConflict(err) || errors.Is(err, errReclaimedElsewhere) {
 			apiError(w, http.StatusConflict, fmt.Sprintf("host %s registered again at the same time from elsewhere", key.Name))
 		} else {
 			apiError(w, http.StatusInternalServerError, err.Error())
@@ -154,31 +169,49 @@ func (s *Server) create(ctx context.Context, w http.ResponseWriter, ie *agentins
 	return a, cred, nil
 }
 
+// errReclaimedElsewhere: another registration reclaimed the host first.
+var errReclaimedElsewhere = errors.New("reclaimed by another registration")
+
 // reclaim gives a reclaimed host, registering again with the InfraEnv's
 // key only, a new credential. The machine may be another one than the
 // host that was installed: unless its InfraEnv approves every Agent, the
-// Agent must be approved again. The patch is conditional on the Agent's
-// resource version: of two machines registering at once, one wins.
+// Agent must be approved again. Each patch is conditional on the Agent's
+// resource version, read from the API: of two machines registering at
+// once, one wins (the other gets errReclaimedElsewhere).
 func (s *Server) reclaim(ctx context.Context, ie *agentinstallv1.InfraEnv, a *agentinstallv1.Agent) (*agentinstallv1.Agent, string, error) {
 	cred, err := assistedapi.NewHostKey(s.opts.Key, string(ie.UID), a.Name)
 	if err != nil {
 		return nil, "", err
 	}
-	change := map[string]any{"metadata": map[string]any{"resourceVersion": a.ResourceVersion,
-		"annotations": map[string]string{HostCredentialAnnotation: assistedapi.HostKeyHash(cred)}}}
+	seen := a.Annotations[HostCredentialAnnotation]
 	autoApprove := ie.Spec.AgentApproval != nil && ie.Spec.AgentApproval.AutoApprove
-	if a.Spec.Approved && !autoApprove {
-		change["spec"] = map[string]any{"approved": false}
-	}
-	patch, err := json.Marshal(change)
+	unapproved := false
+	err = retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		cur := &agentinstallv1.Agent{}
+		if err := s.opts.APIReader.Get(ctx, agentKey(a), cur); err != nil {
+			return err
+		}
+		if cur.Annotations[HostCredentialAnnotation] != seen || !reclaimable(cur) {
+			return errReclaimedElsewhere
+		}
+		change := map[string]any{"metadata": map[string]any{"resourceVersion": cur.ResourceVersion,
+			"annotations": map[string]string{HostCredentialAnnotation: assistedapi.HostKeyHash(cred)}}}
+		unapproved = cur.Spec.Approved && !autoApprove
+		if unapproved {
+			change["spec"] = map[string]any{"approved": false}
+		}
+		patch, err := json.Marshal(change)
+		if err != nil {
+			return err
+		}
+		a = cur
+		return s.opts.Client.Patch(ctx, a, client.RawPatch(types.MergePatchType, patch))
+	})
 	if err != nil {
 		return nil, "", err
 	}
-	if err := s.opts.Client.Patch(ctx, a, client.RawPatch(types.MergePatchType, patch)); err != nil {
-		return nil, "", err
-	}
 	msg := fmt.Sprintf("Host %s, unbound after its installation, registered again from its InfraEnv's discovery image: it has a new credential", a.Name)
-	if _, ok := change["spec"]; ok {
+	if unapproved {
 		msg += " and must be approved again"
 	}
 	s.event(a, corev1.EventTypeNormal, ReasonReclaimRegistered, msg)
