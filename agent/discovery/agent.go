@@ -61,6 +61,10 @@ type Options struct {
 	Lookup func(ctx context.Context, name string) []net.IP
 	// Version is the discovery_agent_version the agent registers with.
 	Version string
+	// RegistrationProof is the host engine's proof that it started this
+	// agent for a BareMetalHost (the converged flow; CustomDeploy sets it),
+	// sent on registrations; empty: none.
+	RegistrationProof string
 }
 
 // defaultInstructionInterval is the pause between polls when the service
@@ -353,6 +357,9 @@ func (a *agent) do(ctx context.Context, register bool, method, path string, quer
 	}
 	if register {
 		req.Header.Set(assistedapi.AuthHeader, a.opts.Config.Token)
+		if a.opts.RegistrationProof != "" {
+			req.Header.Set(assistedapi.HostProofHeader, a.opts.RegistrationProof)
+		}
 	}
 	if a.hostKey != "" {
 		req.Header.Set(assistedapi.HostKeyHeader, a.hostKey)

@@ -99,8 +99,9 @@ type service struct {
 	replies        []assistedapi.StepReply
 	stages         []assistedapi.HostProgress
 	unauthorized   []string
-	// keys are the host credentials registrations carried ("" for none).
-	keys []string
+	// keys are the host credentials registrations carried ("" for none),
+	// proofs their host proofs.
+	keys, proofs []string
 	// issue is the credential the next registration of an unknown host
 	// gets; known is the one the service takes ("" before a registration).
 	issue, known string
@@ -160,6 +161,7 @@ func (s *service) register(w http.ResponseWriter, r *http.Request) {
 	defer s.mu.Unlock()
 	s.registrations = append(s.registrations, p)
 	s.keys = append(s.keys, r.Header.Get(assistedapi.HostKeyHeader))
+	s.proofs = append(s.proofs, r.Header.Get(assistedapi.HostProofHeader))
 	if s.registerStatus != 0 {
 		w.WriteHeader(s.registerStatus)
 		_, _ = w.Write([]byte(`{"code":"401","message":"invalid token"}`))

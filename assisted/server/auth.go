@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -22,19 +23,15 @@ import (
 // image) only registers hosts. Registering a new host mints the host's
 // credential (assistedapi.NewHostKey), answered once in
 // assistedapi.HostKeyHeader; the Agent keeps its SHA-256 in
-// HostCredentialAnnotation. Every other call of the host's agent sends it.
+// hostCredentialAnnotation. Every other call of the host's agent sends it.
 // It ends when the Agent is deleted, when the host's install step
-// succeeded (the annotation then says CredentialEnded) and while the host
+// succeeded (the annotation then says credentialEnded) and while the host
 // is installed; a host whose install is over registers again without it
 // only once a person unbound it (reclaim), which mints a new one.
 const (
-	// HostCredentialAnnotation on an Agent is the SHA-256 (hex) of its
-	// host's credential, or CredentialEnded. Only the agent service writes
-	// it; removing it ends the credential.
-	HostCredentialAnnotation = "metalshift.io/host-credential-sha256"
-	// CredentialEnded is HostCredentialAnnotation's value once the host's
-	// install step succeeded: its agent has nothing more to ask.
-	CredentialEnded = "ended"
+	hostCredentialAnnotation    = agentinstallv1.AgentHostCredentialAnnotation
+	credentialEnded             = agentinstallv1.AgentHostCredentialEnded
+	registeredForHostAnnotation = agentinstallv1.AgentRegisteredForHostAnnotation
 )
 
 // Reasons of the Events the service records on Agents about credentials.
@@ -170,8 +167,8 @@ func (s *Server) checkCredential(ctx context.Context, a *agentinstallv1.Agent, c
 
 // credentialOf tells whether cred is a's live credential.
 func credentialOf(a *agentinstallv1.Agent, cred string) error {
-	recorded := a.Annotations[HostCredentialAnnotation]
-	if recorded == CredentialEnded || finished(a) {
+	recorded := a.Annotations[hostCredentialAnnotation]
+	if recorded == credentialEnded || finished(a) {
 		return credentialError(fmt.Sprintf("host %s finished its installation: its credential has ended", a.Name))
 	}
 	if recorded == "" || subtle.ConstantTimeCompare([]byte(recorded), []byte(assistedapi.HostKeyHash(cred))) != 1 {
@@ -217,11 +214,7 @@ func (s *Server) getAgent(ctx context.Context, key types.NamespacedName) (*agent
 
 // endCredential marks a's credential ended: its install step succeeded.
 func (s *Server) endCredential(ctx context.Context, a *agentinstallv1.Agent) error {
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{HostCredentialAnnotation: CredentialEnded}}})
-	if err != nil {
-		return err
-	}
-	return client.IgnoreNotFound(s.opts.Client.Patch(ctx, a, client.RawPatch(types.MergePatchType, patch)))
+	return client.IgnoreNotFound(s.annotate(ctx, a, hostCredentialAnnotation, credentialEnded))
 }
 
 // event records an Event about o when the server has a recorder.
@@ -244,4 +237,34 @@ func drain(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	return true
+}
+
+// hostProof checks a registration's host proof, when it carries one, and
+// returns the BareMetalHost it names ("<name>/<uid>", "" without a proof).
+// A proof that is forged, expired or of another namespace's host is
+// refused (401): it has answered the request when ok is false.
+func (s *Server) hostProof(w http.ResponseWriter, r *http.Request, ie *agentinstallv1.InfraEnv, now time.Time) (string, bool) {
+	proof := r.Header.Get(assistedapi.HostProofHeader)
+	if proof == "" {
+		return "", true
+	}
+	p, err := assistedapi.ParseHostProof(s.opts.Key, proof, now)
+	if err != nil {
+		apiError(w, http.StatusUnauthorized, "invalid or expired "+assistedapi.HostProofHeader)
+		return "", false
+	}
+	if p.Namespace != ie.Namespace {
+		apiError(w, http.StatusUnauthorized, "the "+assistedapi.HostProofHeader+" is of a host in another namespace")
+		return "", false
+	}
+	return p.Host(), true
+}
+
+// annotate sets one annotation of a with a merge patch.
+func (s *Server) annotate(ctx context.Context, a *agentinstallv1.Agent, key, value string) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{key: value}}})
+	if err != nil {
+		return err
+	}
+	return s.opts.Client.Patch(ctx, a, client.RawPatch(types.MergePatchType, patch))
 }

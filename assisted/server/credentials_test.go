@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -57,7 +58,7 @@ func TestRegister(t *testing.T) {
 
 	cred := newHost(g, in.ie, hostA)
 	a := agent(g, in.ns, hostA)
-	g.Expect(a.Annotations).To(HaveKeyWithValue(server.HostCredentialAnnotation, assistedapi.HostKeyHash(cred)))
+	g.Expect(a.Annotations).To(HaveKeyWithValue(agentinstallv1.AgentHostCredentialAnnotation, assistedapi.HostKeyHash(cred)))
 	g.Expect(a.Status.DebugInfo.State).To(Equal(hoststate.StatusDiscovering))
 	ieID, hostID, err := assistedapi.ParseHostKey(key, cred)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -94,7 +95,7 @@ func TestRegister(t *testing.T) {
 	g.Expect(again.code).To(Equal(http.StatusCreated), again.body)
 	g.Expect(again.header.Get(assistedapi.HostKeyHeader)).To(BeEmpty())
 	g.Expect(again.body).NotTo(ContainSubstring(cred))
-	g.Expect(agent(g, in.ns, hostA).Annotations).To(HaveKeyWithValue(server.HostCredentialAnnotation, assistedapi.HostKeyHash(cred)))
+	g.Expect(agent(g, in.ns, hostA).Annotations).To(HaveKeyWithValue(agentinstallv1.AgentHostCredentialAnnotation, assistedapi.HostKeyHash(cred)))
 
 	// Bodies: capped, and a host ID must be a UUID.
 	big := call(g, http.MethodPost, path, []byte(`{"host_id":"`+hostC+`","discovery_agent_version":"`+strings.Repeat("v", 20<<10)+`"}`),
@@ -197,7 +198,7 @@ func TestHostCalls(t *testing.T) {
 	reply := call(g, http.MethodPost, assistedapi.Path(assistedapi.InstructionsPath, in.ie.UID, hostA),
 		jsonBody(g, assistedapi.StepReply{StepType: assistedapi.StepInstall, StepID: "install-1"}), assistedapi.HostKeyHeader, cred)
 	g.Expect(reply.code).To(Equal(http.StatusNoContent), reply.body)
-	g.Expect(agent(g, in.ns, hostA).Annotations).To(HaveKeyWithValue(server.HostCredentialAnnotation, server.CredentialEnded))
+	g.Expect(agent(g, in.ns, hostA).Annotations).To(HaveKeyWithValue(agentinstallv1.AgentHostCredentialAnnotation, agentinstallv1.AgentHostCredentialEnded))
 	seen(g, agent(g, in.ns, hostA))
 	for _, c := range hostCalls(g, in, hostA) {
 		a := call(g, c.method, c.path, c.body, assistedapi.HostKeyHeader, cred)
@@ -312,7 +313,7 @@ func TestReclaim(t *testing.T) {
 	renewed := r.header.Get(assistedapi.HostKeyHeader)
 	g.Expect(renewed).NotTo(BeEmpty())
 	a = agent(g, ns, hostA)
-	g.Expect(a.Annotations).To(HaveKeyWithValue(server.HostCredentialAnnotation, assistedapi.HostKeyHash(renewed)))
+	g.Expect(a.Annotations).To(HaveKeyWithValue(agentinstallv1.AgentHostCredentialAnnotation, assistedapi.HostKeyHash(renewed)))
 	g.Expect(a.Spec.Approved).To(BeFalse())
 	g.Expect(a.Status.DebugInfo.State).To(Equal(hoststate.StatusDiscoveringUnbound))
 	g.Eventually(func() []string { return events(g, a) }).Should(ContainElement(
@@ -372,4 +373,41 @@ func TestManualBoot(t *testing.T) {
 	for _, e := range events(g, ie) {
 		g.Expect(e).To(HaveSuffix("(x1)"))
 	}
+}
+
+// TestHostProof: a registration with the host engine's proof for a
+// BareMetalHost of the InfraEnv's namespace records that host on the
+// Agent (BMAC approves, in the converged flow, only such Agents); a
+// forged or expired proof, or one of another namespace's host, is refused
+// and nothing is registered.
+func TestHostProof(t *testing.T) {
+	g := NewWithT(t)
+	ns := env.Namespace(t)
+	ie := newInfraEnv(g, ns, "converged", nil)
+	proof := func(key []byte, ns string, expires time.Time) string {
+		return assistedapi.SignHostProof(key, assistedapi.HostProof{Namespace: ns, Name: "host-0", UID: "6f1c2b3a-uid", Expires: expires})
+	}
+	later := time.Now().Add(time.Hour)
+	for name, p := range map[string]string{
+		"forged":               proof([]byte("not-the-hub-signing-key-at-all!!"), ns, later),
+		"expired":              proof(key, ns, time.Now().Add(-time.Minute)),
+		"another namespace's":  proof(key, "elsewhere", later),
+		"not a proof":          "mhp1.e30.AAAA",
+		"a host credential":    forged(g, ie, hostA),
+		"the InfraEnv's key":   infraEnvKey(ie),
+		"a proof, then a dot.": proof(key, ns, later) + ".",
+	} {
+		r := register(g, ie, hostA, assistedapi.HostProofHeader, p)
+		g.Expect(r.code).To(Equal(http.StatusUnauthorized), "%s: %s", name, r.body)
+	}
+	l := &agentinstallv1.AgentList{}
+	g.Expect(env.Client.List(context.Background(), l, client.InNamespace(ns))).To(Succeed())
+	g.Expect(l.Items).To(BeEmpty())
+
+	r := register(g, ie, hostA, assistedapi.HostProofHeader, proof(key, ns, later))
+	g.Expect(r.code).To(Equal(http.StatusCreated), r.body)
+	g.Expect(agent(g, ns, hostA).Annotations).To(HaveKeyWithValue(agentinstallv1.AgentRegisteredForHostAnnotation, "host-0/6f1c2b3a-uid"))
+	seen(g, agent(g, ns, hostA))
+	// Without its credential, a proof does not register the host again.
+	g.Expect(register(g, ie, hostA, assistedapi.HostProofHeader, proof(key, ns, later)).code).To(Equal(http.StatusConflict))
 }

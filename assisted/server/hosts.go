@@ -36,12 +36,22 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	key := types.NamespacedName{Namespace: ie.Namespace, Name: p.HostID}
-	agent, cred, ok := s.admit(w, r, ie, key)
+	now := s.opts.Clock.Now()
+	proven, ok := s.hostProof(w, r, ie, now)
 	if !ok {
 		return
 	}
-	now := s.opts.Clock.Now()
+	key := types.NamespacedName{Namespace: ie.Namespace, Name: p.HostID}
+	agent, cred, ok := s.admit(w, r, ie, key, proven)
+	if !ok {
+		return
+	}
+	if proven != "" && agent.Annotations[registeredForHostAnnotation] != proven {
+		if err := s.annotate(ctx, agent, registeredForHostAnnotation, proven); err != nil {
+			apiError(w, http.StatusInternalServerError, err.Error())
+			return
+		}
+	}
 	agent, err := s.updateAgent(ctx, key, func(a *agentinstallv1.Agent) bool {
 		bound := a.Spec.ClusterDeploymentName != nil
 		a.Status.DebugInfo.State = hoststate.Register(a.Status.DebugInfo.State, bound)
@@ -69,11 +79,11 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 // with its credential, or, reclaimed, gets a new one. cred is the new
 // credential, "" when the host keeps its own. It has answered the request
 // when ok is false.
-func (s *Server) admit(w http.ResponseWriter, r *http.Request, ie *agentinstallv1.InfraEnv, key types.NamespacedName) (a *agentinstallv1.Agent, cred string, ok bool) {
+func (s *Server) admit(w http.ResponseWriter, r *http.Request, ie *agentinstallv1.InfraEnv, key types.NamespacedName, proven string) (a *agentinstallv1.Agent, cred string, ok bool) {
 	ctx := r.Context()
 	a, err := s.getAgent(ctx, key)
 	if apierrors.IsNotFound(err) {
-		a, cred, err = s.create(ctx, w, ie, key.Name)
+		a, cred, err = s.create(ctx, w, ie, key.Name, proven)
 		if err == nil {
 			return a, cred, true
 		}
@@ -136,10 +146,11 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, ie *agentinstallv
 	return a, cred, true
 }
 
-// create creates the Agent of a new host, with its credential's hash,
+// create creates the Agent of a new host, with its credential's hash (and
+// the BareMetalHost its proof names, when proven),
 // unless the InfraEnv has MaxAgentsPerInfraEnv Agents already. It has
 // answered the request on an error other than AlreadyExists.
-func (s *Server) create(ctx context.Context, w http.ResponseWriter, ie *agentinstallv1.InfraEnv, hostID string) (*agentinstallv1.Agent, string, error) {
+func (s *Server) create(ctx context.Context, w http.ResponseWriter, ie *agentinstallv1.InfraEnv, hostID, proven string) (*agentinstallv1.Agent, string, error) {
 	agents := &agentinstallv1.AgentList{}
 	if err := s.opts.Client.List(ctx, agents, client.InNamespace(ie.Namespace),
 		client.MatchingLabels{agentinstallv1.InfraEnvNameLabel: ie.Name}); err != nil {
@@ -158,7 +169,10 @@ func (s *Server) create(ctx context.Context, w http.ResponseWriter, ie *agentins
 		return nil, "", err
 	}
 	a := newAgent(ie, hostID)
-	a.Annotations = map[string]string{HostCredentialAnnotation: assistedapi.HostKeyHash(cred)}
+	a.Annotations = map[string]string{hostCredentialAnnotation: assistedapi.HostKeyHash(cred)}
+	if proven != "" {
+		a.Annotations[registeredForHostAnnotation] = proven
+	}
 	if err := s.opts.Client.Create(ctx, a); err != nil {
 		if !apierrors.IsAlreadyExists(err) {
 			apiError(w, http.StatusInternalServerError, err.Error())
@@ -183,7 +197,7 @@ func (s *Server) reclaim(ctx context.Context, ie *agentinstallv1.InfraEnv, a *ag
 	if err != nil {
 		return nil, "", err
 	}
-	seen := a.Annotations[HostCredentialAnnotation]
+	seen := a.Annotations[hostCredentialAnnotation]
 	autoApprove := ie.Spec.AgentApproval != nil && ie.Spec.AgentApproval.AutoApprove
 	unapproved := false
 	err = retry.RetryOnConflict(retry.DefaultBackoff, func() error {
@@ -191,11 +205,11 @@ func (s *Server) reclaim(ctx context.Context, ie *agentinstallv1.InfraEnv, a *ag
 		if err := s.opts.APIReader.Get(ctx, agentKey(a), cur); err != nil {
 			return err
 		}
-		if cur.Annotations[HostCredentialAnnotation] != seen || !reclaimable(cur) {
+		if cur.Annotations[hostCredentialAnnotation] != seen || !reclaimable(cur) {
 			return errReclaimedElsewhere
 		}
 		change := map[string]any{"metadata": map[string]any{"resourceVersion": cur.ResourceVersion,
-			"annotations": map[string]string{HostCredentialAnnotation: assistedapi.HostKeyHash(cred)}}}
+			"annotations": map[string]string{hostCredentialAnnotation: assistedapi.HostKeyHash(cred)}}}
 		unapproved = cur.Spec.Approved && !autoApprove
 		if unapproved {
 			change["spec"] = map[string]any{"approved": false}

@@ -34,7 +34,6 @@ import (
 	hiveextv1 "github.com/metalshift/metalshift/api/hiveext/v1beta1"
 	"github.com/metalshift/metalshift/assisted/pkg/hoststate"
 	"github.com/metalshift/metalshift/assisted/pkg/record"
-	"github.com/metalshift/metalshift/assisted/server"
 )
 
 const overridesAnnotation = "agent-install.openshift.io/install-config-overrides"
@@ -246,7 +245,7 @@ func register(g Gomega, ie *agentinstallv1.InfraEnv, id, installerArgs string) *
 	hostKeys.Store(id, cred)
 	a := &agentinstallv1.Agent{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ie.Namespace, Name: id, Labels: map[string]string{agentinstallv1.InfraEnvNameLabel: ie.Name},
-			Annotations:     map[string]string{server.HostCredentialAnnotation: assistedapi.HostKeyHash(cred)},
+			Annotations:     map[string]string{agentinstallv1.AgentHostCredentialAnnotation: assistedapi.HostKeyHash(cred)},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: agentinstallv1.GroupVersion.String(), Kind: "InfraEnv", Name: ie.Name, UID: ie.UID}}},
 		Spec: agentinstallv1.AgentSpec{Role: agentinstallv1.HostRoleAutoAssign, InstallerArgs: installerArgs,
 			ClusterDeploymentName: &agentinstallv1.ClusterReference{Namespace: ie.Spec.ClusterRef.Namespace, Name: ie.Spec.ClusterRef.Name}},

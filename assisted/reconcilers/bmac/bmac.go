@@ -158,6 +158,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if r.ConvergedFlow {
+		agents = r.proven(host, agents)
+	}
 	var agent *agentinstallv1.Agent
 	switch len(agents) {
 	case 0:
@@ -219,6 +222,30 @@ func (r *Reconciler) agentOf(ctx context.Context, host *metal3v1.BareMetalHost) 
 		return &agents[0], nil
 	}
 	return nil, nil
+}
+
+// ReasonUnprovenAgent is the reason of the Warning Event on a host when,
+// in the converged flow, an Agent reports the host's boot MAC but did not
+// register with the host's proof.
+const ReasonUnprovenAgent = "UnprovenAgent"
+
+// proven keeps, of the Agents that report the host's boot MAC, those whose
+// registration carried the host's proof (the converged flow: the host
+// engine started their agent for this host); the others are named in an
+// Event and never paired.
+func (r *Reconciler) proven(host *metal3v1.BareMetalHost, agents []agentinstallv1.Agent) []agentinstallv1.Agent {
+	want := host.Name + "/" + string(host.UID)
+	out := agents[:0]
+	for i := range agents {
+		if agents[i].Annotations[agentinstallv1.AgentRegisteredForHostAnnotation] == want {
+			out = append(out, agents[i])
+			continue
+		}
+		r.event(host, corev1.EventTypeWarning, ReasonUnprovenAgent, fmt.Sprintf("Agent %s reports the boot MAC %s of BareMetalHost %s, "+
+			"but the host engine did not start its agent for this host: it is not paired or approved. Delete it if it is no machine of yours",
+			agents[i].Name, host.Spec.BootMACAddress, host.Name))
+	}
+	return out
 }
 
 // ReasonAmbiguousAgents is the reason of the Warning Events on a host and

@@ -14,13 +14,14 @@ import (
 
 var env *testenv.Env
 
-// TestMain starts envtest with BMAC alone: the tests write Agents as the
-// agent service would, and no host engine acts on the hosts.
+// TestMain starts envtest with BMAC alone, in the converged flow (the
+// hub's default): the tests write Agents as the agent service would, and
+// no host engine acts on the hosts.
 func TestMain(m *testing.M) {
 	os.Exit(testenv.Run(m, &env, testenv.Options{
 		Components: []component.Component{{Name: "bmac", Setup: func(_ context.Context, hub *component.Hub) error {
 			mgr := hub.Manager
-			return (&bmac.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("bmac-test")}).
+			return (&bmac.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("bmac-test"), ConvergedFlow: true}).
 				SetupWithManager(mgr, controller.Options{})
 		}}},
 	}))
