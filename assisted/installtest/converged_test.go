@@ -96,6 +96,9 @@ func TestZTPConverged(t *testing.T) {
 	}).Should(BeTrue())
 	g.Expect(agent.Spec.Role).To(Equal(agentinstallv1.HostRoleMaster))
 	g.Expect(agent.Labels).To(HaveKeyWithValue(bmac.BMHLabel, host.Name))
+	// Its agent registered with the proof the deploy server handed the
+	// host's deploy agent: BMAC approved it for that.
+	g.Expect(agent.Annotations).To(HaveKeyWithValue(agentinstallv1.AgentRegisteredForHostAnnotation, host.Name+"/"+string(host.UID)))
 
 	aci := waitCompleted(g, ns, name)
 	g.Expect(condMessage(aci, "Completed")).To(Equal("The installation has completed: Cluster is installed"))
