@@ -60,8 +60,10 @@ func TestMain(m *testing.M) {
 			var handler http.Handler
 			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
 			go func() { <-ctx.Done(); ts.Close() }()
+			//nolint:staticcheck // core/v1 Events, as the hub's recorder (assisted.Setup)
+			recorder := mgr.GetEventRecorderFor("agent-service-test")
 			srv, err := server.New(server.Options{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Key: key, BaseURL: ts.URL,
-				PollInterval: 1, Recorder: mgr.GetEventRecorderFor("agent-service-test"), MaxAgentsPerInfraEnv: maxAgents})
+				PollInterval: 1, Recorder: recorder, MaxAgentsPerInfraEnv: maxAgents})
 			if err != nil {
 				return err
 			}

@@ -21,7 +21,9 @@ func TestMain(m *testing.M) {
 	os.Exit(testenv.Run(m, &env, testenv.Options{
 		Components: []component.Component{{Name: "bmac", Setup: func(_ context.Context, hub *component.Hub) error {
 			mgr := hub.Manager
-			return (&bmac.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("bmac-test"), ConvergedFlow: true}).
+			//nolint:staticcheck // core/v1 Events, as the hub's recorder (assisted.Setup)
+			recorder := mgr.GetEventRecorderFor("bmac-test")
+			return (&bmac.Reconciler{Client: mgr.GetClient(), Recorder: recorder, ConvergedFlow: true}).
 				SetupWithManager(mgr, controller.Options{})
 		}}},
 	}))
