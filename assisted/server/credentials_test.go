@@ -1,9 +1,12 @@
 package server_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -241,30 +244,43 @@ func TestBodies(t *testing.T) {
 	ie := string(in.ie.UID)
 	instr := assistedapi.Path(assistedapi.InstructionsPath, ie, hostA)
 	host := []string{assistedapi.HostKeyHeader, cred}
-	huge := strings.Repeat("x", 300<<10)
+	infraEnvAuth := []string{assistedapi.AuthHeader, infraEnvKey(in.ie)}
 	for name, c := range map[string]struct {
 		method, path string
-		body         []byte
-		headers      []string
+		// prefix starts a body the endpoint reads on (a JSON value left
+		// open), cap is the endpoint's.
+		prefix  string
+		cap     int
+		headers []string
 	}{
-		"step reply":    {http.MethodPost, instr, jsonBody(g, assistedapi.StepReply{StepType: assistedapi.StepInventory, Output: huge}), host},
-		"progress":      {http.MethodPut, assistedapi.Path(assistedapi.ProgressPath, ie, hostA), jsonBody(g, assistedapi.HostProgress{CurrentStage: "Installing", ProgressInfo: huge}), host},
-		"logs progress": {http.MethodPut, assistedapi.Path(assistedapi.LogsProgressPath, ie, hostA), []byte(huge), host},
-		"logs":          {http.MethodPost, assistedapi.Path(assistedapi.LogsPath, in.aci.UID), []byte(strings.Repeat(huge, 30)), host},
-		"manual boot":   {http.MethodPost, assistedapi.Path(assistedapi.ManualBootPath, ie), []byte(huge), []string{assistedapi.AuthHeader, infraEnvKey(in.ie)}},
+		"registration": {http.MethodPost, assistedapi.Path(assistedapi.RegisterPath, ie), `{"host_id":"`, 16 << 10, infraEnvAuth},
+		"step reply":   {http.MethodPost, instr, `{"step_type":"inventory","output":"`, 256 << 10, host},
+		"progress": {http.MethodPut, assistedapi.Path(assistedapi.ProgressPath, ie, hostA),
+			`{"current_stage":"Installing","progress_info":"`, 16 << 10, host},
+		"logs progress": {http.MethodPut, assistedapi.Path(assistedapi.LogsProgressPath, ie, hostA), "", 16 << 10, host},
+		"logs":          {http.MethodPost, assistedapi.Path(assistedapi.LogsPath, in.aci.UID), "", 8 << 20, host},
+		"manual boot":   {http.MethodPost, assistedapi.Path(assistedapi.ManualBootPath, ie), `{"mac_addresses":["`, 16 << 10, infraEnvAuth},
 	} {
-		a := call(g, c.method, c.path, c.body, c.headers...)
-		g.Expect(a.code).To(Equal(http.StatusRequestEntityTooLarge), "%s: %s", name, a.body)
+		// A length over the cap is refused before the body is read: the
+		// request sends none.
+		code := declaredLength(g, c.method, c.path, c.cap+1, c.headers...)
+		g.Expect(code).To(Equal(http.StatusRequestEntityTooLarge), "%s, declared", name)
+		// Without a length (chunked), reading stops at the cap.
+		body := c.prefix + strings.Repeat("x", c.cap+1<<10-len(c.prefix))
+		req, err := http.NewRequest(c.method, base+c.path, io.MultiReader(strings.NewReader(body)))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(req.ContentLength).To(BeZero(), "sent chunked")
+		for i := 0; i+1 < len(c.headers); i += 2 {
+			req.Header.Set(c.headers[i], c.headers[i+1])
+		}
+		resp, err := http.DefaultClient.Do(req)
+		g.Expect(err).NotTo(HaveOccurred(), name)
+		data, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		g.Expect(resp.StatusCode).To(Equal(http.StatusRequestEntityTooLarge), "%s, chunked: %s", name, data)
+		// Refused, a request's body is not read at all.
+		g.Expect(declaredLength(g, c.method, c.path, 100)).To(Equal(http.StatusUnauthorized), "%s, unauthenticated", name)
 	}
-	// Without a length up front (chunked), the cap holds too.
-	req, err := http.NewRequest(http.MethodPost, base+instr, strings.NewReader(`{"step_type":"inventory","output":"`+huge+`"}`))
-	g.Expect(err).NotTo(HaveOccurred())
-	req.ContentLength = -1
-	req.Header.Set(assistedapi.HostKeyHeader, cred)
-	resp, err := http.DefaultClient.Do(req)
-	g.Expect(err).NotTo(HaveOccurred())
-	resp.Body.Close()
-	g.Expect(resp.StatusCode).To(Equal(http.StatusRequestEntityTooLarge))
 
 	inventory := func(inv string) answer {
 		return call(g, http.MethodPost, instr, jsonBody(g, assistedapi.StepReply{StepType: assistedapi.StepInventory, StepID: "inv", Output: inv}), host...)
@@ -410,4 +426,29 @@ func TestHostProof(t *testing.T) {
 	seen(g, agent(g, ns, hostA))
 	// Without its credential, a proof does not register the host again.
 	g.Expect(register(g, ie, hostA, assistedapi.HostProofHeader, proof(key, ns, later)).code).To(Equal(http.StatusConflict))
+}
+
+// declaredLength sends a request whose headers announce a body of length
+// bytes, and no body, and returns the answer's status: the server must
+// answer without waiting for the body.
+func declaredLength(g Gomega, method, path string, length int, headers ...string) int {
+	u, err := url.Parse(base)
+	g.Expect(err).NotTo(HaveOccurred())
+	conn, err := net.Dial("tcp", u.Host)
+	g.Expect(err).NotTo(HaveOccurred())
+	defer conn.Close()
+	// A server waiting for the body fails the test instead of hanging it.
+	g.Expect(conn.SetDeadline(time.Now().Add(20 * time.Second))).To(Succeed())
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n", method, path, u.Host, length)
+	for i := 0; i+1 < len(headers); i += 2 {
+		fmt.Fprintf(&b, "%s: %s\r\n", headers[i], headers[i+1])
+	}
+	b.WriteString("\r\n")
+	_, err = conn.Write([]byte(b.String()))
+	g.Expect(err).NotTo(HaveOccurred())
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	defer resp.Body.Close()
+	return resp.StatusCode
 }

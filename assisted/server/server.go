@@ -129,8 +129,11 @@ func (s *Server) Handler() http.Handler {
 	return mux
 }
 
-// apiError writes upstream's error shape.
+// apiError writes upstream's error shape. The connection closes after
+// it: a body the handler did not read (a refused request's) is not read
+// either.
 func apiError(w http.ResponseWriter, code int, reason string) {
+	w.Header().Set("Connection", "close")
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(assistedapi.Error{Kind: "Error", ID: int32(code), //nolint:gosec // an HTTP status code
