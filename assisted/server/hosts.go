@@ -102,8 +102,9 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, ie *agentinstallv
 		return nil, "", false
 	}
 	if held := r.Header.Get(assistedapi.HostKeyHeader); held != "" {
-		if _, _, err := assistedapi.ParseHostKey(s.opts.Key, held); err != nil {
-			apiError(w, http.StatusUnauthorized, "invalid "+assistedapi.HostKeyHeader)
+		ieID, hostID, err := assistedapi.ParseHostKey(s.opts.Key, held)
+		if err != nil || ieID != string(ie.UID) || hostID != key.Name {
+			apiError(w, http.StatusUnauthorized, "invalid "+assistedapi.HostKeyHeader+", or another host's")
 			return nil, "", false
 		}
 		if a, err = s.checkCredential(ctx, a, held); err != nil {
