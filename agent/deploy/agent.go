@@ -39,10 +39,11 @@ type Options struct {
 	// Inventory reads the machine's inventory, for inspect requests; nil
 	// fails them.
 	Inventory func() (*deployapi.Inventory, error)
-	// CustomDeploy runs a custom deploy method the image provides, until
-	// it is done; it fails methods it does not know. nil fails every
-	// custom deploy.
-	CustomDeploy func(ctx context.Context, method string) error
+	// CustomDeploy runs the custom deploy method the image provides that
+	// ins names (ins.CustomDeploy, with what comes with it), until it is
+	// done; it fails methods it does not know. nil fails every custom
+	// deploy.
+	CustomDeploy func(ctx context.Context, ins deployapi.Instructions) error
 	// MACs are the machine's MAC addresses, for the lookup of an image
 	// that is not per-host (Config.Lookup).
 	MACs []string
@@ -129,7 +130,7 @@ func (a *agent) run(ctx context.Context, ins *deployapi.Instructions) deployapi.
 			break
 		}
 		a.opts.Logf("Running custom deploy method %s", ins.CustomDeploy)
-		err = a.opts.CustomDeploy(ctx, ins.CustomDeploy)
+		err = a.opts.CustomDeploy(ctx, *ins)
 	case deployapi.ActionInspect:
 		if a.opts.Inventory == nil {
 			err = errors.New("this agent cannot read the machine's inventory")

@@ -34,7 +34,8 @@ type Options struct {
 	// inventory steps.
 	Inventory func() (*assistedapi.Inventory, error)
 	// Logf receives one line per step and per problem; nil discards them.
-	// Neither the token nor Ignition content is ever logged.
+	// Neither the token, the host's credential nor Ignition content is
+	// ever logged.
 	Logf func(format string, args ...any)
 	// Reboot is called at the end of a successful install ("Rebooting"):
 	// the real agent reboots the machine, the simulator resets its
@@ -60,6 +61,10 @@ type Options struct {
 	Lookup func(ctx context.Context, name string) []net.IP
 	// Version is the discovery_agent_version the agent registers with.
 	Version string
+	// RegistrationProof is the host engine's proof that it started this
+	// agent for a BareMetalHost (the converged flow; CustomDeploy sets it),
+	// sent on registrations; empty: none.
+	RegistrationProof string
 }
 
 // defaultInstructionInterval is the pause between polls when the service
@@ -114,6 +119,11 @@ type agent struct {
 	opts Options
 	// next is the service's last next_instruction_seconds.
 	next int64
+	// hostKey is the host's credential, which the registration of a new
+	// host answered; the agent keeps it for as long as it runs (in
+	// memory only) and sends it on every call, registrations again
+	// included. The InfraEnv's token only registers.
+	hostKey string
 }
 
 // register posts HostCreateParams until the service answers; transient
@@ -122,11 +132,21 @@ func (a *agent) register(ctx context.Context) (*assistedapi.Host, error) {
 	path := assistedapi.Path(assistedapi.RegisterPath, a.opts.Config.InfraEnvID)
 	params := assistedapi.HostCreateParams{HostID: a.opts.HostID, DiscoveryAgentVersion: a.opts.Version}
 	host := &assistedapi.Host{}
+	var hostKey string
 	err := a.retry(ctx, 0, "Registering", func() error {
-		return a.call(ctx, http.MethodPost, path, nil, params, host)
+		h, err := a.do(ctx, true, http.MethodPost, path, nil, params, host)
+		hostKey = h.Get(assistedapi.HostKeyHeader)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("registering host %s with infra-env %s: %w", a.opts.HostID, a.opts.Config.InfraEnvID, err)
+	}
+	if hostKey != "" {
+		a.hostKey = hostKey
+	}
+	if a.hostKey == "" {
+		return nil, fmt.Errorf("registering host %s with infra-env %s: the service answered no host credential (%s)",
+			a.opts.HostID, a.opts.Config.InfraEnvID, assistedapi.HostKeyHeader)
 	}
 	return host, nil
 }
@@ -305,10 +325,20 @@ func (a *agent) retry(ctx context.Context, attempts int, what string, f func() e
 	}
 }
 
-// call sends a request to the service with the agent's token: in, when
-// not nil, as JSON; the answer is decoded into out (JSON), or copied when
-// out is an io.Writer.
+// call sends a request to the service with the host's credential: in,
+// when not nil, as JSON; the answer is decoded into out (JSON), or copied
+// when out is an io.Writer.
 func (a *agent) call(ctx context.Context, method, path string, query url.Values, in, out any) error {
+	_, err := a.do(ctx, false, method, path, query, in, out)
+	return err
+}
+
+// do is call that also returns the answer's headers (empty when there was
+// no answer). A registration carries the InfraEnv's token and, once the
+// agent has one, the host's credential; other calls the host's credential
+// only.
+func (a *agent) do(ctx context.Context, register bool, method, path string, query url.Values, in, out any) (http.Header, error) {
+	header := http.Header{}
 	u := strings.TrimSuffix(a.opts.Config.ServiceURL, "/") + path
 	if len(query) > 0 {
 		u += "?" + query.Encode()
@@ -317,41 +347,50 @@ func (a *agent) call(ctx context.Context, method, path string, query url.Values,
 	if in != nil {
 		data, err := json.Marshal(in)
 		if err != nil {
-			return err
+			return header, err
 		}
 		body = bytes.NewReader(data)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, u, body)
 	if err != nil {
-		return err
+		return header, err
 	}
-	req.Header.Set(assistedapi.AuthHeader, a.opts.Config.Token)
+	if register {
+		req.Header.Set(assistedapi.AuthHeader, a.opts.Config.Token)
+		if a.opts.RegistrationProof != "" {
+			req.Header.Set(assistedapi.HostProofHeader, a.opts.RegistrationProof)
+		}
+	}
+	if a.hostKey != "" {
+		req.Header.Set(assistedapi.HostKeyHeader, a.hostKey)
+	}
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", "application/json")
 	resp, err := a.opts.HTTP.Do(req)
 	if err != nil {
-		return err
+		return header, err
 	}
 	defer resp.Body.Close()
+	header = resp.Header
 	if resp.StatusCode >= 300 {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
-		return &statusError{method: method, url: u, code: resp.StatusCode, status: resp.Status, body: string(bytes.TrimSpace(msg))}
+		return header, &statusError{method: method, url: u, code: resp.StatusCode, status: resp.Status, body: string(bytes.TrimSpace(msg))}
 	}
 	switch o := out.(type) {
 	case nil:
-		return nil
+		return header, nil
 	case io.Writer:
 		if _, err := io.Copy(o, resp.Body); err != nil {
-			return fmt.Errorf("%s %s: reading the answer: %w", method, u, err)
+			return header, fmt.Errorf("%s %s: reading the answer: %w", method, u, err)
 		}
 	default:
 		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-			return fmt.Errorf("%s %s: decoding the answer: %w", method, u, err)
+			return header, fmt.Errorf("%s %s: decoding the answer: %w", method, u, err)
 		}
 	}
-	return nil
+	return header, nil
 }
 
 // sleep waits d or until ctx ends; it tells whether ctx is still alive.

@@ -12,13 +12,14 @@ import (
 
 // CustomDeploy returns the custom deploy methods of a converged-flow image
 // for the deploy role: start_assisted_install runs the discovery agent
-// with opts until its install is done (RunUntilInstalled); other methods
-// fail.
-func CustomDeploy(opts Options) func(ctx context.Context, method string) error {
-	return func(ctx context.Context, method string) error {
-		if method != deployapi.MethodStartAssistedInstall {
-			return fmt.Errorf("%w %q: this image provides %s", deploy.ErrUnknownMethod, method, deployapi.MethodStartAssistedInstall)
+// with opts until its install is done (RunUntilInstalled), registering
+// with the host's proof the instructions carry; other methods fail.
+func CustomDeploy(opts Options) func(ctx context.Context, ins deployapi.Instructions) error {
+	return func(ctx context.Context, ins deployapi.Instructions) error {
+		if ins.CustomDeploy != deployapi.MethodStartAssistedInstall {
+			return fmt.Errorf("%w %q: this image provides %s", deploy.ErrUnknownMethod, ins.CustomDeploy, deployapi.MethodStartAssistedInstall)
 		}
+		opts.RegistrationProof = ins.RegistrationProof
 		return RunUntilInstalled(ctx, opts)
 	}
 }

@@ -14,12 +14,13 @@ import (
 )
 
 // TestCustomDeploy: a converged-flow image provides start_assisted_install
-// only; the discovery agent it starts ends the custom deploy with its
-// error when the service refuses it.
+// only; the discovery agent it starts registers with the host's proof the
+// instructions carry, and ends the custom deploy with its error when the
+// service refuses it.
 func TestCustomDeploy(t *testing.T) {
 	g := NewWithT(t)
 	run := discovery.CustomDeploy(discovery.Options{})
-	err := run(context.Background(), "install_coreos")
+	err := run(context.Background(), deployapi.Instructions{Action: deployapi.ActionCustomDeploy, CustomDeploy: "install_coreos"})
 	g.Expect(err).To(MatchError(deploy.ErrUnknownMethod))
 	g.Expect(err).To(MatchError(`unknown custom deploy method "install_coreos": this image provides start_assisted_install`))
 
@@ -28,6 +29,7 @@ func TestCustomDeploy(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	err = discovery.CustomDeploy(discovery.Options{Config: deployapi.Discovery{ServiceURL: s.server.URL, InfraEnvID: infraEnvID, Token: token}, HostID: hostID})(ctx,
-		deployapi.MethodStartAssistedInstall)
+		deployapi.Instructions{Action: deployapi.ActionCustomDeploy, CustomDeploy: deployapi.MethodStartAssistedInstall, RegistrationProof: "the-host-proof"})
 	g.Expect(err).To(MatchError(ContainSubstring("403")))
+	g.Expect(s.proofs).To(Equal([]string{"the-host-proof"}))
 }

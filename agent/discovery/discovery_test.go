@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -34,7 +35,12 @@ const (
 	clusterID  = "9d1c3b2a-1111-4222-8333-444455556666"
 	hostID     = "0c6b3e9a-2f4d-4b8e-9a1c-7d5e6f708192"
 	token      = "the-agent-token"
-	imagePath  = "/images/rhcos.raw"
+	// hostKey is the host credential the service answers a new host's
+	// registration with; hostKey2 the one of a registration after the
+	// service forgot the host.
+	hostKey   = "the-host-credential"
+	hostKey2  = "the-second-host-credential"
+	imagePath = "/images/rhcos.raw"
 )
 
 // memDisk is a disk in memory.
@@ -93,10 +99,19 @@ type service struct {
 	replies        []assistedapi.StepReply
 	stages         []assistedapi.HostProgress
 	unauthorized   []string
+	// keys are the host credentials registrations carried ("" for none),
+	// proofs their host proofs.
+	keys, proofs []string
+	// issue is the credential the next registration of an unknown host
+	// gets; known is the one the service takes ("" before a registration).
+	issue, known string
+	// forget makes the next instructions poll answer 404: the service no
+	// longer knows the host (its Agent was deleted).
+	forget bool
 }
 
 func newService(t *testing.T) *service {
-	s := &service{t: t, image: osImage(), files: map[string][]byte{}}
+	s := &service{t: t, image: osImage(), files: map[string][]byte{}, issue: hostKey}
 	mux := http.NewServeMux()
 	base := assistedapi.BasePath + "/v2/infra-envs/" + infraEnvID + "/hosts"
 	mux.HandleFunc("POST "+base, s.register)
@@ -110,13 +125,25 @@ func newService(t *testing.T) *service {
 	return s
 }
 
-// auth checks the agent's token on the API's paths.
+// auth checks the credentials as the agent service does: the InfraEnv's
+// token registers, the host's credential does the rest (and the token
+// alone does not).
 func (s *service) auth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != imagePath && r.Header.Get(assistedapi.AuthHeader) != token {
-			s.mu.Lock()
+		s.mu.Lock()
+		ok := true
+		switch {
+		case r.URL.Path == imagePath:
+		case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/hosts"):
+			ok = r.Header.Get(assistedapi.AuthHeader) == token
+		default:
+			ok = s.known != "" && r.Header.Get(assistedapi.HostKeyHeader) == s.known && r.Header.Get(assistedapi.AuthHeader) == ""
+		}
+		if !ok {
 			s.unauthorized = append(s.unauthorized, r.Method+" "+r.URL.Path)
-			s.mu.Unlock()
+		}
+		s.mu.Unlock()
+		if !ok {
 			http.Error(w, `{"code":"401","message":"unauthorized"}`, http.StatusUnauthorized)
 			return
 		}
@@ -133,9 +160,20 @@ func (s *service) register(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.registrations = append(s.registrations, p)
+	s.keys = append(s.keys, r.Header.Get(assistedapi.HostKeyHeader))
+	s.proofs = append(s.proofs, r.Header.Get(assistedapi.HostProofHeader))
 	if s.registerStatus != 0 {
 		w.WriteHeader(s.registerStatus)
 		_, _ = w.Write([]byte(`{"code":"401","message":"invalid token"}`))
+		return
+	}
+	if s.known == "" {
+		// A new host: its credential, answered once.
+		s.known = s.issue
+		w.Header().Set(assistedapi.HostKeyHeader, s.known)
+	} else if r.Header.Get(assistedapi.HostKeyHeader) != s.known {
+		w.WriteHeader(http.StatusConflict)
+		_, _ = w.Write([]byte(`{"code":"409","message":"registered already"}`))
 		return
 	}
 	w.WriteHeader(http.StatusCreated)
@@ -147,6 +185,11 @@ func (s *service) instructions(w http.ResponseWriter, _ *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.polls++
+	if s.forget {
+		s.forget, s.known, s.issue = false, "", hostKey2
+		http.Error(w, `{"code":"404","message":"host not found"}`, http.StatusNotFound)
+		return
+	}
 	steps := assistedapi.Steps{NextInstructionSeconds: 60, PostStepAction: assistedapi.PostStepContinue, Instructions: []assistedapi.Step{}}
 	if len(s.batches) > 0 {
 		steps, s.batches = s.batches[0], s.batches[1:]
@@ -329,11 +372,12 @@ func TestInstallMaster(t *testing.T) {
 
 	g.Eventually(done, 10*time.Second).Should(Receive(BeNil()))
 	g.Expect(m.rebootCount()).To(Equal(1))
-	g.Expect(s.unauthorized).To(BeEmpty(), "every request carries the token")
+	g.Expect(s.unauthorized).To(BeEmpty(), "registrations carry the token, every other request the host's credential")
 	g.Expect(s.registrations).To(Equal([]assistedapi.HostCreateParams{
 		{HostID: hostID, DiscoveryAgentVersion: "metalshift-agent/test"},
 		{HostID: hostID, DiscoveryAgentVersion: "metalshift-agent/test"},
 	}))
+	g.Expect(s.keys).To(Equal([]string{"", hostKey}), "registering again, the agent proves it is the host")
 
 	replies := s.getReplies()
 	g.Expect(replies).To(HaveLen(3))
@@ -362,6 +406,7 @@ func TestInstallMaster(t *testing.T) {
 
 	for _, l := range m.logs {
 		g.Expect(l).NotTo(ContainSubstring(token))
+		g.Expect(l).NotTo(ContainSubstring(hostKey))
 		g.Expect(l).NotTo(ContainSubstring("data:,master-0"), "no Ignition content")
 	}
 }
@@ -645,6 +690,52 @@ func TestRegistrationRefused(t *testing.T) {
 	g.Expect(err.Error()).To(HavePrefix("registering host " + hostID + " with infra-env " + infraEnvID + ": POST "))
 	g.Expect(err.Error()).NotTo(ContainSubstring(token))
 	g.Expect(s.registrations).To(HaveLen(1), "a refusal is not retried")
+}
+
+// TestHostCredential: the agent keeps the credential its registration
+// answered and sends it, not the InfraEnv's token, on every later call;
+// when the service no longer knows the host (404), the agent registers
+// anew and takes the new credential. A service that answers a new host's
+// registration without a credential is refused; a registration the
+// service refuses for want of the host's credential (409) is final.
+func TestHostCredential(t *testing.T) {
+	t.Run("kept, and renewed after the host was forgotten", func(t *testing.T) {
+		g := NewWithT(t)
+		s := newService(t)
+		s.queue(batch(step(assistedapi.StepInventory, "inventory-1", nil)))
+		start(t, s, nil)
+		g.Eventually(func() int { return len(s.getReplies()) }, 10*time.Second).Should(Equal(1))
+		s.mu.Lock()
+		s.forget = true
+		s.mu.Unlock()
+		s.queue(batch(step(assistedapi.StepInventory, "inventory-2", nil)))
+		g.Eventually(func() int { return len(s.getReplies()) }, 10*time.Second).Should(Equal(2))
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		g.Expect(s.unauthorized).To(BeEmpty())
+		g.Expect(s.keys).To(Equal([]string{"", hostKey}), "the second registration is of a new host, sent with the old credential the service ignores")
+		g.Expect(s.known).To(Equal(hostKey2))
+	})
+	t.Run("a registration answered without a credential", func(t *testing.T) {
+		g := NewWithT(t)
+		s := newService(t)
+		s.issue = ""
+		_, done, _ := start(t, s, nil)
+		var err error
+		g.Eventually(done, 5*time.Second).Should(Receive(&err))
+		g.Expect(err).To(MatchError("registering host " + hostID + " with infra-env " + infraEnvID +
+			": the service answered no host credential (X-Metalshift-Host-Key)"))
+	})
+	t.Run("refused without the host's credential", func(t *testing.T) {
+		g := NewWithT(t)
+		s := newService(t)
+		s.known = "another machine's credential"
+		_, done, _ := start(t, s, nil)
+		var err error
+		g.Eventually(done, 5*time.Second).Should(Receive(&err))
+		g.Expect(err).To(MatchError(ContainSubstring("409 Conflict")))
+		g.Expect(s.registrations).To(HaveLen(1), "a refusal is not retried")
+	})
 }
 
 // TestStages: upstream's stage order for each role.

@@ -96,6 +96,9 @@ func TestZTPConverged(t *testing.T) {
 	}).Should(BeTrue())
 	g.Expect(agent.Spec.Role).To(Equal(agentinstallv1.HostRoleMaster))
 	g.Expect(agent.Labels).To(HaveKeyWithValue(bmac.BMHLabel, host.Name))
+	// Its agent registered with the proof the deploy server handed the
+	// host's deploy agent: BMAC approved it for that.
+	g.Expect(agent.Annotations).To(HaveKeyWithValue(agentinstallv1.AgentRegisteredForHostAnnotation, host.Name+"/"+string(host.UID)))
 
 	aci := waitCompleted(g, ns, name)
 	g.Expect(condMessage(aci, "Completed")).To(Equal("The installation has completed: Cluster is installed"))
@@ -135,7 +138,7 @@ func TestZTPConverged(t *testing.T) {
 		}
 		return agentinstallv1.Condition{}
 	}).Should(And(HaveField("Status", corev1.ConditionTrue), HaveField("Reason", server.ManualBootReason),
-		HaveField("Message", And(ContainSubstring("A machine with MAC "+spare.Hardware.NICs[0].MAC),
+		HaveField("Message", And(ContainSubstring("Machines with MAC "+spare.Hardware.NICs[0].MAC),
 			ContainSubstring("booted this InfraEnv's discovery image by hand")))))
 	g.Expect(env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: spare.UUID}, &agentinstallv1.Agent{})).NotTo(Succeed())
 	// ImageCreated is untouched.

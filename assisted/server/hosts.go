@@ -3,16 +3,18 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	agentinstallv1 "github.com/metalshift/metalshift/api/agentinstall/v1beta1"
 	assistedapi "github.com/metalshift/metalshift/api/assisted/v2"
@@ -20,40 +22,37 @@ import (
 	"github.com/metalshift/metalshift/assisted/pkg/record"
 )
 
-// maxBody bounds a request body (an inventory is a few KiB).
-const maxBody = 4 << 20
-
 func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 	ie, ok := s.infraEnv(w, r, r.PathValue("ie"))
 	if !ok {
 		return
 	}
 	var p assistedapi.HostCreateParams
-	if err := json.NewDecoder(io.LimitReader(r.Body, maxBody)).Decode(&p); err != nil || !validHostID(p.HostID) {
-		apiError(w, http.StatusBadRequest, "the body must be HostCreateParams with host_id a UUID")
+	if !decode(w, r, &p, "HostCreateParams") {
+		return
+	}
+	if !validHostID(p.HostID) {
+		apiError(w, http.StatusBadRequest, "host_id must be a UUID")
 		return
 	}
 	ctx := r.Context()
+	now := s.opts.Clock.Now()
+	proven, ok := s.hostProof(w, r, ie, now)
+	if !ok {
+		return
+	}
 	key := types.NamespacedName{Namespace: ie.Namespace, Name: p.HostID}
-	agent := &agentinstallv1.Agent{}
-	err := s.opts.Client.Get(ctx, key, agent)
-	switch {
-	case apierrors.IsNotFound(err):
-		agent = newAgent(ie, p.HostID)
-		if err := s.opts.Client.Create(ctx, agent); err != nil && !apierrors.IsAlreadyExists(err) {
+	agent, cred, ok := s.admit(w, r, ie, key, proven)
+	if !ok {
+		return
+	}
+	if proven != "" && agent.Annotations[registeredForHostAnnotation] != proven {
+		if err := s.annotate(ctx, agent, registeredForHostAnnotation, proven); err != nil {
 			apiError(w, http.StatusInternalServerError, err.Error())
 			return
 		}
-		ctrl.LoggerFrom(ctx).Info("Host registered", "infraEnv", ie.Namespace+"/"+ie.Name, "agent", p.HostID)
-	case err != nil:
-		apiError(w, http.StatusInternalServerError, err.Error())
-		return
-	case agent.Labels[agentinstallv1.InfraEnvNameLabel] != ie.Name:
-		apiError(w, http.StatusConflict, fmt.Sprintf("host %s belongs to another infra env", p.HostID))
-		return
 	}
-	now := s.opts.Clock.Now()
-	agent, err = s.updateAgent(ctx, key, func(a *agentinstallv1.Agent) bool {
+	agent, err := s.updateAgent(ctx, key, func(a *agentinstallv1.Agent) bool {
 		bound := a.Spec.ClusterDeploymentName != nil
 		a.Status.DebugInfo.State = hoststate.Register(a.Status.DebugInfo.State, bound)
 		a.Status.DebugInfo.StateInfo = ""
@@ -69,7 +68,169 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 	}
 	h := s.host(ctx, ie, agent)
 	h.NextStepRunnerCommand = &assistedapi.StepRunnerCommand{Command: "next-step-runner", RetrySeconds: int64(s.opts.PollInterval / time.Second)}
+	if cred != "" {
+		w.Header().Set(assistedapi.HostKeyHeader, cred)
+	}
 	writeJSON(w, http.StatusCreated, h)
+}
+
+// admit decides a registration: a new host's Agent is created with a new
+// credential, within the InfraEnv's cap; an existing host registers again
+// with its credential, or, reclaimed, gets a new one. cred is the new
+// credential, "" when the host keeps its own. It has answered the request
+// when ok is false.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request, ie *agentinstallv1.InfraEnv, key types.NamespacedName, proven string) (a *agentinstallv1.Agent, cred string, ok bool) {
+	ctx := r.Context()
+	a, err := s.getAgent(ctx, key)
+	if apierrors.IsNotFound(err) {
+		a, cred, err = s.create(ctx, w, ie, key.Name, proven)
+		if err == nil {
+			return a, cred, true
+		}
+		if !apierrors.IsAlreadyExists(err) {
+			return nil, "", false // answered
+		}
+		// Registered in the meantime, by this host or another machine.
+		a, err = s.getAgent(ctx, key)
+	}
+	switch {
+	case err != nil:
+		apiError(w, http.StatusInternalServerError, err.Error())
+		return nil, "", false
+	case a.Labels[agentinstallv1.InfraEnvNameLabel] != ie.Name:
+		apiError(w, http.StatusConflict, fmt.Sprintf("host %s belongs to another infra env", key.Name))
+		return nil, "", false
+	}
+	if held := r.Header.Get(assistedapi.HostKeyHeader); held != "" {
+		ieID, hostID, err := assistedapi.ParseHostKey(s.opts.Key, held)
+		if err != nil || ieID != string(ie.UID) || hostID != key.Name {
+			apiError(w, http.StatusUnauthorized, "invalid "+assistedapi.HostKeyHeader+", or another host's")
+			return nil, "", false
+		}
+		if a, err = s.checkCredential(ctx, a, held); err != nil {
+			var ce credentialError
+			if errors.As(err, &ce) {
+				apiError(w, http.StatusUnauthorized, err.Error())
+			} else {
+				apiError(w, http.StatusInternalServerError, err.Error())
+			}
+			return nil, "", false
+		}
+		return a, "", true
+	}
+	if !reclaimable(a) {
+		// The cache may lag behind an unbinding: ask the API before refusing.
+		fresh := &agentinstallv1.Agent{}
+		if err := s.opts.APIReader.Get(ctx, key, fresh); err != nil {
+			apiError(w, http.StatusInternalServerError, err.Error())
+			return nil, "", false
+		}
+		a = fresh
+	}
+	if !reclaimable(a) {
+		msg := fmt.Sprintf("Host %s is registered already: registering it again needs its credential (%s), which this registration did not carry. "+
+			"If this machine is the host and it booted the discovery image instead of its disk, fix its boot order; "+
+			"if it restarted its discovery, delete Agent %s/%s to let it register anew", key.Name, assistedapi.HostKeyHeader, a.Namespace, a.Name)
+		s.event(a, corev1.EventTypeWarning, ReasonRegistrationRefused, msg)
+		apiError(w, http.StatusConflict, msg)
+		return nil, "", false
+	}
+	a, cred, err = s.reclaim(ctx, ie, a)
+	if err != nil {
+		if apierrors.IsConflict(err) || errors.Is(err, errReclaimedElsewhere) {
+			apiError(w, http.StatusConflict, fmt.Sprintf("host %s registered again at the same time from elsewhere", key.Name))
+		} else {
+			apiError(w, http.StatusInternalServerError, err.Error())
+		}
+		return nil, "", false
+	}
+	return a, cred, true
+}
+
+// create creates the Agent of a new host, with its credential's hash (and
+// the BareMetalHost its proof names, when proven),
+// unless the InfraEnv has MaxAgentsPerInfraEnv Agents already. It has
+// answered the request on an error other than AlreadyExists.
+func (s *Server) create(ctx context.Context, w http.ResponseWriter, ie *agentinstallv1.InfraEnv, hostID, proven string) (*agentinstallv1.Agent, string, error) {
+	agents := &agentinstallv1.AgentList{}
+	if err := s.opts.Client.List(ctx, agents, client.InNamespace(ie.Namespace),
+		client.MatchingLabels{agentinstallv1.InfraEnvNameLabel: ie.Name}); err != nil {
+		apiError(w, http.StatusInternalServerError, err.Error())
+		return nil, "", err
+	}
+	if n := len(agents.Items); n >= s.opts.MaxAgentsPerInfraEnv {
+		err := fmt.Errorf("infra env %s/%s has %d Agents, the most the agent service registers for one InfraEnv: "+
+			"delete the Agents of machines that are gone, or boot more machines from another InfraEnv", ie.Namespace, ie.Name, n)
+		apiError(w, http.StatusForbidden, err.Error())
+		return nil, "", err
+	}
+	cred, err := assistedapi.NewHostKey(s.opts.Key, string(ie.UID), hostID)
+	if err != nil {
+		apiError(w, http.StatusInternalServerError, err.Error())
+		return nil, "", err
+	}
+	a := newAgent(ie, hostID)
+	a.Annotations = map[string]string{hostCredentialAnnotation: assistedapi.HostKeyHash(cred)}
+	if proven != "" {
+		a.Annotations[registeredForHostAnnotation] = proven
+	}
+	if err := s.opts.Client.Create(ctx, a); err != nil {
+		if !apierrors.IsAlreadyExists(err) {
+			apiError(w, http.StatusInternalServerError, err.Error())
+		}
+		return nil, "", err
+	}
+	ctrl.LoggerFrom(ctx).Info("Host registered", "infraEnv", ie.Namespace+"/"+ie.Name, "agent", hostID)
+	return a, cred, nil
+}
+
+// errReclaimedElsewhere: another registration reclaimed the host first.
+var errReclaimedElsewhere = errors.New("reclaimed by another registration")
+
+// reclaim gives a reclaimed host, registering again with the InfraEnv's
+// key only, a new credential. The machine may be another one than the
+// host that was installed: unless its InfraEnv approves every Agent, the
+// Agent must be approved again. Each patch is conditional on the Agent's
+// resource version, read from the API: of two machines registering at
+// once, one wins (the other gets errReclaimedElsewhere).
+func (s *Server) reclaim(ctx context.Context, ie *agentinstallv1.InfraEnv, a *agentinstallv1.Agent) (*agentinstallv1.Agent, string, error) {
+	cred, err := assistedapi.NewHostKey(s.opts.Key, string(ie.UID), a.Name)
+	if err != nil {
+		return nil, "", err
+	}
+	seen := a.Annotations[hostCredentialAnnotation]
+	autoApprove := ie.Spec.AgentApproval != nil && ie.Spec.AgentApproval.AutoApprove
+	unapproved := false
+	err = retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		cur := &agentinstallv1.Agent{}
+		if err := s.opts.APIReader.Get(ctx, agentKey(a), cur); err != nil {
+			return err
+		}
+		if cur.Annotations[hostCredentialAnnotation] != seen || !reclaimable(cur) {
+			return errReclaimedElsewhere
+		}
+		change := map[string]any{"metadata": map[string]any{"resourceVersion": cur.ResourceVersion,
+			"annotations": map[string]string{hostCredentialAnnotation: assistedapi.HostKeyHash(cred)}}}
+		unapproved = cur.Spec.Approved && !autoApprove
+		if unapproved {
+			change["spec"] = map[string]any{"approved": false}
+		}
+		patch, err := json.Marshal(change)
+		if err != nil {
+			return err
+		}
+		a = cur
+		return s.opts.Client.Patch(ctx, a, client.RawPatch(types.MergePatchType, patch))
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	msg := fmt.Sprintf("Host %s, unbound after its installation, registered again from its InfraEnv's discovery image: it has a new credential", a.Name)
+	if unapproved {
+		msg += " and must be approved again"
+	}
+	s.event(a, corev1.EventTypeNormal, ReasonReclaimRegistered, msg)
+	return a, cred, nil
 }
 
 // newAgent is the Agent of a host registering from ie's image.
@@ -105,26 +266,10 @@ func (s *Server) host(ctx context.Context, ie *agentinstallv1.InfraEnv, a *agent
 	return h
 }
 
-// agent authenticates a host's request and returns its InfraEnv and Agent.
+// agent authenticates a host's call on an infra-envs/{ie}/hosts/{host}
+// path with the host's credential and returns its InfraEnv and Agent.
 func (s *Server) agent(w http.ResponseWriter, r *http.Request) (*agentinstallv1.InfraEnv, *agentinstallv1.Agent, bool) {
-	ie, ok := s.infraEnv(w, r, r.PathValue("ie"))
-	if !ok {
-		return nil, nil, false
-	}
-	a := &agentinstallv1.Agent{}
-	if err := s.opts.Client.Get(r.Context(), types.NamespacedName{Namespace: ie.Namespace, Name: r.PathValue("host")}, a); err != nil {
-		if apierrors.IsNotFound(err) {
-			apiError(w, http.StatusNotFound, fmt.Sprintf("host %s not found", r.PathValue("host")))
-		} else {
-			apiError(w, http.StatusInternalServerError, err.Error())
-		}
-		return nil, nil, false
-	}
-	if a.Labels[agentinstallv1.InfraEnvNameLabel] != ie.Name {
-		apiError(w, http.StatusNotFound, fmt.Sprintf("host %s not found in infra env %s", a.Name, r.PathValue("ie")))
-		return nil, nil, false
-	}
-	return ie, a, true
+	return s.hostCredential(w, r, r.PathValue("ie"), r.PathValue("host"))
 }
 
 // updateAgent applies change to the latest Agent's status and writes it

@@ -7,14 +7,10 @@ import (
 	"net/http"
 	"strings"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	agentinstallv1 "github.com/metalshift/metalshift/api/agentinstall/v1beta1"
 	assistedapi "github.com/metalshift/metalshift/api/assisted/v2"
-	hivev1 "github.com/metalshift/metalshift/api/hive/v1"
-	hiveextv1 "github.com/metalshift/metalshift/api/hiveext/v1beta1"
 	"github.com/metalshift/metalshift/assisted/pkg/installstate"
 	"github.com/metalshift/metalshift/assisted/pkg/record"
 )
@@ -63,39 +59,30 @@ func (s *Server) installRequest(ctx context.Context, ie *agentinstallv1.InfraEnv
 	return req, nil
 }
 
-// files serves a host's Ignition: file_name "<role>-<host id>.ign", with
-// the X-Secret-Key of the host's InfraEnv.
+// files serves a host's Ignition, file_name "<role>-<host id>.ign", to
+// that host's credential only, and only while the host runs its install
+// step up to its download (stages up to Installing): not before its
+// install started, not once it wrote its disk. The bootstrap Ignition goes
+// to the bootstrap host only.
 func (s *Server) files(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
 	name := r.URL.Query().Get("file_name")
-	role, rest, _ := strings.Cut(strings.TrimSuffix(name, ".ign"), "-")
-	if !strings.HasSuffix(name, ".ign") || !validHostID(rest) {
+	role, hostID, _ := strings.Cut(strings.TrimSuffix(name, ".ign"), "-")
+	if !strings.HasSuffix(name, ".ign") || !validHostID(hostID) {
 		apiError(w, http.StatusBadRequest, fmt.Sprintf("file_name %q: want <role>-<host id>.ign", name))
 		return
 	}
-	aci, err := s.clusterByID(ctx, r.PathValue("cluster"))
-	if err != nil {
-		apiError(w, http.StatusNotFound, "cluster not found")
+	_, a, ok := s.hostCredential(w, r, "", hostID)
+	if !ok {
 		return
 	}
-	// The host's Agent is one of the cluster's (it may live in another
-	// namespace than the cluster).
-	a, err := s.clusterAgent(ctx, aci, rest)
-	if err != nil {
-		apiError(w, http.StatusNotFound, "host not found")
+	if !installing(a.Status.DebugInfo.State) || !fetchStage(assistedapi.HostStage(a.Status.Progress.CurrentStage)) {
+		apiError(w, http.StatusConflict, fmt.Sprintf("host %s is not downloading its installation files (state %q, stage %q)",
+			a.Name, a.Status.DebugInfo.State, a.Status.Progress.CurrentStage))
 		return
 	}
-	ie := &agentinstallv1.InfraEnv{}
-	if err := s.opts.Client.Get(ctx, types.NamespacedName{Namespace: a.Namespace, Name: a.Labels[agentinstallv1.InfraEnvNameLabel]}, ie); err != nil {
-		apiError(w, http.StatusNotFound, "infra env not found")
-		return
-	}
-	if assistedapi.VerifyAgentToken(s.opts.Key, string(ie.UID), r.Header.Get(assistedapi.AuthHeader)) != nil {
-		apiError(w, http.StatusUnauthorized, "invalid or missing "+assistedapi.AuthHeader)
-		return
-	}
+	ctx := r.Context()
 	c, err := record.ForAgent(ctx, s.opts.Client, a)
-	if err != nil || c == nil || c.ACI.UID != aci.UID { // unbound since
+	if err != nil || c == nil || c.ID() != r.PathValue("cluster") { // unbound since, or another cluster's path
 		apiError(w, http.StatusNotFound, "the host is not bound to this cluster")
 		return
 	}
@@ -110,23 +97,14 @@ func (s *Server) files(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(data)
 }
 
-// clusterAgent returns the Agent named id among those bound to aci's
-// ClusterDeployment.
-func (s *Server) clusterAgent(ctx context.Context, aci *hiveextv1.AgentClusterInstall, id string) (*agentinstallv1.Agent, error) {
-	cd := &hivev1.ClusterDeployment{}
-	if err := s.opts.Client.Get(ctx, types.NamespacedName{Namespace: aci.Namespace, Name: aci.Spec.ClusterDeploymentRef.Name}, cd); err != nil {
-		return nil, err
+// fetchStage tells whether a host reporting stage may still download its
+// Ignition: the agent fetches it in Installing, before it writes its disk.
+func fetchStage(stage assistedapi.HostStage) bool {
+	switch stage {
+	case "", assistedapi.StageStartingInstallation, assistedapi.StageInstalling:
+		return true
 	}
-	agents, err := record.Agents(ctx, s.opts.Client, cd)
-	if err != nil {
-		return nil, err
-	}
-	for i := range agents {
-		if agents[i].Name == id {
-			return &agents[i], nil
-		}
-	}
-	return nil, fmt.Errorf("host %s is not bound to cluster %s", id, aci.UID)
+	return false
 }
 
 func (s *Server) renderIgnition(ctx context.Context, c *record.Cluster, a *agentinstallv1.Agent, role string) ([]byte, error) {
@@ -171,13 +149,22 @@ func (s *Server) renderIgnition(ctx context.Context, c *record.Cluster, a *agent
 	}
 }
 
+// logs takes a host's logs upload (upstream's logs_type=host, with
+// infra_env_id and host_id) with the credential of a host of that
+// cluster, and drops it: the service keeps no files.
 func (s *Server) logs(w http.ResponseWriter, r *http.Request) {
-	// Logs are accepted and dropped: the service keeps no files.
-	if _, err := s.clusterByID(r.Context(), r.PathValue("cluster")); err != nil {
-		if apierrors.IsNotFound(err) {
-			apiError(w, http.StatusNotFound, "cluster not found")
-			return
-		}
+	q := r.URL.Query()
+	_, a, ok := s.hostCredential(w, r, q.Get("infra_env_id"), q.Get("host_id"))
+	if !ok {
+		return
+	}
+	c, err := record.ForAgent(r.Context(), s.opts.Client, a)
+	if err != nil || c == nil || c.ID() != r.PathValue("cluster") {
+		apiError(w, http.StatusNotFound, "the host is not bound to this cluster")
+		return
+	}
+	if !drain(w, r) {
+		return
 	}
 	w.WriteHeader(http.StatusNoContent)
 }

@@ -61,9 +61,19 @@ type Options struct {
 	// flow) carry it with a lookup credential; empty: they cannot be made.
 	DeployURL string
 	// Recorder records what agents report that a person should see (a
-	// converged-flow image booted by hand); nil records nothing.
+	// converged-flow image booted by hand, a registration refused); nil
+	// records nothing.
 	Recorder events.EventRecorder
+	// MaxAgentsPerInfraEnv caps the Agents registered from one InfraEnv's
+	// image (counted in the cache, so a burst may pass it by a few); 0
+	// means DefaultMaxAgentsPerInfraEnv.
+	MaxAgentsPerInfraEnv int
 }
+
+// DefaultMaxAgentsPerInfraEnv is the default of
+// Options.MaxAgentsPerInfraEnv: above any one cluster's hosts, and a
+// bound on what a copy of an image can fill the hub with.
+const DefaultMaxAgentsPerInfraEnv = 1000
 
 // Server serves discovery agents and images. Create it with New.
 type Server struct {
@@ -74,6 +84,9 @@ type Server struct {
 func New(opts Options) (*Server, error) {
 	if len(opts.Key) < 16 {
 		return nil, errors.New("the agent service needs a signing key of at least 16 bytes")
+	}
+	if opts.MaxAgentsPerInfraEnv <= 0 {
+		opts.MaxAgentsPerInfraEnv = DefaultMaxAgentsPerInfraEnv
 	}
 	if opts.HeartbeatEvery <= 0 {
 		opts.HeartbeatEvery = time.Minute
@@ -108,21 +121,25 @@ func (s *Server) BaseURL() string { return s.opts.BaseURL }
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	api := assistedapi.BasePath + "/v2"
-	mux.HandleFunc("POST "+api+"/infra-envs/{ie}/hosts", s.register)
-	mux.HandleFunc("GET "+api+"/infra-envs/{ie}/hosts/{host}/instructions", s.instructions)
-	mux.HandleFunc("POST "+api+"/infra-envs/{ie}/hosts/{host}/instructions", s.stepReply)
-	mux.HandleFunc("PUT "+api+"/infra-envs/{ie}/hosts/{host}/progress", s.progress)
-	mux.HandleFunc("PUT "+api+"/infra-envs/{ie}/hosts/{host}/logs-progress", s.logsProgress)
-	mux.HandleFunc("GET "+api+"/clusters/{cluster}/downloads/files", s.files)
-	mux.HandleFunc("POST "+api+"/clusters/{cluster}/logs", s.logs)
-	mux.HandleFunc("GET "+assistedapi.EventsPath, s.events)
-	mux.HandleFunc("POST "+fmt.Sprintf(assistedapi.ManualBootPath, "{ie}"), s.manualBoot)
+	// Every route caps its body; GETs read none.
+	mux.HandleFunc("POST "+api+"/infra-envs/{ie}/hosts", limit(maxSmallBody, s.register))
+	mux.HandleFunc("GET "+api+"/infra-envs/{ie}/hosts/{host}/instructions", limit(0, s.instructions))
+	mux.HandleFunc("POST "+api+"/infra-envs/{ie}/hosts/{host}/instructions", limit(maxStepReplyBody, s.stepReply))
+	mux.HandleFunc("PUT "+api+"/infra-envs/{ie}/hosts/{host}/progress", limit(maxSmallBody, s.progress))
+	mux.HandleFunc("PUT "+api+"/infra-envs/{ie}/hosts/{host}/logs-progress", limit(maxSmallBody, s.logsProgress))
+	mux.HandleFunc("GET "+api+"/clusters/{cluster}/downloads/files", limit(0, s.files))
+	mux.HandleFunc("POST "+api+"/clusters/{cluster}/logs", limit(maxLogsBody, s.logs))
+	mux.HandleFunc("GET "+assistedapi.EventsPath, limit(0, s.events))
+	mux.HandleFunc("POST "+fmt.Sprintf(assistedapi.ManualBootPath, "{ie}"), limit(maxSmallBody, s.manualBoot))
 	s.imageRoutes(mux)
 	return mux
 }
 
-// apiError writes upstream's error shape.
+// apiError writes upstream's error shape. The connection closes after
+// it: a body the handler did not read (a refused request's) is not read
+// either.
 func apiError(w http.ResponseWriter, code int, reason string) {
+	w.Header().Set("Connection", "close")
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(assistedapi.Error{Kind: "Error", ID: int32(code), //nolint:gosec // an HTTP status code

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -121,12 +120,11 @@ func (s *Server) stepReply(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var rep assistedapi.StepReply
-	if err := json.NewDecoder(io.LimitReader(r.Body, maxBody)).Decode(&rep); err != nil {
-		apiError(w, http.StatusBadRequest, "the body must be a StepReply")
+	if !decode(w, r, &rep, "a StepReply") {
 		return
 	}
+	ctx := r.Context()
 	if rep.ExitCode != 0 {
-		ctx := r.Context()
 		logf(ctx, "Step failed", "agent", a.Name, "step", rep.StepType, "exitCode", rep.ExitCode, "error", rep.Error)
 		w.WriteHeader(http.StatusNoContent)
 		return
@@ -134,9 +132,17 @@ func (s *Server) stepReply(w http.ResponseWriter, r *http.Request) {
 	var change func(*agentinstallv1.Agent) bool
 	switch rep.StepType {
 	case assistedapi.StepInventory:
-		inv := &assistedapi.Inventory{}
-		if err := json.Unmarshal([]byte(rep.Output), inv); err != nil {
+		inv, err := assistedapi.ParseInventory([]byte(rep.Output))
+		if err != nil {
 			apiError(w, http.StatusBadRequest, "inventory: "+err.Error())
+			return
+		}
+		if !discoveryState(a.Status.DebugInfo.State) {
+			// The hardware the install was planned with stays: a late or
+			// unasked inventory changes nothing (the hostname the hub
+			// expects the host's Node to have among others).
+			logf(ctx, "Inventory ignored: the host is past discovery", "agent", a.Name, "state", a.Status.DebugInfo.State)
+			w.WriteHeader(http.StatusNoContent)
 			return
 		}
 		now := metav1.NewTime(s.opts.Clock.Now())
@@ -161,9 +167,21 @@ func (s *Server) stepReply(w http.ResponseWriter, r *http.Request) {
 			apiError(w, http.StatusBadRequest, "domain-resolution: "+err.Error())
 			return
 		}
-		if err := s.setDomainResolutions(r.Context(), a, record.DomainResolutions(resp)); err != nil {
+		if err := s.setDomainResolutions(ctx, a, record.DomainResolutions(resp)); err != nil {
 			apiError(w, http.StatusInternalServerError, err.Error())
 			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+		return
+	case assistedapi.StepInstall:
+		// The install wrote the disk and the host reboots into it: its
+		// agent has nothing more to ask, and its credential ends.
+		if installing(a.Status.DebugInfo.State) {
+			if err := s.endCredential(ctx, a); err != nil {
+				apiError(w, http.StatusInternalServerError, err.Error())
+				return
+			}
+			logf(ctx, "Host installed: its credential ended", "agent", a.Name)
 		}
 		w.WriteHeader(http.StatusNoContent)
 		return
@@ -171,11 +189,16 @@ func (s *Server) stepReply(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	if _, err := s.updateAgent(r.Context(), agentKey(a), change); err != nil {
+	if _, err := s.updateAgent(ctx, agentKey(a), change); err != nil {
 		apiError(w, http.StatusInternalServerError, err.Error())
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// installing tells whether a host in state runs its install step.
+func installing(state string) bool {
+	return state == hoststate.StatusInstalling || state == hoststate.StatusInstallingInProgress
 }
 
 func (s *Server) progress(w http.ResponseWriter, r *http.Request) {
@@ -184,7 +207,10 @@ func (s *Server) progress(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var p assistedapi.HostProgress
-	if err := json.NewDecoder(io.LimitReader(r.Body, maxBody)).Decode(&p); err != nil || p.CurrentStage == "" {
+	if !decode(w, r, &p, "a HostProgress") {
+		return
+	}
+	if p.CurrentStage == "" {
 		apiError(w, http.StatusBadRequest, "the body must be a HostProgress with current_stage")
 		return
 	}
@@ -217,6 +243,9 @@ func (s *Server) progress(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) logsProgress(w http.ResponseWriter, r *http.Request) {
 	if _, _, ok := s.agent(w, r); !ok {
+		return
+	}
+	if !drain(w, r) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)

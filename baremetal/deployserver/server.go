@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	assistedapi "github.com/metalshift/metalshift/api/assisted/v2"
 	deployapi "github.com/metalshift/metalshift/api/deploy/v1"
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	"github.com/metalshift/metalshift/baremetal/pkg/provisioner"
@@ -336,7 +337,12 @@ func (s *Server) instructionsFor(ctx context.Context, host *metal3v1.BareMetalHo
 		if req.CustomDeploy == nil || req.CustomDeploy.Method == "" {
 			return nil, fmt.Errorf("request %s of host %s has no custom deploy method", req.Generation, host.Name)
 		}
-		return &deployapi.Instructions{Action: req.Action, Generation: req.Generation, CustomDeploy: req.CustomDeploy.Method}, nil
+		ins := &deployapi.Instructions{Action: req.Action, Generation: req.Generation, CustomDeploy: req.CustomDeploy.Method}
+		if ins.CustomDeploy == deployapi.MethodStartAssistedInstall {
+			ins.RegistrationProof = assistedapi.SignHostProof(s.key, assistedapi.HostProof{Namespace: host.Namespace, Name: host.Name,
+				UID: string(host.UID), Expires: s.clock.Now().Add(assistedapi.HostProofLifetime)})
+		}
+		return ins, nil
 	case req.Action != deployapi.ActionDeploy || req.Image == nil:
 		return nil, fmt.Errorf("request %s of host %s has no image", req.Generation, host.Name)
 	}

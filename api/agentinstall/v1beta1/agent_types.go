@@ -14,6 +14,23 @@ const (
 	AgentCurrentStageAnnotation    = "agent.agent-install.openshift.io/current-stage"
 )
 
+// Annotations only the agent service writes on an Agent (metalshift's).
+const (
+	// AgentHostCredentialAnnotation is the SHA-256 (hex) of the host's
+	// credential for the agent service's REST API, or
+	// AgentHostCredentialEnded once its install step succeeded. Removing
+	// it ends the credential.
+	AgentHostCredentialAnnotation = "metalshift.io/host-credential-sha256"
+	// AgentHostCredentialEnded is AgentHostCredentialAnnotation's value
+	// once the host's credential has ended.
+	AgentHostCredentialEnded = "ended"
+	// AgentRegisteredForHostAnnotation is "<name>/<uid>" of the
+	// BareMetalHost of the Agent's namespace that the host engine started
+	// its agent for: the registration carried that host's proof. BMAC
+	// approves, in the converged flow, only Agents that have it.
+	AgentRegisteredForHostAnnotation = "metalshift.io/registered-for-host"
+)
+
 // HostRole is a host's role in its cluster.
 // +kubebuilder:validation:Enum="";master;worker;arbiter;auto-assign
 type HostRole string

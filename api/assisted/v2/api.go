@@ -23,7 +23,8 @@ const (
 	LogsPath         = BasePath + "/v2/clusters/%s/logs"
 )
 
-// AuthHeader carries the agent's token (agentAuth).
+// AuthHeader carries the InfraEnv's key (upstream's agentAuth), which
+// only registers hosts; see HostKeyHeader.
 const AuthHeader = "X-Secret-Key"
 
 // HostCreateParams registers a host.
@@ -296,17 +297,18 @@ type DiskSpeedCheckResponse struct {
 // ErrBadToken is returned by VerifyAgentToken.
 var ErrBadToken = errors.New("invalid agent token")
 
-// SignAgentToken returns the agent token of an InfraEnv: an HMAC of its ID
-// with the hub's signing key. Like upstream's local authentication it does
-// not expire; it stops working when the InfraEnv is gone (its ID is its
-// UID) or the key changes.
+// SignAgentToken returns the key of an InfraEnv (its images'
+// X-Secret-Key): an HMAC of its ID with the hub's signing key. Like
+// upstream's local authentication it does not expire; it stops working
+// when the InfraEnv is gone (its ID is its UID) or the key changes. Since
+// every copy of an image holds it, it only registers hosts.
 func SignAgentToken(key []byte, infraEnvID string) string {
 	h := hmac.New(sha256.New, key)
 	h.Write([]byte("agent-install/infra-env\x00" + infraEnvID))
 	return base64.RawURLEncoding.EncodeToString(h.Sum(nil))
 }
 
-// VerifyAgentToken checks an InfraEnv's agent token.
+// VerifyAgentToken checks an InfraEnv's key.
 func VerifyAgentToken(key []byte, infraEnvID, token string) error {
 	if token == "" || !hmac.Equal([]byte(token), []byte(SignAgentToken(key, infraEnvID))) {
 		return ErrBadToken

@@ -5,10 +5,13 @@
 // agent uses, with its JSON names.
 //
 // The agent finds the service URL, its InfraEnv's ID and the InfraEnv's
-// agent token in the image's boot configuration (deployapi.BootConfig's
-// Discovery), then, with the header "X-Secret-Key: <token>":
+// key in the image's boot configuration (deployapi.BootConfig's
+// Discovery). The key ("X-Secret-Key: <key>") only registers; the answer
+// to a new host's registration carries the host's credential in
+// HostKeyHeader, which every other call sends ("X-Metalshift-Host-Key:
+// <credential>"), a registration of the same host again included:
 //
-//	POST {service}/api/assisted-install/v2/infra-envs/{ie}/hosts                        ← HostCreateParams → 201 Host
+//	POST {service}/api/assisted-install/v2/infra-envs/{ie}/hosts                        ← HostCreateParams → 201 Host (+ credential)
 //	GET  {service}/api/assisted-install/v2/infra-envs/{ie}/hosts/{h}/instructions       → Steps
 //	POST {service}/api/assisted-install/v2/infra-envs/{ie}/hosts/{h}/instructions       ← StepReply (204)
 //	PUT  {service}/api/assisted-install/v2/infra-envs/{ie}/hosts/{h}/progress           ← HostProgress (200)

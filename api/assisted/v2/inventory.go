@@ -1,5 +1,12 @@
 package assistedapi
 
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
 // Inventory is the inventory step's output, in the shape and JSON names of
 // upstream's models.Inventory (the subset metalshift fills).
 type Inventory struct {
@@ -102,3 +109,51 @@ const (
 // MinDiskSizeBytes is the smallest disk an agent calls eligible by size
 // (upstream: 20 GB for discovery; the role minimums are the service's).
 const MinDiskSizeBytes = 20_000_000_000
+
+// Limits of an inventory the service accepts. The Agent keeps the
+// inventory in its status and mirrors it into an annotation, and an
+// object's annotations may hold 256 KiB in all: a real host's inventory is
+// a few KiB.
+const (
+	MaxInventoryBytes      = 64 << 10
+	MaxInventoryInterfaces = 128
+	MaxInventoryDisks      = 256
+	MaxInventoryRoutes     = 512
+	MaxInventoryAddresses  = 64 // per interface and family
+	MaxHostnameLength      = 253
+)
+
+// ParseInventory decodes an inventory step's output and checks it against
+// the limits; the error names the problem, for a 400 answer.
+func ParseInventory(data []byte) (*Inventory, error) {
+	if len(data) > MaxInventoryBytes {
+		return nil, fmt.Errorf("%d bytes, at most %d", len(data), MaxInventoryBytes)
+	}
+	inv := &Inventory{}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(inv); err != nil {
+		return nil, fmt.Errorf("not an inventory: %w", err)
+	}
+	if dec.More() {
+		return nil, errors.New("not an inventory: data after the JSON object")
+	}
+	for _, c := range []struct {
+		what   string
+		n, max int
+	}{
+		{"interfaces", len(inv.Interfaces), MaxInventoryInterfaces},
+		{"disks", len(inv.Disks), MaxInventoryDisks},
+		{"routes", len(inv.Routes), MaxInventoryRoutes},
+		{"hostname characters", len(inv.Hostname), MaxHostnameLength},
+	} {
+		if c.n > c.max {
+			return nil, fmt.Errorf("%d %s, at most %d", c.n, c.what, c.max)
+		}
+	}
+	for _, n := range inv.Interfaces {
+		if len(n.IPV4Addresses) > MaxInventoryAddresses || len(n.IPV6Addresses) > MaxInventoryAddresses {
+			return nil, fmt.Errorf("interface %.64q has more than %d addresses of a family", n.Name, MaxInventoryAddresses)
+		}
+	}
+	return inv, nil
+}

@@ -159,6 +159,10 @@ type Instructions struct {
 	MetaData    []byte `json:"metaData,omitempty"`
 	// CustomDeploy is the method of an ActionCustomDeploy.
 	CustomDeploy string `json:"customDeploy,omitempty"`
+	// RegistrationProof, for the custom deploy start_assisted_install, is
+	// the host's proof for the agent service (assistedapi.HostProofHeader):
+	// the discovery agent the custom deploy starts registers with it.
+	RegistrationProof string `json:"registrationProof,omitempty"`
 }
 
 // StatusReport is what the agent reports.

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -230,13 +231,21 @@ func newSNO(t *testing.T, g Gomega, ns, name string, edit func(*hiveextv1.AgentC
 	return sno{aci: aci, ie: ie}
 }
 
-// register creates an Agent as the agent service's registration does,
-// with installerArgs, and records its reports (inventory, NTP) as its
-// steps do: a host that meets a single node's minimums.
+// hostKeys are the credentials of the hosts register made, by Agent name.
+var hostKeys sync.Map
+
+// register creates an Agent as the agent service's registration does
+// (with its host's credential, kept in hostKeys), with installerArgs, and
+// records its reports (inventory, NTP) as its steps do: a host that meets
+// a single node's minimums.
 func register(g Gomega, ie *agentinstallv1.InfraEnv, id, installerArgs string) *agentinstallv1.Agent {
 	ctx := context.Background()
+	cred, err := assistedapi.NewHostKey(signingKey, string(ie.UID), id)
+	g.Expect(err).NotTo(HaveOccurred())
+	hostKeys.Store(id, cred)
 	a := &agentinstallv1.Agent{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ie.Namespace, Name: id, Labels: map[string]string{agentinstallv1.InfraEnvNameLabel: ie.Name},
+			Annotations:     map[string]string{agentinstallv1.AgentHostCredentialAnnotation: assistedapi.HostKeyHash(cred)},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: agentinstallv1.GroupVersion.String(), Kind: "InfraEnv", Name: ie.Name, UID: ie.UID}}},
 		Spec: agentinstallv1.AgentSpec{Role: agentinstallv1.HostRoleAutoAssign, InstallerArgs: installerArgs,
 			ClusterDeploymentName: &agentinstallv1.ClusterReference{Namespace: ie.Spec.ClusterRef.Namespace, Name: ie.Spec.ClusterRef.Name}},
@@ -351,7 +360,8 @@ func servedIgnition(g Gomega, aci *hiveextv1.AgentClusterInstall, a *agentinstal
 	g.Eventually(func(g Gomega) {
 		req, err := http.NewRequest(http.MethodGet, u, nil)
 		g.Expect(err).NotTo(HaveOccurred())
-		req.Header.Set(assistedapi.AuthHeader, assistedapi.SignAgentToken(signingKey, string(a.OwnerReferences[0].UID)))
+		cred, _ := hostKeys.Load(a.Name)
+		req.Header.Set(assistedapi.HostKeyHeader, cred.(string))
 		resp, err := http.DefaultClient.Do(req)
 		g.Expect(err).NotTo(HaveOccurred())
 		defer resp.Body.Close()

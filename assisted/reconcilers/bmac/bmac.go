@@ -181,12 +181,26 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if requeue, err := r.reportClusterReference(ctx, host, ie); err != nil || requeue {
 		return ctrl.Result{RequeueAfter: time.Second}, err
 	}
-	agent, err := r.agentOf(ctx, host)
+	agents, err := r.agentsOf(ctx, host)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if agent != nil {
+	if r.ConvergedFlow {
+		agents = r.proven(host, agents)
+	}
+	var agent *agentinstallv1.Agent
+	switch len(agents) {
+	case 0:
+	case 1:
+		agent = &agents[0]
 		if err := r.reconcileAgent(ctx, host, ie, agent); err != nil {
+			return ctrl.Result{}, err
+		}
+	default:
+		// More than one Agent reports the host's boot MAC: all but one
+		// are machines that are not this host (or say they have its MAC).
+		// None is approved for it until a person deletes the others.
+		if agent, err = r.refuseClaims(ctx, host, agents); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -203,18 +217,98 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{}, nil
 }
 
-// agentOf is the Agent of the host's namespace with its boot MAC.
-func (r *Reconciler) agentOf(ctx context.Context, host *metal3v1.BareMetalHost) (*agentinstallv1.Agent, error) {
+// agentsOf are the Agents of the host's namespace that report its boot MAC.
+func (r *Reconciler) agentsOf(ctx context.Context, host *metal3v1.BareMetalHost) ([]agentinstallv1.Agent, error) {
 	agents := &agentinstallv1.AgentList{}
 	if err := r.Client.List(ctx, agents, client.InNamespace(host.Namespace)); err != nil {
 		return nil, err
 	}
+	var out []agentinstallv1.Agent
 	for i := range agents.Items {
 		if hasMAC(&agents.Items[i], host.Spec.BootMACAddress) {
-			return &agents.Items[i], nil
+			out = append(out, agents.Items[i])
 		}
 	}
+	return out, nil
+}
+
+// agentOf is the Agent paired with the host: among those reporting its
+// boot MAC, the one BMAC labelled with the host, else the only one; nil
+// when none or several unlabelled ones do.
+func (r *Reconciler) agentOf(ctx context.Context, host *metal3v1.BareMetalHost) (*agentinstallv1.Agent, error) {
+	agents, err := r.agentsOf(ctx, host)
+	if err != nil {
+		return nil, err
+	}
+	for i := range agents {
+		if agents[i].Labels[BMHLabel] == host.Name {
+			return &agents[i], nil
+		}
+	}
+	if len(agents) == 1 {
+		return &agents[0], nil
+	}
 	return nil, nil
+}
+
+// ReasonUnprovenAgent is the reason of the Warning Event on a host when,
+// in the converged flow, an Agent reports the host's boot MAC but did not
+// register with the host's proof.
+const ReasonUnprovenAgent = "UnprovenAgent"
+
+// proven keeps, of the Agents that report the host's boot MAC, those whose
+// registration carried the host's proof (the converged flow: the host
+// engine started their agent for this host); the others are named in an
+// Event and never paired.
+func (r *Reconciler) proven(host *metal3v1.BareMetalHost, agents []agentinstallv1.Agent) []agentinstallv1.Agent {
+	want := host.Name + "/" + string(host.UID)
+	out := agents[:0]
+	for i := range agents {
+		if agents[i].Annotations[agentinstallv1.AgentRegisteredForHostAnnotation] == want {
+			out = append(out, agents[i])
+			continue
+		}
+		r.event(host, corev1.EventTypeWarning, ReasonUnprovenAgent, fmt.Sprintf("Agent %s reports the boot MAC %s of BareMetalHost %s, "+
+			"but the host engine did not start its agent for this host: it is not paired or approved. Delete it if it is no machine of yours",
+			agents[i].Name, host.Spec.BootMACAddress, host.Name))
+	}
+	return out
+}
+
+// ReasonAmbiguousAgents is the reason of the Warning Events on a host and
+// its claimants when more than one Agent reports the host's boot MAC.
+const ReasonAmbiguousAgents = "AmbiguousAgents"
+
+// refuseClaims handles Agents that all report the host's boot MAC: none
+// is approved for the host, and the approval BMAC gave one of them (it
+// labelled it with the host) is withdrawn while its install has not
+// started. It returns the Agent BMAC paired with the host before, if any,
+// for the host's image to stay as it is.
+func (r *Reconciler) refuseClaims(ctx context.Context, host *metal3v1.BareMetalHost, agents []agentinstallv1.Agent) (*agentinstallv1.Agent, error) {
+	names := make([]string, 0, len(agents))
+	for i := range agents {
+		names = append(names, agents[i].Name)
+	}
+	msg := fmt.Sprintf("Agents %s all report the boot MAC %s of BareMetalHost %s: none is approved for it. Delete the Agents of machines that are not this host",
+		strings.Join(names, ", "), host.Spec.BootMACAddress, host.Name)
+	var paired *agentinstallv1.Agent
+	for i := range agents {
+		a := &agents[i]
+		if a.Labels[BMHLabel] != host.Name {
+			continue
+		}
+		paired = a
+		if !a.Spec.Approved || !preInstall(a) {
+			continue
+		}
+		a.Spec.Approved = false
+		if err := r.Client.Update(ctx, a); err != nil {
+			return nil, fmt.Errorf("withdrawing the approval of Agent %s: %w", a.Name, err)
+		}
+		r.event(a, corev1.EventTypeWarning, ReasonAmbiguousAgents, msg+": approval withdrawn")
+	}
+	r.event(host, corev1.EventTypeWarning, ReasonAmbiguousAgents, msg)
+	return paired, nil
 }
 
 // reconcileHost: the host boots the InfraEnv's ISO (live-iso, no
