@@ -53,7 +53,7 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	agent, err := s.updateAgent(ctx, key, func(a *agentinstallv1.Agent) bool {
-		bound := a.Spec.ClusterDeploymentName != nil
+		bound := a.Spec.ClusterDeploymentName != nil && record.AgentClusterReference(a) == nil
 		a.Status.DebugInfo.State = hoststate.Register(a.Status.DebugInfo.State, bound)
 		a.Status.DebugInfo.StateInfo = ""
 		if a.Status.Kind == "" {
@@ -250,7 +250,9 @@ func newAgent(ie *agentinstallv1.InfraEnv, hostID string) *agentinstallv1.Agent 
 	if ie.Spec.AgentApproval != nil && ie.Spec.AgentApproval.AutoApprove {
 		a.Spec.Approved = true
 	}
-	if ref := ie.Spec.ClusterRef; ref != nil {
+	// A clusterRef into another namespace binds nothing (the InfraEnv
+	// controller reports it on the InfraEnv).
+	if ref := ie.Spec.ClusterRef; ref != nil && record.InfraEnvClusterReference(ie) == nil {
 		a.Spec.ClusterDeploymentName = &agentinstallv1.ClusterReference{Name: ref.Name, Namespace: ref.Namespace}
 	}
 	return a
