@@ -128,7 +128,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		}
 		ctrl.LoggerFrom(ctx).Info("Serving the live images", "dir", opts.LiveImageDir)
 	}
-	ds, err := deployserver.New(deployserver.Options{Client: mgr.GetClient(), Key: opts.SigningKey, BaseURL: opts.DeployURL, Clock: opts.Clock, Images: images})
+	ds, err := deployserver.New(deployserver.Options{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("metalshift-deploy-server"),
+		Key: opts.SigningKey, BaseURL: opts.DeployURL, Clock: opts.Clock, Images: images})
 	if err != nil {
 		return err
 	}
