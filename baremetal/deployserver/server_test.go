@@ -62,7 +62,7 @@ func newHost(t *testing.T, ns, name, mac, gen string) *metal3v1.BareMetalHost {
 	g.Expect(env.Client.Create(ctx, ud)).To(Succeed())
 	host := &metal3v1.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: metal3v1.BareMetalHostSpec{BootMACAddress: mac, Online: true, UserData: &corev1.SecretReference{Name: ud.Name},
-			BMC: metal3v1.BMCDetails{Address: "redfish://192.0.2.1/redfish/v1/Systems/1", CredentialsName: "bmc"},
+			BMC:   metal3v1.BMCDetails{Address: "redfish://192.0.2.1/redfish/v1/Systems/1", CredentialsName: "bmc"},
 			Image: &metal3v1.Image{URL: "http://images.example.com/rhcos.raw", Checksum: strings.Repeat("a", 64), ChecksumType: metal3v1.SHA256}}}
 	g.Expect(env.Client.Create(ctx, host)).To(Succeed())
 	setRequest(t, host, gen, true)
