@@ -215,7 +215,7 @@ func TestDuplicateBootMAC(t *testing.T) {
 	}
 	g.Eventually(func() string { return string(get(g, b).Status.Provisioning.State) + ": " + b.Status.ErrorMessage }, 60*time.Second).Should(Equal(string(metal3v1.StateProvisioning) + ": " +
 		"spec.bootMACAddress " + strings.ToUpper(mac) + " is also the boot MAC address of another BareMetalHost, which was there first: " +
-			"this host is not booted until its spec.bootMACAddress is unique"))
+		"this host is not booted until its spec.bootMACAddress is unique"))
 	g.Expect(b.Status.ErrorType).To(Equal(metal3v1.ProvisioningError))
 	g.Expect(lab.Machines[1].Boots()).To(BeZero())
 
