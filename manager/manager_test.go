@@ -32,7 +32,7 @@ func TestFlags(t *testing.T) {
 		"components": "[]", "signing-key-file": "", "workload-connection-retry-interval": "0s",
 		"deploy-listen-address": "", "deploy-url": "", "live-image-dir": "",
 		"ignition-listen-address": "", "ignition-url": "", "ignition-cert-file": "", "ignition-key-file": "", "ignition-ca-file": "",
-		"max-user-data-bytes": "0", "ignition-token-ttl": "24h0m0s",
+		"max-user-data-bytes": "0", "ignition-token-ttl": "4h0m0s", "ignition-fetch-window": "30m0s",
 		"agent-service-listen-address": "", "agent-service-url": "", "agent-poll-interval": "0s",
 		"allow-converged-flow": "true", "agent-service-deploy-url": "",
 		"baremetal-operator": "false", "baremetal-operator-version": "0.0.1-snapshot", "baremetal-operator-operand-image": "metalshift/manager:latest",
