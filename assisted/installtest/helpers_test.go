@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -54,8 +56,15 @@ func world(t *testing.T, n int, subnet string) *sim.Lab {
 		t.Fatal(err)
 	}
 	t.Cleanup(w.Close)
+	// Every test's machines have MAC addresses of their own (the subnet's
+	// last octet): hosts of earlier tests stay in the API, and the hub
+	// boots no host whose boot MAC address another host had first.
+	octet, err := strconv.Atoi(subnet[strings.LastIndex(subnet, ".")+1:])
+	if err != nil {
+		t.Fatalf("subnet %q: %v", subnet, err)
+	}
 	return sim.NewLab(sim.LabOptions{Hosts: n, World: w, Subnet: subnet, NamePrefix: "node", AgentPollInterval: time.Second,
-		Console: console})
+		MACOctet: byte(octet), Console: console})
 }
 
 // testWriter logs to the test until the test ends, and drops what comes
