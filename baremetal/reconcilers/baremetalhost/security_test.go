@@ -202,6 +202,9 @@ func TestDuplicateBootMAC(t *testing.T) {
 		h.Annotations = map[string]string{metal3v1.InspectAnnotation: metal3v1.InspectAnnotationValueDisabled}
 	})
 	waitState(t, a, metal3v1.StateAvailable)
+	// Creation times have seconds: the second host is made in a later one
+	// (within one, namespace and name decide).
+	g.Eventually(func() bool { return time.Now().After(a.CreationTimestamp.Add(time.Second)) }).Should(BeTrue())
 	b, secret := lab.Host(lab.Machines[1], second, true)
 	b.Spec.BootMACAddress = strings.ToUpper(mac)
 	b.Spec.Image, b.Spec.Online = img.image(), true
