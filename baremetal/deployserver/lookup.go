@@ -70,13 +70,12 @@ func (s *Server) lookup(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("%d BareMetalHosts with these MAC addresses boot this image; fix their spec.bootMACAddress", len(hosts)), http.StatusConflict)
 		return
 	}
-	host := hosts[0]
-	if !awaitingAgent(host) {
-		// The engine may have just started the boot.
-		if host, err = s.currentHost(r.Context(), HostID(host), awaitingAgent); err != nil {
-			http.Error(w, "looking the host up failed: "+err.Error(), http.StatusServiceUnavailable)
-			return
-		}
+	// Decided on the API's copy: the engine may have just started the
+	// boot, or the agent just got its token.
+	host, err := s.apiHost(r.Context(), HostID(hosts[0]))
+	if err != nil {
+		http.Error(w, "looking the host up failed: "+err.Error(), http.StatusServiceUnavailable)
+		return
 	}
 	switch {
 	case host == nil || Request(host) == nil || !awaitingAgent(host) && Token(host) == nil:

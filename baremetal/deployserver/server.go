@@ -241,15 +241,24 @@ func (s *Server) currentHost(ctx context.Context, id string, want func(*metal3v1
 	if err != nil || host != nil && want(host) {
 		return host, err
 	}
-	ns, name, _, _ := deployapi.ParseHostID(id) // cachedHost parsed it, or the ID is invalid and Get finds nothing
-	fresh := &metal3v1.BareMetalHost{}
-	if err := s.apiReader.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, fresh); err != nil {
-		return nil, client.IgnoreNotFound(err)
-	}
-	if HostID(fresh) != id {
+	return s.apiHost(ctx, id)
+}
+
+// apiHost reads the host of id from the API; nil when there is none.
+// Callers have checked a signature first.
+func (s *Server) apiHost(ctx context.Context, id string) (*metal3v1.BareMetalHost, error) {
+	ns, name, _, err := deployapi.ParseHostID(id)
+	if err != nil {
 		return nil, nil
 	}
-	return fresh, nil
+	host := &metal3v1.BareMetalHost{}
+	if err := s.apiReader.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, host); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	if HostID(host) != id {
+		return nil, nil
+	}
+	return host, nil
 }
 
 // isCurrent is true for a host whose current request is gen.
@@ -266,7 +275,14 @@ func (s *Server) imageHost(w http.ResponseWriter, r *http.Request, spent bool) (
 		http.Error(w, "invalid or expired image URL", http.StatusForbidden)
 		return nil, u, false
 	}
-	host, err := s.currentHost(r.Context(), u.HostID, isCurrent(u.Generation))
+	var host *metal3v1.BareMetalHost
+	if spent {
+		// The boot configuration: decided on the API's copy, which has the
+		// token's record as soon as it is handed out.
+		host, err = s.apiHost(r.Context(), u.HostID)
+	} else {
+		host, err = s.currentHost(r.Context(), u.HostID, isCurrent(u.Generation))
+	}
 	switch {
 	case err != nil:
 		http.Error(w, "reading the host failed; retry", http.StatusServiceUnavailable)
@@ -573,14 +589,12 @@ func (s *Server) serveByMAC(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "no network boot for "+mac, http.StatusNotFound)
 		return
 	}
-	if !awaitingAgent(host) {
-		// The engine may have just started the boot.
-		fresh, err := s.currentHost(r.Context(), HostID(host), awaitingAgent)
-		if err != nil {
-			http.Error(w, "reading the host failed", http.StatusServiceUnavailable)
-			return
-		}
-		host = fresh
+	// Decided on the API's copy: the engine may have just started the
+	// boot, or the agent just got its token.
+	host, err := s.apiHost(r.Context(), HostID(host))
+	if err != nil {
+		http.Error(w, "reading the host failed", http.StatusServiceUnavailable)
+		return
 	}
 	if host == nil || !awaitingAgent(host) {
 		http.Error(w, "no network boot for "+mac, http.StatusNotFound)

@@ -69,7 +69,7 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 			_ = json.NewEncoder(w).Encode(deployapi.TokenResponse{Token: token, Generation: gen})
 			return
 		case apierrors.IsConflict(err) && attempt < tokenAttempts:
-			host, err = s.currentHost(r.Context(), id, func(*metal3v1.BareMetalHost) bool { return false })
+			host, err = s.apiHost(r.Context(), id)
 		case apierrors.IsConflict(err):
 			http.Error(w, "the host changed; ask again", http.StatusServiceUnavailable)
 			return
@@ -122,7 +122,8 @@ func (s *Server) issue(ctx context.Context, host *metal3v1.BareMetalHost, gen, s
 // refuse records an ask for a token that was handed out: a Warning Event,
 // and the count, time and source in the token's record, which the engine
 // turns into a condition. The record is written with the host's
-// resourceVersion; a conflict drops it (the Event stays).
+// resourceVersion, read again from the API after a conflict (the cache may
+// be behind the agent's last report).
 func (s *Server) refuse(ctx context.Context, host *metal3v1.BareMetalHost, source string) {
 	rec := Token(host)
 	if s.recorder != nil {
@@ -131,11 +132,28 @@ func (s *Server) refuse(ctx context.Context, host *metal3v1.BareMetalHost, sourc
 				"Another machine has this request's ticket, or the host booted its deploy image twice",
 			rec.Generation, source, rec.Source, rec.IssuedAt.UTC().Format(time.RFC3339))
 	}
-	base := host.DeepCopy()
+	gen := rec.Generation
 	now := metav1.NewTime(s.clock.Now().Truncate(time.Second))
-	rec.Refusals++
-	rec.LastRefusalTime, rec.LastRefusalSource = &now, source
-	if err := s.client.Status().Patch(ctx, host, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+	var err error
+	for attempt := 1; attempt <= tokenAttempts; attempt++ {
+		if attempt > 1 {
+			fresh := &metal3v1.BareMetalHost{}
+			if err = s.apiReader.Get(ctx, client.ObjectKeyFromObject(host), fresh); err != nil {
+				break
+			}
+			host = fresh
+		}
+		if rec = Token(host); rec == nil || rec.Generation != gen {
+			return // the request changed meanwhile: its record is gone
+		}
+		base := host.DeepCopy()
+		rec.Refusals++
+		rec.LastRefusalTime, rec.LastRefusalSource = &now, source
+		if err = s.client.Status().Patch(ctx, host, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); !apierrors.IsConflict(err) {
+			break
+		}
+	}
+	if err != nil {
 		ctrl.LoggerFrom(ctx).Info("Recording a refused ask for an agent token failed", "host", client.ObjectKeyFromObject(host), "error", err.Error())
 	}
 }
