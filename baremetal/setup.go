@@ -217,7 +217,8 @@ func newDeployServer(mgr ctrl.Manager, opts Options, images *imageservice.Images
 			return nil, fmt.Errorf("the deploy server's CA: %w", err)
 		}
 	}
-	return deployserver.New(deployserver.Options{Client: mgr.GetClient(), Key: opts.SigningKey, BaseURL: opts.DeployURL, CA: ca, Clock: opts.Clock, Images: images})
+	return deployserver.New(deployserver.Options{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("metalshift-deploy-server"),
+		Key: opts.SigningKey, BaseURL: opts.DeployURL, CA: ca, Clock: opts.Clock, Images: images})
 }
 
 // addDeployServers adds the deploy server, and its plain http boot

@@ -42,10 +42,15 @@ func Component() component.Component {
 			fs.IntVar(&o.MaxUserDataBytes, "max-user-data-bytes", 0, "Largest Ignition config put in user data as is (default 64 KiB)")
 			fs.DurationVar(&o.TokenTTL, "ignition-token-ttl", ignitionserver.DefaultTokenTTL,
 				"How long the token of a served Ignition config is valid; a machine that boots later is refused (its config is re-signed while it waits for a host)")
+			fs.DurationVar(&o.FetchWindow, "ignition-fetch-window", ignitionserver.DefaultFetchWindow,
+				"How long after its first fetch a served Ignition config is served again (a retried first boot); later fetches are refused")
 		},
 		Complete: func(hub *component.Options) error {
 			if o.TokenTTL <= 0 {
 				return fmt.Errorf("--ignition-token-ttl must be positive, not %s", o.TokenTTL)
+			}
+			if o.FetchWindow <= 0 {
+				return fmt.Errorf("--ignition-fetch-window must be positive, not %s", o.FetchWindow)
 			}
 			if o.ListenAddr != "" && len(hub.SigningKey) == 0 {
 				return errors.New("--signing-key-file is required with --ignition-listen-address")
@@ -104,7 +109,8 @@ func addIgnitionServer(mgr ctrl.Manager, o ignitionserver.Config, clk clock.Pass
 		o.URL = files.Scheme() + "://" + o.ListenAddr
 	}
 	// Secrets are read directly: Cluster API's manager keeps them out of the cache.
-	s, err := ignitionserver.New(ignitionserver.Options{Client: mgr.GetClient(), Key: o.SigningKey, BaseURL: o.URL, CAFile: o.CAFile, TokenTTL: o.TokenTTL, Clock: clk})
+	s, err := ignitionserver.New(ignitionserver.Options{Client: mgr.GetClient(), Key: o.SigningKey, BaseURL: o.URL, CAFile: o.CAFile, TokenTTL: o.TokenTTL,
+		FetchWindow: o.FetchWindow, Clock: clk})
 	if err != nil {
 		return nil, err
 	}

@@ -15,7 +15,7 @@ import (
 	deployapi "github.com/metalshift/metalshift/api/deploy/v1"
 )
 
-var hostCfg = deployapi.BootConfig{EngineURL: "http://10.0.2.2:6180", HostID: "ns~h~abc", Token: "123.sig"}
+var hostCfg = deployapi.BootConfig{EngineURL: "http://10.0.2.2:6180", HostID: "ns~h~abc", Ticket: "0000000000000001.123.sig"}
 
 // TestLightISO: the light ISO carries the host's configuration in its host
 // region, read through the filesystem as GRUB would; reading it in ranges
@@ -72,7 +72,7 @@ func TestHostInitrd(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred(), "%s", out)
 		data, err := os.ReadFile(filepath.Join(dir, deployapi.BootConfigFile))
 		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(string(data)).To(ContainSubstring(hostCfg.Token))
+		g.Expect(string(data)).To(ContainSubstring(hostCfg.Ticket))
 	}
 
 	big := hostCfg

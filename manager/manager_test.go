@@ -34,7 +34,7 @@ func TestFlags(t *testing.T) {
 		"deploy-cert-file": "", "deploy-key-file": "", "deploy-ca-file": "", "deploy-insecure-http": "false",
 		"deploy-boot-listen-address": "", "deploy-boot-url": "",
 		"ignition-listen-address": "", "ignition-url": "", "ignition-cert-file": "", "ignition-key-file": "", "ignition-ca-file": "",
-		"ignition-insecure-http": "false", "max-user-data-bytes": "0", "ignition-token-ttl": "24h0m0s",
+		"ignition-insecure-http": "false", "max-user-data-bytes": "0", "ignition-token-ttl": "4h0m0s", "ignition-fetch-window": "30m0s",
 		"agent-service-listen-address": "", "agent-service-url": "", "agent-poll-interval": "0s",
 		"agent-service-cert-file": "", "agent-service-key-file": "", "agent-service-ca-file": "", "agent-service-insecure-http": "false",
 		"allow-converged-flow": "true", "agent-service-deploy-url": "", "agent-service-deploy-ca-file": "",

@@ -49,8 +49,11 @@ type Options struct {
 	MACs []string
 }
 
-// Run asks the engine for work and does it until ctx ends (the host is
-// powered off or rebooted). Errors talking to the engine are retried.
+// Run exchanges the boot's ticket for its request's agent token, then asks
+// the engine for work and does it, until its final report is accepted or
+// the engine refuses the token (the request ended or is gone); then it
+// waits for ctx to end (the host is powered off or rebooted). Errors
+// talking to the engine are retried.
 func Run(ctx context.Context, opts Options) error {
 	if opts.PollInterval == 0 {
 		opts.PollInterval = 2 * time.Second
@@ -69,8 +72,18 @@ func Run(ctx context.Context, opts Options) error {
 		opts.Config = cfg
 	}
 	a := &agent{opts: opts, session: newSession()}
+	if err := a.exchange(ctx); err != nil {
+		if ctx.Err() == nil {
+			opts.Logf("%v", err)
+		}
+		<-ctx.Done()
+		return nil
+	}
 	for {
-		a.step(ctx)
+		if err := a.step(ctx); errors.Is(err, errFinished) {
+			<-ctx.Done()
+			return nil
+		}
 		select {
 		case <-ctx.Done():
 			return nil
@@ -81,39 +94,112 @@ func Run(ctx context.Context, opts Options) error {
 
 type agent struct {
 	opts Options
-	// session identifies this boot of the agent in its reports.
+	// session identifies this boot of the agent in its token request and
+	// reports.
 	session string
-	// last is the final report of the last request handled; it is
-	// repeated while the engine still asks for that request.
+	// token is the request's agent token, from the exchange of the ticket.
+	token string
+	// generation is the request the token is for.
+	generation string
+	// last is the final report of the request, repeated until the engine
+	// accepts it.
 	last *deployapi.StatusReport
+	// lastErr is the last error logged, so that a repeated one is not.
+	lastErr string
 }
 
-func (a *agent) step(ctx context.Context) {
+// errFinished: the agent has nothing more to do in this boot.
+var errFinished = errors.New("finished")
+
+// exchange trades the boot's ticket for the request's agent token, asking
+// again while the engine cannot answer. A refusal is final: the ticket was
+// spent (by another boot, or someone else that had it), expired, or is for
+// a request that is gone; the engine boots the host again for a new one.
+func (a *agent) exchange(ctx context.Context) error {
+	body, _ := json.Marshal(deployapi.TokenRequest{Session: a.session})
+	for {
+		resp, err := a.do(ctx, http.MethodPost, deployapi.TokenPath, a.opts.Config.Ticket, body)
+		if err == nil {
+			var tr deployapi.TokenResponse
+			err = json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&tr)
+			resp.Body.Close()
+			if err == nil && tr.Token != "" {
+				a.token, a.generation = tr.Token, tr.Generation
+				a.opts.Logf("Got the agent token of request %s", tr.Generation)
+				return nil
+			}
+			err = fmt.Errorf("decoding the agent token: %w", err)
+		}
+		var se *statusError
+		if errors.As(err, &se) && se.permanent() {
+			return fmt.Errorf("the engine refused this boot's ticket; nothing more to do until the host is booted again: %w", err)
+		}
+		a.logOnce("Asking the engine for the agent token: %v", err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(a.opts.PollInterval):
+		}
+	}
+}
+
+// step asks for instructions and runs them, or repeats the final report;
+// errFinished means there is nothing more to do.
+func (a *agent) step(ctx context.Context) error {
+	if a.last != nil {
+		return a.finalReport(ctx)
+	}
 	ins, err := a.instructions(ctx)
 	if err != nil {
-		a.opts.Logf("Asking the engine for instructions: %v", err)
-		return
+		return a.failed("Asking the engine for instructions: %v", err)
 	}
 	if ins.Action == deployapi.ActionWait {
-		return
-	}
-	if a.last != nil && a.last.Generation == ins.Generation {
-		_ = a.report(ctx, *a.last)
-		return
+		return nil
 	}
 	// Claim the request before touching a disk: the engine records the
 	// claim for this session, and refuses it when another boot of the agent
 	// claimed the request already. Without an accepted claim nothing is
 	// written; the next poll tries again.
 	if err := a.report(ctx, deployapi.StatusReport{Action: ins.Action, Generation: ins.Generation, Phase: deployapi.PhaseRunning, Session: a.session}); err != nil {
-		return
+		return a.failed("Claiming request %s: %v", ins.Generation, err)
 	}
 	rep := a.run(ctx, ins)
 	if ctx.Err() != nil {
-		return
+		return nil
 	}
 	a.last = &rep
-	_ = a.report(ctx, rep)
+	return a.finalReport(ctx)
+}
+
+// finalReport sends the request's final report until it is accepted (or
+// the engine says the request ended).
+func (a *agent) finalReport(ctx context.Context) error {
+	err := a.report(ctx, *a.last)
+	if err == nil {
+		a.opts.Logf("The engine has the outcome of request %s", a.last.Generation)
+		return errFinished
+	}
+	return a.failed("Reporting %s %s: %v", a.last.Action, a.last.Phase, err)
+}
+
+// failed logs an error once and returns errFinished when the engine
+// refused the token for good.
+func (a *agent) failed(format string, args ...any) error {
+	err := fmt.Errorf(format, args...)
+	var se *statusError
+	if errors.As(err, &se) && se.code == http.StatusGone {
+		a.opts.Logf("%v; nothing more to do until the host is booted again", err)
+		return errFinished
+	}
+	a.logOnce("%v", err)
+	return err
+}
+
+func (a *agent) logOnce(format string, args ...any) {
+	if msg := fmt.Sprintf(format, args...); msg != a.lastErr {
+		a.lastErr = msg
+		a.opts.Logf("%s", msg)
+	}
 }
 
 func (a *agent) run(ctx context.Context, ins *deployapi.Instructions) deployapi.StatusReport {
@@ -150,7 +236,7 @@ func (a *agent) run(ctx context.Context, ins *deployapi.Instructions) deployapi.
 }
 
 func (a *agent) instructions(ctx context.Context) (*deployapi.Instructions, error) {
-	resp, err := a.call(ctx, http.MethodGet, deployapi.InstructionsPath, nil)
+	resp, err := a.do(ctx, http.MethodGet, deployapi.InstructionsPath, a.token, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -164,9 +250,8 @@ func (a *agent) instructions(ctx context.Context) (*deployapi.Instructions, erro
 
 func (a *agent) report(ctx context.Context, rep deployapi.StatusReport) error {
 	data, _ := json.Marshal(rep)
-	resp, err := a.call(ctx, http.MethodPost, deployapi.StatusPath, data)
+	resp, err := a.do(ctx, http.MethodPost, deployapi.StatusPath, a.token, data)
 	if err != nil {
-		a.opts.Logf("Reporting %s %s: %v", rep.Action, rep.Phase, err)
 		return err
 	}
 	resp.Body.Close()
@@ -180,7 +265,25 @@ func newSession() string {
 	return hex.EncodeToString(b)
 }
 
-func (a *agent) call(ctx context.Context, method, pathFmt string, body []byte) (*http.Response, error) {
+// statusError is an answer of the engine other than success.
+type statusError struct {
+	code int
+	msg  string
+}
+
+func (e *statusError) Error() string { return e.msg }
+
+// permanent: asking again with the same credential cannot succeed.
+func (e *statusError) permanent() bool {
+	switch e.code {
+	case http.StatusUnauthorized, http.StatusNotFound, http.StatusConflict, http.StatusGone:
+		return true
+	}
+	return false
+}
+
+// do calls the engine with bearer as the credential.
+func (a *agent) do(ctx context.Context, method, pathFmt, bearer string, body []byte) (*http.Response, error) {
 	url := strings.TrimSuffix(a.opts.Config.EngineURL, "/") + fmt.Sprintf(pathFmt, a.opts.Config.HostID)
 	var rd io.Reader
 	if body != nil {
@@ -190,7 +293,7 @@ func (a *agent) call(ctx context.Context, method, pathFmt string, body []byte) (
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Authorization", "Bearer "+a.opts.Config.Token)
+	req.Header.Set("Authorization", "Bearer "+bearer)
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
@@ -201,7 +304,7 @@ func (a *agent) call(ctx context.Context, method, pathFmt string, body []byte) (
 	if resp.StatusCode >= 300 {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
 		resp.Body.Close()
-		return nil, fmt.Errorf("%s %s: %s: %s", method, url, resp.Status, bytes.TrimSpace(msg))
+		return nil, &statusError{code: resp.StatusCode, msg: fmt.Sprintf("%s %s: %s: %s", method, url, resp.Status, bytes.TrimSpace(msg))}
 	}
 	return resp, nil
 }

@@ -78,8 +78,8 @@ func lookupOnce(ctx context.Context, c *http.Client, url string, body []byte) (d
 	if err := json.NewDecoder(resp.Body).Decode(&cfg); err != nil {
 		return cfg, fmt.Errorf("decoding the lookup answer: %w", err)
 	}
-	if cfg.EngineURL == "" || cfg.HostID == "" || cfg.Token == "" {
-		return cfg, errors.New("the lookup answer has no engineURL, hostID or token")
+	if cfg.EngineURL == "" || cfg.HostID == "" || cfg.Ticket == "" {
+		return cfg, errors.New("the lookup answer has no engineURL, hostID or ticket")
 	}
 	return cfg, nil
 }

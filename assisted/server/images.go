@@ -82,6 +82,10 @@ func (s *Server) serveImage(w http.ResponseWriter, r *http.Request) {
 	}
 	unix, _ := strconv.ParseInt(q.Get("expires"), 10, 64)
 	exp := time.Unix(unix, 0)
+	if cfg.Lookup != nil {
+		// The lookup credential expires with the image's URL.
+		cfg.Lookup.Token = deployapi.SignLookupToken(s.opts.Key, cfg.Lookup.Scope, exp)
+	}
 	w.Header().Set("Cache-Control", "no-store")
 	switch r.PathValue("file") {
 	case isoFile:
@@ -156,8 +160,7 @@ func (s *Server) DiscoveryConfig(ctx context.Context, ie *agentinstallv1.InfraEn
 			return cfg, "", record.InputError(fmt.Errorf("InfraEnv %s is annotated %s, but the agent service does not know the host engine's deploy URL (--agent-service-deploy-url)",
 				ie.Name, EnableIronicAgentAnnotation))
 		}
-		scope := ImageScope(ie)
-		cfg.Lookup = &deployapi.Lookup{EngineURL: s.opts.DeployURL, Scope: scope, Token: deployapi.SignLookupToken(s.opts.Key, scope)}
+		cfg.Lookup = &deployapi.Lookup{EngineURL: s.opts.DeployURL, Scope: ImageScope(ie)}
 		cfg.CACert = pemOf(s.opts.DeployCA) // the deploy agent's, for the lookup and its host's API
 	}
 	parts := []any{d, string(ie.Spec.ImageType), ie.Spec.CpuArchitecture}
@@ -166,6 +169,10 @@ func (s *Server) DiscoveryConfig(ctx context.Context, ie *agentinstallv1.InfraEn
 	}
 	digest := record.Digest(parts...)
 	d.Token = assistedToken(s.opts.Key, ie)
+	if cfg.Lookup != nil {
+		// Sized here with a week's expiry; serveImage signs it with its URL's.
+		cfg.Lookup.Token = deployapi.SignLookupToken(s.opts.Key, cfg.Lookup.Scope, s.opts.Clock.Now().Add(imageURLValid))
+	}
 	initrd, err := imageservice.HostInitrd(cfg)
 	if err != nil {
 		return cfg, "", err

@@ -41,16 +41,18 @@ func ImageScope(rawURL string) string {
 }
 
 // lookup answers an agent booted from an image that is not per-host: the
-// boot configuration of the one host that has one of its MAC addresses
-// and whose PreprovisioningImage serves the image the credential is for.
+// boot configuration, with the ticket of its current request, of the one
+// host that has one of its MAC addresses, whose PreprovisioningImage serves
+// the image the credential is for, and which the engine booted for that
+// request and whose agent has not got the request's token yet.
 func (s *Server) lookup(w http.ResponseWriter, r *http.Request) {
 	var req deployapi.LookupRequest
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&req); err != nil {
 		http.Error(w, "invalid lookup: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	if err := deployapi.VerifyLookupToken(s.key, req.Scope, req.Token); err != nil {
-		http.Error(w, err.Error(), http.StatusUnauthorized)
+	if err := deployapi.VerifyLookupToken(s.key, req.Scope, req.Token, s.clock.Now()); err != nil {
+		http.Error(w, "invalid or expired lookup credential: the image's URL has expired, boot a new one", http.StatusUnauthorized)
 		return
 	}
 	hosts, err := s.hostsServing(r.Context(), req)
@@ -68,7 +70,23 @@ func (s *Server) lookup(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("%d BareMetalHosts with these MAC addresses boot this image; fix their spec.bootMACAddress", len(hosts)), http.StatusConflict)
 		return
 	}
-	cfg, err := s.hostBootConfig(r.Context(), hosts[0], s.clock.Now().Add(s.ttl))
+	// Decided on the API's copy: the engine may have just started the
+	// boot, or the agent just got its token.
+	host, err := s.apiHost(r.Context(), HostID(hosts[0]))
+	if err != nil {
+		http.Error(w, "looking the host up failed: "+err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	switch {
+	case host == nil || Request(host) == nil || !awaitingAgent(host) && Token(host) == nil:
+		http.Error(w, fmt.Sprintf("no BareMetalHost with MAC address %s boots this image now: it is booted by the host engine for a host whose PreprovisioningImage serves it, not by hand",
+			strings.Join(req.MACs, ", ")), http.StatusNotFound)
+		return
+	case !awaitingAgent(host):
+		http.Error(w, "the deploy agent of this host's current request has its token already", http.StatusConflict)
+		return
+	}
+	cfg, err := s.hostBootConfig(r.Context(), host, generation(host), s.clock.Now().Add(s.ttl))
 	if err != nil {
 		http.Error(w, "the host's boot configuration: "+err.Error(), http.StatusServiceUnavailable)
 		return

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -43,12 +43,16 @@ const (
 
 // Server serves hosts. Create it with New. It keeps no state of its own:
 // what a host must do is its BareMetalHost's status.deployAgent.request,
-// and an agent's report is written to status.deployAgent.report, so any
-// number of replicas can serve the same hosts.
+// the agent token handed out for it is recorded (hashed) in
+// status.deployAgent.token, and an agent's report is written to
+// status.deployAgent.report, so any number of replicas can serve the same
+// hosts.
 type Server struct {
-	client  client.Client
-	key     []byte
-	baseURL string
+	client    client.Client
+	apiReader client.Reader
+	recorder  events.EventRecorder
+	key       []byte
+	baseURL   string
 	// imageBase is where the files an iPXE script loads are fetched:
 	// baseURL, or the boot URL of BootHandler.
 	imageBase string
@@ -61,9 +65,15 @@ type Server struct {
 // Options configure a Server.
 type Options struct {
 	// Client reads BareMetalHosts (a cached client suits: agents poll) and
-	// their Secrets, and patches the hosts' status with reports.
+	// their Secrets, and patches the hosts' status with tokens and reports.
 	Client client.Client
-	// Key signs tokens and URLs; keep it across restarts.
+	// APIReader reads a host again when the cached copy may be behind the
+	// engine's last write (a boot it just started); nil means Client.
+	APIReader client.Reader
+	// Recorder records an Event when a request's agent token is asked for
+	// again; nil records none.
+	Recorder events.EventRecorder
+	// Key signs tickets and URLs; keep it across restarts.
 	Key []byte
 	// BaseURL is how hosts reach this server, e.g. https://192.0.2.1:6180.
 	BaseURL string
@@ -72,12 +82,18 @@ type Options struct {
 	CA *serving.CA
 	// Clock is the time source; nil means the real clock.
 	Clock clock.PassiveClock
-	// TTL is how long URLs and agent tokens stay valid; 0 means 24 hours.
+	// TTL is how long image URLs and the tickets in them stay valid; 0
+	// means DefaultTTL.
 	TTL time.Duration
 	// Images are the deploy images served; nil means the light images,
 	// which only simulated machines boot (see imageservice.LightImages).
 	Images *imageservice.Images
 }
+
+// DefaultTTL is how long a deploy image's URLs and ticket are valid: the
+// engine boots the image as soon as it signs them, and boots it again
+// with new ones when the agent does not report within its timeout.
+const DefaultTTL = time.Hour
 
 // New returns a Server.
 func New(opts Options) (*Server, error) {
@@ -91,7 +107,10 @@ func New(opts Options) (*Server, error) {
 		opts.Clock = clock.RealClock{}
 	}
 	if opts.TTL == 0 {
-		opts.TTL = 24 * time.Hour
+		opts.TTL = DefaultTTL
+	}
+	if opts.APIReader == nil {
+		opts.APIReader = opts.Client
 	}
 	if opts.Images == nil {
 		im, err := imageservice.LightImages()
@@ -101,8 +120,8 @@ func New(opts Options) (*Server, error) {
 		opts.Images = im
 	}
 	base := strings.TrimSuffix(opts.BaseURL, "/")
-	return &Server{client: opts.Client, key: opts.Key, baseURL: base, imageBase: base, ca: opts.CA, clock: opts.Clock, ttl: opts.TTL,
-		images: opts.Images}, nil
+	return &Server{client: opts.Client, apiReader: opts.APIReader, recorder: opts.Recorder, key: opts.Key,
+		baseURL: base, imageBase: base, ca: opts.CA, clock: opts.Clock, ttl: opts.TTL, images: opts.Images}, nil
 }
 
 // CheckBootConfig makes host's boot configuration as its deploy image
@@ -112,7 +131,7 @@ func New(opts Options) (*Server, error) {
 // engine calls it before it boots the agent, so that a person reads the
 // cause in the host's status instead of waiting for the agent's timeout.
 func (s *Server) CheckBootConfig(ctx context.Context, host *metal3v1.BareMetalHost) error {
-	cfg, err := s.hostBootConfig(ctx, host, s.clock.Now().Add(s.ttl))
+	cfg, err := s.hostBootConfig(ctx, host, generation(host), s.clock.Now().Add(s.ttl))
 	if err != nil {
 		return err
 	}
@@ -130,14 +149,15 @@ func HostID(host *metal3v1.BareMetalHost) string {
 	return deployapi.HostID(host.Namespace, host.Name, string(host.UID))
 }
 
-// DeployImage returns freshly signed URLs of the deploy image for host.
+// DeployImage returns freshly signed URLs of the deploy image for host's
+// current request.
 func (s *Server) DeployImage(host *metal3v1.BareMetalHost) provisioner.DeployImage {
-	id := HostID(host)
-	exp := s.clock.Now().Add(s.ttl)
-	return provisioner.DeployImage{
-		ISOURL:  s.baseURL + ISOPath + "?" + deployapi.SignURLQuery(s.key, ISOPath, id, exp),
-		IPXEURL: s.baseURL + IPXEPath + "?" + deployapi.SignURLQuery(s.key, IPXEPath, id, exp),
-	}
+	id, gen, exp := HostID(host), generation(host), s.clock.Now().Add(s.ttl)
+	return provisioner.DeployImage{ISOURL: s.signedURL(ISOPath, id, gen, exp), IPXEURL: s.signedURL(IPXEPath, id, gen, exp)}
+}
+
+func (s *Server) signedURL(path, id, gen string, exp time.Time) string {
+	return s.baseURL + path + "?" + deployapi.SignHostURLQuery(s.key, path, id, gen, exp)
 }
 
 // Request returns the host's current deploy agent request, or nil.
@@ -157,6 +177,39 @@ func Report(host *metal3v1.BareMetalHost) *metal3v1.DeployAgentReport {
 	return host.Status.DeployAgent.Report
 }
 
+// Token returns the record of the agent token handed out for the host's
+// current request, or nil while none was.
+func Token(host *metal3v1.BareMetalHost) *metal3v1.DeployAgentToken {
+	req := Request(host)
+	if req == nil || host.Status.DeployAgent.Token == nil || host.Status.DeployAgent.Token.Generation != req.Generation {
+		return nil
+	}
+	return host.Status.DeployAgent.Token
+}
+
+func generation(host *metal3v1.BareMetalHost) string {
+	if req := Request(host); req != nil {
+		return req.Generation
+	}
+	return ""
+}
+
+// awaitingAgent reports whether the engine has booted (or is booting) the
+// deploy image for the host's current request and its agent has not got
+// the request's token yet: the only time a boot configuration with the
+// request's ticket is handed out by MAC address or lookup.
+func awaitingAgent(host *metal3v1.BareMetalHost) bool {
+	req := Request(host)
+	return req != nil && (req.BootStartedAt != nil || req.BootedAt != nil) && Token(host) == nil && Report(host) == nil
+}
+
+// ended reports whether the current request's report is final: its token
+// is refused from then on.
+func ended(host *metal3v1.BareMetalHost) bool {
+	rep := Report(host)
+	return rep != nil && rep.Phase != deployapi.PhaseRunning
+}
+
 // Handler serves the images and the agent API.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
@@ -166,45 +219,104 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET "+InitrdPath, s.serveKernel)
 	mux.HandleFunc("GET "+HostInitrdPath, s.serveHostInitrd)
 	mux.HandleFunc("GET "+PXEPath+"{mac}", s.serveByMAC)
+	mux.HandleFunc("POST /deploy/v1/hosts/{id}/token", s.token)
 	mux.HandleFunc("GET /deploy/v1/hosts/{id}/instructions", s.instructions)
 	mux.HandleFunc("POST /deploy/v1/hosts/{id}/status", s.status)
 	mux.HandleFunc("POST "+deployapi.LookupPath, s.lookup)
 	return mux
 }
 
-// signedHost verifies a signed image URL and returns its host ID and
-// expiry.
-func (s *Server) signedHost(w http.ResponseWriter, r *http.Request) (string, time.Time, bool) {
-	q := r.URL.Query()
-	id := q.Get("host")
-	if err := deployapi.VerifyURL(s.key, r.URL.Path, id, q.Get("expires"), q.Get("signature"), s.clock.Now()); err != nil {
-		http.Error(w, "invalid or expired image URL", http.StatusForbidden)
-		return "", time.Time{}, false
-	}
-	unix, _ := strconv.ParseInt(q.Get("expires"), 10, 64) // VerifyURL parsed it
-	return id, time.Unix(unix, 0), true
-}
-
-// bootConfig is what the agent of host id is told. Its token expires with
-// the URL it was served from: every request of one URL gets the same bytes,
-// so a BMC may read an ISO in ranges. The host's preprovisioning network
-// data goes along.
-func (s *Server) bootConfig(ctx context.Context, id string, expiry time.Time) (deployapi.BootConfig, error) {
+// cachedHost returns the host of id from the client's cache; nil when
+// there is none.
+func (s *Server) cachedHost(ctx context.Context, id string) (*metal3v1.BareMetalHost, error) {
 	ns, name, _, err := deployapi.ParseHostID(id)
 	if err != nil {
-		return deployapi.BootConfig{}, err
+		return nil, nil
 	}
 	host := &metal3v1.BareMetalHost{}
-	if err := s.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, host); err != nil || HostID(host) != id {
-		return deployapi.BootConfig{}, fmt.Errorf("unknown host")
+	if err := s.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, host); err != nil {
+		return nil, client.IgnoreNotFound(err)
 	}
-	return s.hostBootConfig(ctx, host, expiry)
+	if HostID(host) != id {
+		return nil, nil
+	}
+	return host, nil
 }
 
-// hostBootConfig is bootConfig for a host at hand.
-func (s *Server) hostBootConfig(ctx context.Context, host *metal3v1.BareMetalHost, expiry time.Time) (deployapi.BootConfig, error) {
+// currentHost is cachedHost, read again from the API when the cached copy
+// is missing or want does not hold for it: the cache may be behind the
+// engine's last write. Callers have checked a signature first.
+func (s *Server) currentHost(ctx context.Context, id string, want func(*metal3v1.BareMetalHost) bool) (*metal3v1.BareMetalHost, error) {
+	host, err := s.cachedHost(ctx, id)
+	if err != nil || host != nil && want(host) {
+		return host, err
+	}
+	return s.apiHost(ctx, id)
+}
+
+// apiHost reads the host of id from the API; nil when there is none.
+// Callers have checked a signature first.
+func (s *Server) apiHost(ctx context.Context, id string) (*metal3v1.BareMetalHost, error) {
+	ns, name, _, err := deployapi.ParseHostID(id)
+	if err != nil {
+		return nil, nil
+	}
+	host := &metal3v1.BareMetalHost{}
+	if err := s.apiReader.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, host); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	if HostID(host) != id {
+		return nil, nil
+	}
+	return host, nil
+}
+
+// isCurrent is true for a host whose current request is gen.
+func isCurrent(gen string) func(*metal3v1.BareMetalHost) bool {
+	return func(h *metal3v1.BareMetalHost) bool { return generation(h) == gen }
+}
+
+// imageHost verifies a signed image URL and returns its host, which has
+// the URL's request as its current one; it answers the request itself
+// otherwise. spent refuses a request whose token was handed out already.
+func (s *Server) imageHost(w http.ResponseWriter, r *http.Request, spent bool) (*metal3v1.BareMetalHost, deployapi.HostURL, bool) {
+	u, err := deployapi.VerifyHostURL(s.key, r.URL.Path, r.URL.Query(), s.clock.Now())
+	if err != nil {
+		http.Error(w, "invalid or expired image URL", http.StatusForbidden)
+		return nil, u, false
+	}
+	var host *metal3v1.BareMetalHost
+	if spent {
+		// The boot configuration: decided on the API's copy, which has the
+		// token's record as soon as it is handed out.
+		host, err = s.apiHost(r.Context(), u.HostID)
+	} else {
+		host, err = s.currentHost(r.Context(), u.HostID, isCurrent(u.Generation))
+	}
+	switch {
+	case err != nil:
+		http.Error(w, "reading the host failed; retry", http.StatusServiceUnavailable)
+		return nil, u, false
+	case host == nil:
+		http.Error(w, "unknown host", http.StatusNotFound)
+		return nil, u, false
+	case generation(host) != u.Generation || ended(host):
+		http.Error(w, fmt.Sprintf("this image is for request %s, which is not the host's current request", u.Generation), http.StatusGone)
+		return nil, u, false
+	case spent && Token(host) != nil:
+		http.Error(w, fmt.Sprintf("the deploy agent of request %s has its token: its boot configuration is not served again", u.Generation), http.StatusGone)
+		return nil, u, false
+	}
+	return host, u, true
+}
+
+// hostBootConfig is what the agent of host is told for request gen: the
+// request's ticket, expiring with the URL it was served from (every request
+// of one URL gets the same bytes, so a BMC may read an ISO in ranges), and
+// the host's preprovisioning network data.
+func (s *Server) hostBootConfig(ctx context.Context, host *metal3v1.BareMetalHost, gen string, expiry time.Time) (deployapi.BootConfig, error) {
 	id, ns := HostID(host), host.Namespace
-	cfg := deployapi.BootConfig{EngineURL: s.baseURL, HostID: id, Token: deployapi.SignToken(s.key, id, expiry), CACert: string(s.ca.PEM())}
+	cfg := deployapi.BootConfig{EngineURL: s.baseURL, HostID: id, Ticket: deployapi.SignTicket(s.key, id, gen, expiry), CACert: string(s.ca.PEM())}
 	if n := host.Spec.PreprovisioningNetworkDataName; n != "" {
 		// nmstate only: the networkData key holds OpenStack's
 		// network_data.json, for the config drive.
@@ -218,7 +330,10 @@ func (s *Server) hostBootConfig(ctx context.Context, host *metal3v1.BareMetalHos
 }
 
 func (s *Server) serveISO(w http.ResponseWriter, r *http.Request) {
-	id, exp, ok := s.signedHost(w, r)
+	// The ISO is served for as long as its request is current, also after
+	// the agent got its token: a BMC reads virtual media in ranges, and
+	// every read must see the same bytes. Its ticket is spent by then.
+	host, u, ok := s.imageHost(w, r, false)
 	if !ok {
 		return
 	}
@@ -226,40 +341,40 @@ func (s *Server) serveISO(w http.ResponseWriter, r *http.Request) {
 	// the ISO in many ranges); a host whose configuration cannot be made
 	// (a missing network data Secret) fails its download there.
 	iso := s.images.LazyISO(func() ([]byte, error) {
-		cfg, err := s.bootConfig(r.Context(), id, exp)
+		cfg, err := s.hostBootConfig(r.Context(), host, u.Generation, u.Expiry)
 		if err != nil {
 			return nil, err
 		}
 		return imageservice.HostRegion(cfg)
 	})
 	w.Header().Set("Content-Type", "application/x-iso9660-image")
-	// It carries the host's agent token.
+	// It carries the request's ticket.
 	w.Header().Set("Cache-Control", "no-store")
 	http.ServeContent(w, r, "deploy.iso", s.images.ModTime, iso)
 }
 
 func (s *Server) serveIPXE(w http.ResponseWriter, r *http.Request) {
-	id, exp, ok := s.signedHost(w, r)
-	if !ok {
-		return
+	if _, u, ok := s.imageHost(w, r, true); ok {
+		s.writeIPXE(w, u.HostID, u.Generation, u.Expiry)
 	}
-	s.writeIPXE(w, id, exp)
 }
 
-// writeIPXE writes the iPXE script that boots host id's deploy agent.
-func (s *Server) writeIPXE(w http.ResponseWriter, id string, exp time.Time) {
+// writeIPXE writes the iPXE script that boots the deploy agent of host id
+// for request gen.
+func (s *Server) writeIPXE(w http.ResponseWriter, id, gen string, exp time.Time) {
 	signed := func(path string) string {
-		return s.imageBase + path + "?" + deployapi.SignURLQuery(s.key, path, id, exp)
+		return s.imageBase + path + "?" + deployapi.SignHostURLQuery(s.key, path, id, gen, exp)
 	}
 	w.Header().Set("Content-Type", "text/plain")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Cache-Control", "no-store")
 	_, _ = w.Write([]byte(imageservice.DeployIPXEScript(signed(KernelPath), signed(InitrdPath), signed(HostInitrdPath))))
 }
 
 // serveKernel serves the deploy kernel and initramfs, the same bytes for
 // every host (HTTP ranges work).
 func (s *Server) serveKernel(w http.ResponseWriter, r *http.Request) {
-	if _, _, ok := s.signedHost(w, r); !ok {
+	if _, _, ok := s.imageHost(w, r, false); !ok {
 		return
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")
@@ -270,13 +385,14 @@ func (s *Server) serveKernel(w http.ResponseWriter, r *http.Request) {
 	http.ServeContent(w, r, "vmlinuz", s.images.ModTime, s.images.Kernel())
 }
 
-// serveHostInitrd serves the host's own initrd: its boot configuration.
+// serveHostInitrd serves the host's own initrd: its boot configuration,
+// until the request's token is handed out.
 func (s *Server) serveHostInitrd(w http.ResponseWriter, r *http.Request) {
-	id, exp, ok := s.signedHost(w, r)
+	host, u, ok := s.imageHost(w, r, true)
 	if !ok {
 		return
 	}
-	cfg, err := s.bootConfig(r.Context(), id, exp)
+	cfg, err := s.hostBootConfig(r.Context(), host, u.Generation, u.Expiry)
 	if err != nil {
 		http.Error(w, "the host's boot configuration: "+err.Error(), http.StatusServiceUnavailable)
 		return
@@ -291,29 +407,36 @@ func (s *Server) serveHostInitrd(w http.ResponseWriter, r *http.Request) {
 	http.ServeContent(w, r, "host.img", time.Time{}, bytes.NewReader(b))
 }
 
-// agentHost authenticates an agent and loads its host.
-func (s *Server) agentHost(w http.ResponseWriter, r *http.Request) (*metal3v1.BareMetalHost, string, bool) {
-	id := r.PathValue("id")
+// agentHost authenticates an agent with the agent token of its host's
+// current request and returns the host, the request and the token's
+// record. The host comes from the cache only: a token just handed out may
+// be refused for a moment, and the agent asks again.
+func (s *Server) agentHost(w http.ResponseWriter, r *http.Request) (*metal3v1.BareMetalHost, *metal3v1.DeployAgentRequest, *metal3v1.DeployAgentToken, bool) {
 	tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if err := deployapi.VerifyToken(s.key, id, tok, s.clock.Now()); err != nil {
-		http.Error(w, err.Error(), http.StatusUnauthorized)
-		return nil, "", false
-	}
-	ns, name, _, err := deployapi.ParseHostID(id)
+	host, err := s.cachedHost(r.Context(), r.PathValue("id"))
 	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return nil, "", false
+		http.Error(w, "reading the host failed; retry", http.StatusServiceUnavailable)
+		return nil, nil, nil, false
 	}
-	host := &metal3v1.BareMetalHost{}
-	if err := s.client.Get(r.Context(), types.NamespacedName{Namespace: ns, Name: name}, host); err != nil || HostID(host) != id {
-		http.Error(w, "unknown host", http.StatusNotFound)
-		return nil, "", false
+	var rec *metal3v1.DeployAgentToken
+	if host != nil {
+		rec = Token(host)
 	}
-	return host, id, true
+	// An unknown host, no token handed out, another request's or host's
+	// token: the same answer.
+	if rec == nil || !deployapi.AgentTokenMatches(tok, rec.SHA256) {
+		http.Error(w, "invalid agent token: it is not the token of the host's current request", http.StatusUnauthorized)
+		return nil, nil, nil, false
+	}
+	if rep := Report(host); ended(host) {
+		http.Error(w, fmt.Sprintf("request %s ended %s: its token is no longer accepted", rec.Generation, rep.Phase), http.StatusGone)
+		return nil, nil, nil, false
+	}
+	return host, Request(host), rec, true
 }
 
 func (s *Server) instructions(w http.ResponseWriter, r *http.Request) {
-	host, _, ok := s.agentHost(w, r)
+	host, _, _, ok := s.agentHost(w, r)
 	if !ok {
 		return
 	}
@@ -323,14 +446,13 @@ func (s *Server) instructions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
 	_ = json.NewEncoder(w).Encode(ins)
 }
 
 func (s *Server) instructionsFor(ctx context.Context, host *metal3v1.BareMetalHost) (*deployapi.Instructions, error) {
 	req := Request(host)
 	switch {
-	case req == nil:
-		return &deployapi.Instructions{Action: deployapi.ActionWait}, nil
 	case req.Action == deployapi.ActionClean, req.Action == deployapi.ActionInspect:
 		return &deployapi.Instructions{Action: req.Action, Generation: req.Generation}, nil
 	case req.Action == deployapi.ActionCustomDeploy:
@@ -404,9 +526,10 @@ func (s *Server) secretData(ctx context.Context, ns string, ref *corev1.SecretRe
 // status records an agent's report in its host's status. The write is
 // guarded by the host's resourceVersion, so two replicas cannot both let
 // two boots of an agent claim one request: a running report from another
-// session than the one that claimed the request is refused with 409.
+// session than the one that claimed the request, or than the one the
+// token was handed to, is refused with 409.
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {
-	host, _, ok := s.agentHost(w, r)
+	host, req, rec, ok := s.agentHost(w, r)
 	if !ok {
 		return
 	}
@@ -421,9 +544,12 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("invalid report: unknown phase %q", rep.Phase), http.StatusBadRequest)
 		return
 	}
-	req := Request(host)
-	if req == nil || req.Generation != rep.Generation {
+	if req.Generation != rep.Generation {
 		http.Error(w, fmt.Sprintf("request %q is not the host's current request", rep.Generation), http.StatusConflict)
+		return
+	}
+	if rep.Session != rec.Session {
+		http.Error(w, fmt.Sprintf("reports of request %s come from the boot of the agent its token was handed to", rep.Generation), http.StatusConflict)
 		return
 	}
 	prev := Report(host)
@@ -437,10 +563,6 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 	}
 	if prev != nil && prev.Phase == rep.Phase && prev.Message == rep.Message && prev.RootDevice == rep.RootDevice {
 		w.WriteHeader(http.StatusAccepted) // a repeated report: nothing new
-		return
-	}
-	if prev != nil && prev.Phase != deployapi.PhaseRunning {
-		http.Error(w, fmt.Sprintf("request %s already ended %s", rep.Generation, prev.Phase), http.StatusConflict)
 		return
 	}
 	base := host.DeepCopy()
@@ -463,31 +585,55 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusAccepted)
 }
 
-// serveByMAC answers a network-booting host: the deploy iPXE script when
-// the engine wants its agent, 404 (boot the next device) otherwise.
+// serveByMAC answers a network-booting host: the deploy iPXE script of its
+// current request while the engine boots its agent and the request's token
+// was not handed out, 404 (boot the next device) otherwise. The script
+// carries only that boot's signed URLs, and so that request's ticket.
 func (s *Server) serveByMAC(w http.ResponseWriter, r *http.Request) {
-	mac := strings.ToLower(r.PathValue("mac"))
+	mac := r.PathValue("mac")
 	hosts := &metal3v1.BareMetalHostList{}
 	if err := s.client.List(r.Context(), hosts); err != nil {
 		http.Error(w, "listing hosts failed", http.StatusServiceUnavailable)
 		return
 	}
-	var matches []*metal3v1.BareMetalHost
-	for i := range hosts.Items {
-		if h := &hosts.Items[i]; strings.EqualFold(h.Spec.BootMACAddress, mac) && Request(h) != nil {
-			matches = append(matches, h)
+	host, n := ByBootMAC(hosts.Items, mac)
+	switch {
+	case n > 1:
+		// Booting one of them could hand one host's ticket to another.
+		http.Error(w, fmt.Sprintf("%d BareMetalHosts have boot MAC %s: none is network-booted until spec.bootMACAddress is unique", n, mac), http.StatusConflict)
+		return
+	case n == 0:
+		http.Error(w, "no network boot for "+mac, http.StatusNotFound)
+		return
+	}
+	// Decided on the API's copy: the engine may have just started the
+	// boot, or the agent just got its token.
+	host, err := s.apiHost(r.Context(), HostID(host))
+	if err != nil {
+		http.Error(w, "reading the host failed", http.StatusServiceUnavailable)
+		return
+	}
+	if host == nil || !awaitingAgent(host) {
+		http.Error(w, "no network boot for "+mac, http.StatusNotFound)
+		return
+	}
+	s.writeIPXE(w, HostID(host), generation(host), s.clock.Now().Add(s.ttl))
+}
+
+// ByBootMAC returns the host whose spec.bootMACAddress is mac (letter case
+// aside) and how many hosts have it: the host is set only when one does.
+func ByBootMAC(hosts []metal3v1.BareMetalHost, mac string) (*metal3v1.BareMetalHost, int) {
+	var found *metal3v1.BareMetalHost
+	n := 0
+	for i := range hosts {
+		if mac != "" && strings.EqualFold(hosts[i].Spec.BootMACAddress, mac) {
+			found, n = &hosts[i], n+1
 		}
 	}
-	switch {
-	case len(matches) > 1:
-		// Booting one of them could write the wrong host's image.
-		http.Error(w, fmt.Sprintf("%d hosts waiting for their deploy agent have boot MAC %s; fix spec.bootMACAddress", len(matches), mac), http.StatusConflict)
-		return
-	case len(matches) == 1:
-		s.writeIPXE(w, HostID(matches[0]), s.clock.Now().Add(s.ttl))
-		return
+	if n != 1 {
+		return nil, n
 	}
-	http.Error(w, "no network boot for "+mac, http.StatusNotFound)
+	return found, n
 }
 
 // HardwareDetails converts an agent's inventory to a BareMetalHost's

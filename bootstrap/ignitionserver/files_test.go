@@ -15,10 +15,6 @@ import (
 
 	"github.com/go-logr/logr/funcr"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/metalshift/metalshift/internal/certs"
 	"github.com/metalshift/metalshift/internal/serving"
@@ -93,14 +89,10 @@ func TestRenewedCertificate(t *testing.T) {
 		defer logs.mu.Unlock()
 		logs.lines = append(logs.lines, prefix+" "+args)
 	}, funcr.Options{})
-	served := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cfg-ignition", Labels: map[string]string{ServedLabel: "true"},
-			OwnerReferences: []metav1.OwnerReference{{Kind: "OpenShiftConfig", Name: "cfg", UID: "uid-1", Controller: ptr.To(true)}}},
-		Data: map[string][]byte{"value": []byte(config)},
-	}
+	served, owner := servedSecret(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	g.Expect(err).NotTo(HaveOccurred())
-	s, err := New(Options{Client: secrets{client.ObjectKeyFromObject(served): served}, Key: []byte("0123456789abcdef0123456789abcdef"),
+	s, err := New(Options{Client: env.Client, Key: []byte("0123456789abcdef0123456789abcdef"),
 		BaseURL: "https://" + ln.Addr().String(), CAFile: filepath.Join(vol.dir, "ca.crt"), Log: log})
 	g.Expect(err).NotTo(HaveOccurred())
 	cert, err := serving.NewCertificate(filepath.Join(vol.dir, "tls.crt"), filepath.Join(vol.dir, "tls.key"), "ignition server", log)
@@ -119,8 +111,8 @@ func TestRenewedCertificate(t *testing.T) {
 			return nil, "", fmt.Errorf("the CA handed out is no PEM certificate")
 		}
 		hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true, TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
-		req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, s.URL("ns", "cfg-ignition"), nil)
-		req.Header.Set("Authorization", "Bearer "+s.Token("ns", "cfg-ignition", "uid-1"))
+		req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, s.URL(served.Namespace, served.Name), nil)
+		req.Header.Set("Authorization", "Bearer "+s.Token(served.Namespace, served.Name, owner))
 		resp, err := hc.Do(req)
 		if err != nil {
 			return nil, "", err

@@ -1,13 +1,17 @@
 // Package ignitionserver serves Ignition configs too large for a machine's
 // user data. The user data then holds a small config that merges the full
-// one from here, sending a bearer token bound to the config's owner and to
-// an expiry, and pinning the config's SHA-512.
+// one from here, sending a bearer token bound to the config's Secret, its
+// owner (the Machine's bootstrap config) and an expiry, and pinning the
+// config's SHA-512. A token is checked from itself alone before anything is
+// read from the API; the first fetch of a config is recorded on its Secret,
+// and fetches stop once the fetch window after it has passed.
 package ignitionserver
 
 import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net/http"
@@ -35,14 +39,19 @@ const (
 )
 
 // DefaultTokenTTL is how long a token is valid when Config.TokenTTL is 0.
-// 24 hours covers an install (the bootstrap node and masters boot within
-// the hour; workers wait for the control plane, and hosts for inspection
-// and slow virtual media) with room for a retry the next morning, and
-// matches the 24 hours that the certificates in openshift-install's
-// Ignition configs are valid: a machine that boots later cannot join with
-// them either. A config whose machine waits for a host longer is re-signed
-// by the bootstrap provider (see the openshiftconfig reconciler).
-const DefaultTokenTTL = 24 * time.Hour
+// A config whose Machine waits for a host is re-signed by the bootstrap
+// provider once half of it is gone (see the openshiftconfig reconciler),
+// so a host provisioned with it has at least 2 hours to boot and fetch it:
+// it does so within minutes.
+const DefaultTokenTTL = 4 * time.Hour
+
+// DefaultFetchWindow is how long after its first fetch a config may be
+// fetched again when Config.FetchWindow is 0: Ignition fetches it once per
+// first boot, again only when that boot is retried.
+const DefaultFetchWindow = 30 * time.Minute
+
+// FirstFetchAnnotation and ServedLabel are the contract's (api/ignition/v1).
+const FirstFetchAnnotation = ignitionapi.FirstFetchAnnotation
 
 // Config is how a manager runs the ignition server (the bootstrap
 // provider starts it).
@@ -63,12 +72,16 @@ type Config struct {
 	// TokenTTL is how long a token is valid after it is made; 0 means
 	// DefaultTokenTTL.
 	TokenTTL time.Duration
+	// FetchWindow is how long after its first fetch a config is served;
+	// 0 means DefaultFetchWindow.
+	FetchWindow time.Duration
 }
 
 // Options configure a Server.
 type Options struct {
-	// Client reads the served Secrets.
-	Client client.Reader
+	// Client reads the served Secrets, and records their first fetch on
+	// them.
+	Client client.Client
 	// Key signs tokens; keep it across restarts or issued tokens stop working.
 	Key []byte
 	// BaseURL is how machines reach this server, e.g. https://192.0.2.1:6181.
@@ -79,21 +92,26 @@ type Options struct {
 	CAFile string
 	// TokenTTL is how long a token is valid; 0 means DefaultTokenTTL.
 	TokenTTL time.Duration
+	// FetchWindow is how long after its first fetch a config is served;
+	// 0 means DefaultFetchWindow.
+	FetchWindow time.Duration
 	// Clock tells the time tokens are made and checked at; nil means the
 	// real clock.
 	Clock clock.PassiveClock
-	// Log receives a line for each refused expired token (never the
-	// token); the zero Logger means ctrl.Log.
+	// Log receives a line for each refused expired token and each fetch
+	// refused after its window (never the token); the zero Logger means
+	// ctrl.Log.
 	Log logr.Logger
 }
 
 // Server serves Ignition configs. Create it with New.
 type Server struct {
-	client  client.Reader
+	client  client.Client
 	key     []byte
 	baseURL *url.URL
 	ca      *serving.CA
 	ttl     time.Duration
+	window  time.Duration
 	clock   clock.PassiveClock
 	log     logr.Logger
 }
@@ -107,12 +125,15 @@ func New(opts Options) (*Server, error) {
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		return nil, fmt.Errorf("invalid ignition server URL %q: want http(s)://host:port", opts.BaseURL)
 	}
-	if opts.TokenTTL < 0 {
-		return nil, fmt.Errorf("the ignition token lifetime %s is negative", opts.TokenTTL)
+	if opts.TokenTTL < 0 || opts.FetchWindow < 0 {
+		return nil, fmt.Errorf("the ignition token lifetime %s or fetch window %s is negative", opts.TokenTTL, opts.FetchWindow)
 	}
-	srv := &Server{client: opts.Client, key: opts.Key, baseURL: u, ttl: opts.TokenTTL, clock: opts.Clock, log: opts.Log}
+	srv := &Server{client: opts.Client, key: opts.Key, baseURL: u, ttl: opts.TokenTTL, window: opts.FetchWindow, clock: opts.Clock, log: opts.Log}
 	if srv.ttl == 0 {
 		srv.ttl = DefaultTokenTTL
+	}
+	if srv.window == 0 {
+		srv.window = DefaultFetchWindow
 	}
 	if srv.clock == nil {
 		srv.clock = clock.RealClock{}
@@ -147,12 +168,17 @@ func (s *Server) Token(namespace, name string, owner types.UID) string {
 }
 
 // SignedToken is Token and the time it expires. A token is
-// "<expiry as Unix seconds>.<HMAC-SHA256 of namespace, name, owner and expiry>":
-// changing the expiry breaks the signature.
+// "<expiry as Unix seconds>.<owner UID>.<HMAC-SHA256 of namespace, name,
+// owner and expiry>": changing the expiry or the owner breaks the
+// signature, and the server checks it before it reads anything.
 func (s *Server) SignedToken(namespace, name string, owner types.UID) (string, time.Time) {
 	expiry := s.clock.Now().Add(s.ttl).Truncate(time.Second)
+	return s.tokenAt(namespace, name, owner, expiry), expiry
+}
+
+func (s *Server) tokenAt(namespace, name string, owner types.UID, expiry time.Time) string {
 	exp := strconv.FormatInt(expiry.Unix(), 10)
-	return exp + "." + s.signature(namespace, name, owner, exp), expiry
+	return exp + "." + string(owner) + "." + s.signature(namespace, name, string(owner), exp)
 }
 
 // RenewIn is how long until a token expiring at expiry should be replaced
@@ -166,35 +192,59 @@ func (s *Server) RenewIn(expiry time.Time) time.Duration {
 func TokenExpiry(token string) (time.Time, bool) {
 	exp, _, ok := strings.Cut(token, ".")
 	unix, err := strconv.ParseInt(exp, 10, 64)
-	if !ok || err != nil {
+	if !ok || err != nil || strconv.FormatInt(unix, 10) != exp {
 		return time.Time{}, false
 	}
 	return time.Unix(unix, 0), true
 }
 
-func (s *Server) signature(namespace, name string, owner types.UID, exp string) string {
+// signature is the HMAC of the token's fields, each prefixed with its
+// length, so that no two lists of fields sign alike.
+func (s *Server) signature(parts ...string) string {
 	h := hmac.New(sha256.New, s.key)
-	h.Write([]byte(strings.Join([]string{"ignition", namespace, name, string(owner), exp}, "\x00")))
+	var n [8]byte
+	for _, p := range append([]string{"ignition"}, parts...) {
+		binary.BigEndian.PutUint64(n[:], uint64(len(p)))
+		h.Write(n[:])
+		h.Write([]byte(p))
+	}
 	return base64.RawURLEncoding.EncodeToString(h.Sum(nil))
 }
 
 // errExpired is a well-signed token past its expiry.
 var errExpired = errors.New("expired")
 
-// verify checks a token for Secret namespace/name of owner at the
-// server's time; a token that is not well signed is an error, one past its
-// expiry errExpired (with the time it expired).
-func (s *Server) verify(token, namespace, name string, owner types.UID) (time.Time, error) {
-	exp, sig, ok := strings.Cut(token, ".")
-	unix, err := strconv.ParseInt(exp, 10, 64)
-	if !ok || err != nil || !hmac.Equal([]byte(sig), []byte(s.signature(namespace, name, owner, exp))) {
-		return time.Time{}, errors.New("invalid token")
+// verify checks a token for Secret namespace/name at the server's time,
+// from the token alone, and returns the owner UID it is bound to; a token
+// that is not well formed or well signed is an error, one past its expiry
+// errExpired (with the time it expired).
+func (s *Server) verify(token, namespace, name string) (types.UID, time.Time, error) {
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 || !validUID(parts[1]) {
+		return "", time.Time{}, errors.New("invalid token")
 	}
-	expiry := time.Unix(unix, 0)
+	expiry, ok := TokenExpiry(token)
+	if !ok || !hmac.Equal([]byte(parts[2]), []byte(s.signature(namespace, name, parts[1], parts[0]))) {
+		return "", time.Time{}, errors.New("invalid token")
+	}
 	if s.clock.Now().After(expiry) {
-		return expiry, errExpired
+		return "", expiry, errExpired
 	}
-	return expiry, nil
+	return types.UID(parts[1]), expiry, nil
+}
+
+// validUID: what an owner UID in a token may be, 1 to 64 letters, digits
+// and '-'.
+func validUID(u string) bool {
+	if u == "" || len(u) > 64 {
+		return false
+	}
+	for _, c := range u {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // Handler serves GET PathPrefix<namespace>/<name>.
@@ -211,21 +261,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "a bearer token is required", http.StatusUnauthorized)
 		return
 	}
-	sec := &corev1.Secret{}
-	err := s.client.Get(r.Context(), client.ObjectKey{Namespace: ns, Name: name}, sec)
-	if err != nil && !apierrors.IsNotFound(err) {
-		ctrl.LoggerFrom(r.Context()).Error(err, "Reading a served Ignition config", "secret", ns+"/"+name)
-		http.Error(w, "cannot read the config now; retry", http.StatusServiceUnavailable)
-		return
-	}
-	// Unknown, unlabelled, wrongly signed and expired look the same to the
-	// client: forbidden.
-	owner := ownerUID(sec)
-	if err != nil || sec.Labels[ServedLabel] == "" || owner == "" {
-		http.Error(w, "forbidden", http.StatusForbidden)
-		return
-	}
-	if expiry, err := s.verify(token, ns, name, owner); err != nil {
+	// Wrongly signed, expired, unknown, unlabelled, another owner's and
+	// past the fetch window look the same to the client: forbidden. The
+	// token is checked before anything is read.
+	owner, expiry, err := s.verify(token, ns, name)
+	if err != nil {
 		if errors.Is(err, errExpired) {
 			s.log.Info("Refused an expired Ignition token: the machine booted after its config's token expired; delete the Machine to get a new one",
 				"secret", ns+"/"+name, "expired", expiry.UTC().Format(time.RFC3339), "remote", r.RemoteAddr)
@@ -233,8 +273,52 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "forbidden", http.StatusForbidden)
 		return
 	}
+	sec := &corev1.Secret{}
+	err = s.client.Get(r.Context(), client.ObjectKey{Namespace: ns, Name: name}, sec)
+	if err != nil && !apierrors.IsNotFound(err) {
+		ctrl.LoggerFrom(r.Context()).Error(err, "Reading a served Ignition config", "secret", ns+"/"+name)
+		http.Error(w, "cannot read the config now; retry", http.StatusServiceUnavailable)
+		return
+	}
+	if err != nil || sec.Labels[ServedLabel] == "" || ownerUID(sec) != owner {
+		http.Error(w, "forbidden", http.StatusForbidden)
+		return
+	}
+	if !s.inFetchWindow(w, r, sec) {
+		return
+	}
 	w.Header().Set("Content-Type", "application/vnd.coreos.ignition+json")
+	w.Header().Set("Cache-Control", "no-store")
 	_, _ = w.Write(sec.Data[ignitionapi.ValueKey])
+}
+
+// inFetchWindow records the first fetch of a config on its Secret, and
+// refuses fetches once the fetch window after it has passed: a token read
+// later from the machine's user data (its config drive, its Secret) no
+// longer fetches the config. The record is written with the Secret's
+// resourceVersion, so two replicas agree on the first fetch.
+func (s *Server) inFetchWindow(w http.ResponseWriter, r *http.Request, sec *corev1.Secret) bool {
+	now := s.clock.Now()
+	if raw, ok := sec.Annotations[FirstFetchAnnotation]; ok {
+		first, err := time.Parse(time.RFC3339, raw)
+		if err != nil || now.After(first.Add(s.window)) {
+			s.log.Info("Refused a fetch of a served Ignition config after its fetch window: it was fetched first at "+raw+"; delete the Machine to get a new one",
+				"secret", sec.Namespace+"/"+sec.Name, "window", s.window.String(), "remote", r.RemoteAddr)
+			http.Error(w, "forbidden", http.StatusForbidden)
+			return false
+		}
+		return true
+	}
+	if sec.Annotations == nil {
+		sec.Annotations = map[string]string{}
+	}
+	sec.Annotations[FirstFetchAnnotation] = now.UTC().Format(time.RFC3339)
+	if err := s.client.Update(r.Context(), sec); err != nil {
+		ctrl.LoggerFrom(r.Context()).Info("Recording the first fetch of a served Ignition config failed; the machine retries", "secret", sec.Namespace+"/"+sec.Name, "error", err.Error())
+		http.Error(w, "cannot record the fetch now; retry", http.StatusServiceUnavailable)
+		return false
+	}
+	return true
 }
 
 func ownerUID(o *corev1.Secret) types.UID {

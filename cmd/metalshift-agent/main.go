@@ -136,8 +136,8 @@ func bootConfig(file string) (deployapi.BootConfig, error) {
 	if cfg.Discovery != nil {
 		return cfg, nil
 	}
-	if cfg.EngineURL == "" || cfg.HostID == "" || cfg.Token == "" {
-		return cfg, fmt.Errorf("%s: engineURL, hostID and token are required", file)
+	if cfg.EngineURL == "" || cfg.HostID == "" || cfg.Ticket == "" {
+		return cfg, fmt.Errorf("%s: engineURL, hostID and ticket are required", file)
 	}
 	return cfg, nil
 }

@@ -1,15 +1,10 @@
 package deployapi
 
 import (
-	"crypto/hmac"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"strconv"
 	"strings"
-	"time"
 )
 
 // Version is the API version served under /deploy/<Version>/.
@@ -19,6 +14,9 @@ const Version = "v1"
 const (
 	InstructionsPath = "/deploy/v1/hosts/%s/instructions"
 	StatusPath       = "/deploy/v1/hosts/%s/status"
+	// TokenPath is where the agent exchanges its boot's ticket for the
+	// request's agent token (POST, see TokenRequest).
+	TokenPath = "/deploy/v1/hosts/%s/token"
 )
 
 // Actions the engine asks the agent to run.
@@ -44,7 +42,10 @@ const (
 type BootConfig struct {
 	EngineURL string `json:"engineURL"`
 	HostID    string `json:"hostID"`
-	Token     string `json:"token"`
+	// Ticket is this boot's one-request ticket (SignTicket): the agent
+	// exchanges it once at TokenPath for the request's agent token, and
+	// it is good for nothing else.
+	Ticket string `json:"ticket"`
 	// CACert is the PEM of the CA that signs the engine's certificate, if
 	// it serves HTTPS.
 	CACert string `json:"caCert,omitempty"`
@@ -56,7 +57,7 @@ type BootConfig struct {
 	// Discovery, when set, makes the image an InfraEnv's discovery image
 	// of the agent-based install: the agent registers with the agent
 	// service (api/assisted/v2) instead of asking the host engine for
-	// deploy instructions; EngineURL, HostID and Token are then empty.
+	// deploy instructions; EngineURL, HostID and Ticket are then empty.
 	Discovery *Discovery `json:"discovery,omitempty"`
 	// Lookup, when set, makes the image one for many hosts (the converged
 	// flow): the agent finds its host by MAC address at the deploy server
@@ -177,13 +178,36 @@ type StatusReport struct {
 	BytesWritten int64 `json:"bytesWritten,omitempty"`
 	// Inventory is the machine's, in the done report of an inspect.
 	Inventory *Inventory `json:"inventory,omitempty"`
-	// Session is random per boot of the agent. The first running report
-	// claims the request for that session; the engine refuses reports of
-	// any other session for it (409), and the agent writes nothing until
-	// its running report was accepted. So a disk is written at most once
-	// per request, whichever replica the agent reaches.
+	// Session is random per boot of the agent, the one it sent with its
+	// TokenRequest. The first running report claims the request for that
+	// session; the engine refuses reports of any other session for it
+	// (409), and the agent writes nothing until its running report was
+	// accepted. So a disk is written at most once per request, whichever
+	// replica the agent reaches.
 	Session string `json:"session"`
 }
+
+// TokenRequest is what the agent posts to TokenPath, with its boot's
+// ticket as "Authorization: Bearer <ticket>". The answer is a
+// TokenResponse (200) the first time the request's token is asked for,
+// and 409 after that: a token is handed out once. 401 is a bad or expired
+// ticket, 410 a ticket of a request that is not the host's current one
+// or that ended.
+type TokenRequest struct {
+	// Session is the agent's boot (see StatusReport.Session).
+	Session string `json:"session"`
+}
+
+// TokenResponse carries the request's agent token: the bearer token of
+// the instructions and status calls for that request, until its report is
+// final.
+type TokenResponse struct {
+	Token      string `json:"token"`
+	Generation string `json:"generation"`
+}
+
+// MaxSessionLength bounds StatusReport.Session and TokenRequest.Session.
+const MaxSessionLength = 64
 
 // ConfigDriveLabel is the volume label of the config drive the agent
 // writes after the image (an ISO 9660 filesystem in a partition at the end
@@ -193,56 +217,6 @@ const (
 	ConfigDriveLabel = "config-2"
 	ConfigDriveSize  = 64 << 20
 )
-
-// ErrBadToken is returned by VerifyToken.
-var ErrBadToken = errors.New("invalid or expired deploy token")
-
-// SignToken returns a token for hostID valid until expiry.
-func SignToken(key []byte, hostID string, expiry time.Time) string {
-	exp := strconv.FormatInt(expiry.Unix(), 10)
-	return exp + "." + mac(key, "token", hostID, exp)
-}
-
-// VerifyToken checks a token for hostID at time now.
-func VerifyToken(key []byte, hostID, token string, now time.Time) error {
-	exp, sig, ok := strings.Cut(token, ".")
-	if !ok {
-		return ErrBadToken
-	}
-	unix, err := strconv.ParseInt(exp, 10, 64)
-	if err != nil || now.Unix() > unix {
-		return ErrBadToken
-	}
-	if !hmac.Equal([]byte(sig), []byte(mac(key, "token", hostID, exp))) {
-		return ErrBadToken
-	}
-	return nil
-}
-
-// SignURLQuery returns the query string that makes a download URL for
-// path and hostID valid until expiry.
-func SignURLQuery(key []byte, path, hostID string, expiry time.Time) string {
-	exp := strconv.FormatInt(expiry.Unix(), 10)
-	return fmt.Sprintf("host=%s&expires=%s&signature=%s", hostID, exp, mac(key, "url", path, hostID, exp))
-}
-
-// VerifyURL checks a signed download URL's parameters at time now.
-func VerifyURL(key []byte, path, hostID, expires, signature string, now time.Time) error {
-	unix, err := strconv.ParseInt(expires, 10, 64)
-	if err != nil || now.Unix() > unix {
-		return ErrBadToken
-	}
-	if !hmac.Equal([]byte(signature), []byte(mac(key, "url", path, hostID, expires))) {
-		return ErrBadToken
-	}
-	return nil
-}
-
-func mac(key []byte, parts ...string) string {
-	h := hmac.New(sha256.New, key)
-	h.Write([]byte(strings.Join(parts, "\x00")))
-	return base64.RawURLEncoding.EncodeToString(h.Sum(nil))
-}
 
 // HostID is the engine's ID for a BareMetalHost: "<namespace>~<name>~<uid prefix>",
 // safe in URL paths; the UID part keeps a recreated host from using an old token.
@@ -254,13 +228,26 @@ func HostID(namespace, name, uid string) string {
 	return namespace + "~" + name + "~" + u
 }
 
-// ParseHostID splits a HostID.
+// ParseHostID splits a HostID; HostID of what it returns is id.
 func ParseHostID(id string) (namespace, name, uidPrefix string, err error) {
 	parts := strings.Split(id, "~")
-	if len(parts) != 3 || parts[0] == "" || parts[1] == "" {
+	if len(parts) != 3 || parts[0] == "" || parts[1] == "" || !validUIDPrefix(parts[2]) {
 		return "", "", "", fmt.Errorf("invalid host ID %q", id)
 	}
 	return parts[0], parts[1], parts[2], nil
+}
+
+// validUIDPrefix: what HostID keeps of a UID, up to 12 letters and digits.
+func validUIDPrefix(u string) bool {
+	if len(u) > 12 {
+		return false
+	}
+	for _, c := range u {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
 }
 
 // Fingerprint returns a short stable digest of data, e.g. to make a

@@ -2,6 +2,8 @@ package deployapi
 
 import (
 	"crypto/hmac"
+	"strings"
+	"time"
 )
 
 // The converged flow of the agent-based install: one image for many hosts.
@@ -35,8 +37,9 @@ type Lookup struct {
 	// deploy server answers only for a host whose PreprovisioningImage
 	// serves an image at that path.
 	Scope string `json:"scope"`
-	// Token is SignLookupToken(key, Scope), with the key the hub's host
-	// engine and agent service share. It allows the lookup only.
+	// Token is SignLookupToken(key, Scope, expiry), with the key the hub's
+	// host engine and agent service share and the expiry of the image's
+	// URL: it expires with the image. It allows the lookup only.
 	Token string `json:"token"`
 }
 
@@ -49,20 +52,29 @@ type LookupRequest struct {
 }
 
 // The answer to a LookupRequest is a BootConfig (200): the host's engine
-// URL, host ID, deploy token and network data. 404 means no host with one
-// of the MACs boots the image now (the image was booted by hand, or the
-// host's PreprovisioningImage serves another image); 401 a bad credential;
-// 409 more than one host.
+// URL, host ID, the ticket of its current request and its network data.
+// It is given only while the engine has booted the host for that request
+// and the request's token was not handed out. 404 means no host with one
+// of the MACs boots the image now (the image was booted by hand, the
+// host's PreprovisioningImage serves another image, or the engine did not
+// boot it); 401 a bad or expired credential; 409 more than one host, or a
+// request whose token was handed out already.
 
-// SignLookupToken returns the lookup credential of an image at scope. It
-// does not expire: it is part of the image, whose URLs expire.
-func SignLookupToken(key []byte, scope string) string {
-	return mac(key, "lookup", scope)
+// SignLookupToken returns the lookup credential of an image at scope
+// whose URL expires at expiry: "<expiry as Unix seconds>.<signature>".
+func SignLookupToken(key []byte, scope string, expiry time.Time) string {
+	exp := formatExpiry(expiry)
+	return exp + "." + sign(key, "lookup", scope, exp)
 }
 
-// VerifyLookupToken checks a lookup credential.
-func VerifyLookupToken(key []byte, scope, token string) error {
-	if scope == "" || !hmac.Equal([]byte(token), []byte(SignLookupToken(key, scope))) {
+// VerifyLookupToken checks a lookup credential for scope at time now.
+func VerifyLookupToken(key []byte, scope, token string, now time.Time) error {
+	e, _, ok := strings.Cut(token, ".")
+	exp, valid := parseExpiry(e)
+	if scope == "" || !ok || !valid || expired(now, exp) {
+		return ErrBadToken
+	}
+	if !hmac.Equal([]byte(token), []byte(SignLookupToken(key, scope, exp))) {
 		return ErrBadToken
 	}
 	return nil

@@ -16,6 +16,11 @@ const ServedLabel = "bootstrap.cluster.x-k8s.io/served-ignition"
 const ValueKey = "value"
 
 // AuthorizationHeader carries "Bearer <token>": the token is
-// "<unix expiry>.<signature>", bound to the Secret's namespace, name and
-// owner UID and to the expiry, and refused after it.
+// "<unix expiry>.<owner UID>.<signature>", bound to the Secret's namespace,
+// name and controller owner's UID and to the expiry, and refused after it.
 const AuthorizationHeader = "Authorization"
+
+// FirstFetchAnnotation on a served Secret is when its config was first
+// fetched (RFC 3339), written by the server; it serves the config for a
+// fetch window after that only.
+const FirstFetchAnnotation = "bootstrap.cluster.x-k8s.io/ignition-first-fetch"

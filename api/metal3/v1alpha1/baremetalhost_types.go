@@ -390,6 +390,44 @@ type DeployAgentStatus struct {
 	// writes it when the agent reports; the engine acts on it.
 	// +optional
 	Report *DeployAgentReport `json:"report,omitempty"`
+	// token records the agent token of the request: a deploy server hands
+	// it out once, to the first boot of the agent that presents the
+	// request's ticket, and writes this record; only the token's SHA-256
+	// is kept.
+	// +optional
+	Token *DeployAgentToken `json:"token,omitempty"`
+}
+
+// DeployAgentToken records the agent token handed out for a request, and
+// the asks for it after that.
+type DeployAgentToken struct {
+	// generation of the request the token is for.
+	// +kubebuilder:validation:MinLength=1
+	Generation string `json:"generation"`
+	// sha256 is the hex SHA-256 of the token.
+	// +kubebuilder:validation:Pattern=`^[0-9a-f]{64}$`
+	SHA256 string `json:"sha256"`
+	// issuedAt is when the token was handed out.
+	IssuedAt metav1.Time `json:"issuedAt"`
+	// session identifies the boot of the agent the token was handed to;
+	// the request takes reports of that session only.
+	// +kubebuilder:validation:MaxLength=64
+	Session string `json:"session"`
+	// source is the address the token was handed to, as the deploy server
+	// saw it.
+	// +optional
+	Source string `json:"source,omitempty"`
+	// refusals counts the asks for the token after it was handed out: each
+	// is another boot of the agent, or someone else holding the request's
+	// ticket.
+	// +optional
+	Refusals int32 `json:"refusals,omitempty"`
+	// lastRefusalTime is when the token was last asked for again.
+	// +optional
+	LastRefusalTime *metav1.Time `json:"lastRefusalTime,omitempty"`
+	// lastRefusalSource is the address that last asked for it again.
+	// +optional
+	LastRefusalSource string `json:"lastRefusalSource,omitempty"`
 }
 
 // DeployAgentRequest is one request to the deploy agent.
@@ -408,6 +446,11 @@ type DeployAgentRequest struct {
 	// from spec.customDeploy when the request was made.
 	// +optional
 	CustomDeploy *CustomDeploy `json:"customDeploy,omitempty"`
+	// bootStartedAt is when the engine started booting the deploy image
+	// for this request, written before the host is powered on: a host
+	// booting from the network gets its boot script from then on.
+	// +optional
+	BootStartedAt *metav1.Time `json:"bootStartedAt,omitempty"`
 	// bootedAt is when the engine booted the deploy image for this request;
 	// unset while it has not yet.
 	// +optional

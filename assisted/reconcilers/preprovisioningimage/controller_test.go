@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -93,7 +95,13 @@ func TestServesTheInfraEnvImage(t *testing.T) {
 	g.Expect(cfg.Lookup).NotTo(BeNil())
 	g.Expect(cfg.Lookup.EngineURL).To(Equal(deployURL))
 	g.Expect(cfg.Lookup.Scope).To(Equal("/images/infra-envs/" + string(ie.UID) + "/discovery.iso"))
-	g.Expect(deployapi.VerifyLookupToken(key, cfg.Lookup.Scope, cfg.Lookup.Token)).To(Succeed())
+	// The lookup credential expires with the image's URL.
+	imageURL, err := url.Parse(ppi.Status.ImageUrl)
+	g.Expect(err).NotTo(HaveOccurred())
+	expires, err := strconv.ParseInt(imageURL.Query().Get("expires"), 10, 64)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(deployapi.VerifyLookupToken(key, cfg.Lookup.Scope, cfg.Lookup.Token, time.Unix(expires, 0))).To(Succeed())
+	g.Expect(deployapi.VerifyLookupToken(key, cfg.Lookup.Scope, cfg.Lookup.Token, time.Unix(expires+1, 0))).To(MatchError(deployapi.ErrBadToken))
 
 	// Another architecture than the InfraEnv's.
 	arm := hostWithImage(g, ns, "host-1", map[string]string{agentinstallv1.InfraEnvNameLabel: "lab"}, "aarch64")

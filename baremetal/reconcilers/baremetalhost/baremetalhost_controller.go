@@ -100,6 +100,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, sec
 	}); err != nil {
 		return err
 	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &metal3v1.BareMetalHost{}, bootMACIndex, indexBootMAC); err != nil {
+		return err
+	}
 	if err := metrics.Add(mgr, []client.Object{&metal3v1.BareMetalHost{}}, r.newHostCollector(mgr.GetCache())); err != nil {
 		return err
 	}

@@ -402,14 +402,26 @@ func (r *Reconciler) bootAgent(ctx context.Context, s *hostScope, errType metal3
 	if wres != nil {
 		return wres
 	}
+	if res := r.checkBootMAC(ctx, s, errType); res != nil {
+		return res
+	}
 	if own {
 		if err := r.Deploy.CheckBootConfig(ctx, s.host); err != nil {
 			return fail(errType, fmt.Sprintf("The deploy image cannot be made for this host: %v", err))
 		}
 		img = r.Deploy.DeployImage(s.host)
 	}
+	if req.BootStartedAt == nil {
+		// Written before the host is powered on: the deploy server hands a
+		// network-booting machine its boot script, and a looked-up machine
+		// its ticket, only from then on.
+		now := metav1.NewTime(r.Clock.Now().Truncate(time.Second))
+		req.BootStartedAt = &now
+		return wait(time.Millisecond)
+	}
 	res, err := s.prov.BootDeployImage(ctx, img, s.uefi())
 	if err != nil {
+		req.BootStartedAt = nil
 		if errors.Is(err, provisioner.ErrMedia) {
 			return fail(errType, fmt.Sprintf("The BMC could not attach the deploy image: %v", err))
 		}

@@ -10,7 +10,9 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	deployapi "github.com/metalshift/metalshift/api/deploy/v1"
@@ -122,6 +124,9 @@ func TestHandleInspecting(t *testing.T) {
 	req := host.Status.DeployAgent.Request
 	g.Expect(req.Action).To(Equal(deployapi.ActionInspect))
 	g.Expect(r.handleInspecting(context.Background(), scopeFor(host, f))).To(BeAssignableToTypeOf(actionWait{}))
+	g.Expect(req.BootStartedAt).NotTo(BeNil(), "the start of the boot is written first")
+	g.Expect(f.PoweredOn).To(BeFalse())
+	g.Expect(r.handleInspecting(context.Background(), scopeFor(host, f))).To(BeAssignableToTypeOf(actionWait{}))
 	g.Expect(req.BootedAt).NotTo(BeNil(), "the agent was booted")
 	g.Expect(f.PoweredOn).To(BeTrue())
 	host.Status.DeployAgent.Report = &metal3v1.DeployAgentReport{Generation: req.Generation, Phase: deployapi.PhaseDone, Session: "s",
@@ -153,6 +158,13 @@ func TestHandleProvisioningBootsTheAgentOnce(t *testing.T) {
 	g.Expect(req.Image).To(Equal(host.Spec.Image))
 	g.Expect(req.BootedAt).To(BeNil())
 
+	// Then the start of the boot, before the host is powered on: a host
+	// booting from the network gets its boot script from then on.
+	g.Expect(r.handleProvisioning(ctx, scopeFor(host, f))).To(Equal(actionWait{after: time.Millisecond}))
+	g.Expect(req.BootStartedAt).NotTo(BeNil())
+	g.Expect(f.BootedDeploy).To(BeZero())
+	g.Expect(f.PoweredOn).To(BeFalse())
+
 	// The BMC works on the boot in the background: the handler returns at
 	// once, asking to be called again, and does not record it booted yet.
 	for range 2 {
@@ -162,7 +174,7 @@ func TestHandleProvisioningBootsTheAgentOnce(t *testing.T) {
 	}
 	g.Expect(r.handleProvisioning(ctx, scopeFor(host, f))).To(Equal(actionWait{after: agentPollInterval}))
 	g.Expect(f.BootedDeploy).To(Equal(1))
-	g.Expect(f.Media).To(HavePrefix("http://engine.example:6180/images/deploy.iso?host=ns~h~0c6b3e9a1234&expires="))
+	g.Expect(f.Media).To(HavePrefix("http://engine.example:6180/images/deploy.iso?host=ns~h~0c6b3e9a1234&gen=" + req.Generation + "&expires="))
 	g.Expect(req.BootedAt).NotTo(BeNil())
 	g.Expect(deployserver.Request(host).Generation).To(Equal(req.Generation), "the same request")
 
@@ -203,6 +215,7 @@ func TestHandleProvisioningActsOnTheReportInTheStatus(t *testing.T) {
 
 	// A report about another request is not this request's.
 	host.Status.DeployAgent.Report = &metal3v1.DeployAgentReport{Generation: "old", Phase: "done", Session: "s0", Time: now}
+	g.Expect(r.handleProvisioning(ctx, scopeFor(host, f))).To(Equal(actionWait{after: time.Millisecond}), "the start of the boot")
 	g.Expect(r.handleProvisioning(ctx, scopeFor(host, f))).To(Equal(actionWait{after: agentPollInterval}))
 	g.Expect(f.BootedDeploy).To(Equal(1))
 	g.Expect(host.Status.Provisioning.Image.URL).To(BeEmpty())
@@ -331,6 +344,89 @@ func TestSetConditions(t *testing.T) {
 			g.Expect(got).NotTo(BeNil())
 			g.Expect(got.Status).To(Equal(tt.manageable))
 			g.Expect(got.Reason).To(Equal(tt.reason))
+		})
+	}
+}
+
+func TestFirstWithBootMAC(t *testing.T) {
+	at := func(sec int64) metav1.Time { return metav1.NewTime(time.Unix(1_800_000_000+sec, 0)) }
+	bmh := func(ns, name, uid, mac string, created metav1.Time) metal3v1.BareMetalHost {
+		return metal3v1.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(uid), CreationTimestamp: created},
+			Spec: metal3v1.BareMetalHostSpec{BootMACAddress: mac}}
+	}
+	tests := []struct {
+		name  string
+		host  metal3v1.BareMetalHost
+		hosts []metal3v1.BareMetalHost
+		want  string
+	}{
+		{name: "alone", host: bmh("a", "h", "1", "52:54:00:00:00:01", at(0)),
+			hosts: []metal3v1.BareMetalHost{bmh("a", "h", "1", "52:54:00:00:00:01", at(0))}},
+		{name: "another MAC", host: bmh("a", "h", "1", "52:54:00:00:00:01", at(5)),
+			hosts: []metal3v1.BareMetalHost{bmh("b", "x", "2", "52:54:00:00:00:02", at(0))}},
+		{name: "the older host wins", host: bmh("a", "h", "1", "52:54:00:00:00:01", at(5)),
+			hosts: []metal3v1.BareMetalHost{bmh("b", "x", "2", "52:54:00:00:00:01", at(0))}, want: "b/x"},
+		{name: "letter case does not matter", host: bmh("a", "h", "1", "52:54:00:00:00:0A", at(5)),
+			hosts: []metal3v1.BareMetalHost{bmh("b", "x", "2", "52:54:00:00:00:0a", at(0))}, want: "b/x"},
+		{name: "a newer host does not stop the first", host: bmh("a", "h", "1", "52:54:00:00:00:01", at(0)),
+			hosts: []metal3v1.BareMetalHost{bmh("b", "x", "2", "52:54:00:00:00:01", at(5))}},
+		{name: "the same second: namespace, then name", host: bmh("b", "h", "1", "52:54:00:00:00:01", at(0)),
+			hosts: []metal3v1.BareMetalHost{bmh("a", "z", "2", "52:54:00:00:00:01", at(0)), bmh("a", "y", "3", "52:54:00:00:00:01", at(0))}, want: "a/y"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			got := firstWithBootMAC(&tt.host, tt.hosts)
+			if tt.want == "" {
+				g.Expect(got).To(BeNil())
+				return
+			}
+			g.Expect(got).NotTo(BeNil())
+			g.Expect(got.Namespace + "/" + got.Name).To(Equal(tt.want))
+		})
+	}
+}
+
+func TestTokenCondition(t *testing.T) {
+	issued := metav1.NewTime(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
+	withToken := func(tok *metal3v1.DeployAgentToken) metal3v1.BareMetalHostStatus {
+		return metal3v1.BareMetalHostStatus{DeployAgent: &metal3v1.DeployAgentStatus{Request: &metal3v1.DeployAgentRequest{Action: "deploy", Generation: "g2"}, Token: tok}}
+	}
+	tests := []struct {
+		name    string
+		status  metal3v1.BareMetalHostStatus
+		want    metav1.ConditionStatus
+		reason  string
+		message string
+	}{
+		{name: "no request: unchanged"},
+		{name: "not asked for yet", status: withToken(nil), want: metav1.ConditionFalse, reason: ReasonTokenNotIssued,
+			message: "The deploy agent of request g2 has not asked for its token yet"},
+		{name: "another request's token", status: withToken(&metal3v1.DeployAgentToken{Generation: "g1", IssuedAt: issued}),
+			want: metav1.ConditionFalse, reason: ReasonTokenNotIssued},
+		{name: "handed out", status: withToken(&metal3v1.DeployAgentToken{Generation: "g2", Source: "192.0.2.7:4242", IssuedAt: issued}),
+			want: metav1.ConditionTrue, reason: ReasonTokenIssued, message: "The agent token of request g2 was handed out to 192.0.2.7:4242 at 2030-01-02T03:04:05Z"},
+		{name: "asked for again", status: withToken(&metal3v1.DeployAgentToken{Generation: "g2", Source: "192.0.2.7:4242", IssuedAt: issued,
+			Refusals: 2, LastRefusalTime: &issued, LastRefusalSource: "198.51.100.9:1"}),
+			want: metav1.ConditionFalse, reason: ReasonTokenAskedAgain,
+			message: "The agent token of request g2 was handed out to 192.0.2.7:4242 at 2030-01-02T03:04:05Z and asked for again 2 times since, " +
+				"last from 198.51.100.9:1 at 2030-01-02T03:04:05Z. Another machine has this request's ticket"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			h := &metal3v1.BareMetalHost{Status: tt.status}
+			h.Status.Conditions = []metav1.Condition{{Type: DeployAgentTokenCondition, Status: metav1.ConditionFalse, Reason: "Earlier"}}
+			setConditions(h)
+			got := meta.FindStatusCondition(h.Status.Conditions, DeployAgentTokenCondition)
+			g.Expect(got).NotTo(BeNil())
+			if tt.reason == "" {
+				g.Expect(got.Reason).To(Equal("Earlier"), "what it said about the last request")
+				return
+			}
+			g.Expect(got.Status).To(Equal(tt.want))
+			g.Expect(got.Reason).To(Equal(tt.reason))
+			g.Expect(got.Message).To(HavePrefix(tt.message))
 		})
 	}
 }

@@ -27,6 +27,9 @@ import (
 type ppiServer struct {
 	*httptest.Server
 	downloads atomic.Int32
+	// broken, when set, fails every download: a host booting the image
+	// runs no agent.
+	broken atomic.Bool
 }
 
 const ppiPath = "/provider/image.iso"
@@ -37,7 +40,7 @@ func newPPIServer(t *testing.T, e *engine) *ppiServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := deployapi.BootConfig{Lookup: &deployapi.Lookup{EngineURL: e.deployURL, Scope: ppiPath, Token: deployapi.SignLookupToken(e.key, ppiPath)}}
+	cfg := deployapi.BootConfig{Lookup: &deployapi.Lookup{EngineURL: e.deployURL, Scope: ppiPath, Token: deployapi.SignLookupToken(e.key, ppiPath, time.Now().Add(time.Hour))}}
 	s := &ppiServer{}
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != ppiPath {
@@ -45,6 +48,10 @@ func newPPIServer(t *testing.T, e *engine) *ppiServer {
 			return
 		}
 		s.downloads.Add(1)
+		if s.broken.Load() {
+			http.Error(w, "broken", http.StatusServiceUnavailable)
+			return
+		}
 		iso, err := im.ISO(cfg)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
@@ -127,13 +134,20 @@ func TestPreprovisioningImage(t *testing.T) {
 }
 
 // TestLookup: the deploy server answers a lookup only with a credential
-// for the image and for a host whose PreprovisioningImage serves it.
+// for the image that has not expired, for a host whose PreprovisioningImage
+// serves it, and only while the engine boots that host for its current
+// request and the request's agent token was not handed out; the answer
+// carries the request's ticket, not a token.
 func TestLookup(t *testing.T) {
 	g := NewWithT(t)
+	ctx := context.Background()
 	ns := env.Namespace(t)
 	e := startEngine(t, "", nil, nil)
 	lab := startLab(t, e, 1)
 	m := lab.Machines[0]
+	provider := newPPIServer(t, e)
+	provider.broken.Store(true) // the machine boots no agent: the test plays it
+	img := newImageServer(t, 1<<20, false)
 	host := createHost(t, lab, 0, ns, true, func(h *metal3v1.BareMetalHost) {
 		h.Annotations = map[string]string{metal3v1.InspectAnnotation: metal3v1.InspectAnnotationValueDisabled}
 	})
@@ -147,18 +161,36 @@ func TestLookup(t *testing.T) {
 		_, _ = buf.ReadFrom(resp.Body)
 		return resp.StatusCode, buf.String()
 	}
-	good := deployapi.SignLookupToken(e.key, ppiPath)
-	code, _ := lookup(ppiPath, deployapi.SignLookupToken(e.key, "/other.iso"), m.Hardware.NICs[0].MAC)
-	g.Expect(code).To(Equal(http.StatusUnauthorized))
-	code, msg := lookup(ppiPath, good, m.Hardware.NICs[0].MAC)
+	good := deployapi.SignLookupToken(e.key, ppiPath, time.Now().Add(time.Hour))
+	code, _ := lookup(ppiPath, deployapi.SignLookupToken(e.key, "/other.iso", time.Now().Add(time.Hour)), m.Hardware.NICs[0].MAC)
+	g.Expect(code).To(Equal(http.StatusUnauthorized), "another image's credential")
+	code, msg := lookup(ppiPath, deployapi.SignLookupToken(e.key, ppiPath, time.Now().Add(-time.Minute)), m.Hardware.NICs[0].MAC)
+	g.Expect(code).To(Equal(http.StatusUnauthorized), "an expired credential")
+	g.Expect(msg).To(ContainSubstring("the image's URL has expired"))
+	code, msg = lookup(ppiPath, good, m.Hardware.NICs[0].MAC)
 	g.Expect(code).To(Equal(http.StatusNotFound), "its PreprovisioningImage serves no image")
 	g.Expect(msg).To(ContainSubstring("boots this image: it is booted by the host engine for a host whose PreprovisioningImage serves it, not by hand"))
 
 	ppi := &metal3v1.PreprovisioningImage{}
-	g.Eventually(func() error { return env.Client.Get(context.Background(), client.ObjectKeyFromObject(host), ppi) }, 30*time.Second).Should(Succeed())
-	setImageReady(t, ppi, metav1.ConditionTrue, "Ready", "", "http://images.example.com"+ppiPath+"?x=1")
+	g.Eventually(func() error { return env.Client.Get(ctx, client.ObjectKeyFromObject(host), ppi) }, 30*time.Second).Should(Succeed())
+	setImageReady(t, ppi, metav1.ConditionTrue, "Ready", "", provider.URL+ppiPath+"?x=1")
 	// The deploy server reads the PreprovisioningImage from the manager's
-	// cache, which sees the new status a moment later.
+	// cache, which sees the new status a moment later; the host has no
+	// request, so it is not booting the image.
+	g.Eventually(func() string {
+		code, msg = lookup(ppiPath, good, "00:00:00:00:00:01", m.Hardware.NICs[0].MAC)
+		return msg
+	}, 30*time.Second, 100*time.Millisecond).Should(ContainSubstring("boots this image now"))
+	g.Expect(code).To(Equal(http.StatusNotFound))
+
+	// A deploy: the engine boots the image; the machine cannot read it.
+	update(t, host, func(h *metal3v1.BareMetalHost) { h.Spec.Image, h.Spec.Online = img.image(), true })
+	g.Eventually(func(g Gomega) {
+		h := get(g, host)
+		g.Expect(h.Status.DeployAgent).NotTo(BeNil())
+		g.Expect(h.Status.DeployAgent.Request.BootedAt).NotTo(BeNil())
+	}, 30*time.Second).Should(Succeed())
+	gen := host.Status.DeployAgent.Request.Generation
 	g.Eventually(func() int {
 		code, msg = lookup(ppiPath, good, "00:00:00:00:00:01", m.Hardware.NICs[0].MAC)
 		return code
@@ -167,7 +199,19 @@ func TestLookup(t *testing.T) {
 	g.Expect(json.Unmarshal([]byte(msg), &cfg)).To(Succeed())
 	g.Expect(cfg.HostID).To(HavePrefix(ns + "~" + host.Name + "~"))
 	g.Expect(cfg.EngineURL).To(Equal(e.deployURL))
-	g.Expect(deployapi.VerifyToken(e.key, cfg.HostID, cfg.Token, time.Now())).To(Succeed())
+	g.Expect(msg).NotTo(ContainSubstring(`"token"`), "a ticket, not a token")
+	ticketGen, err := deployapi.VerifyTicket(e.key, cfg.HostID, cfg.Ticket, time.Now())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(ticketGen).To(Equal(gen), "for the host's current request")
 	code, _ = lookup(ppiPath, good, "00:00:00:00:00:01")
 	g.Expect(code).To(Equal(http.StatusNotFound))
+
+	// Once the ticket is exchanged, a lookup gets nothing.
+	code, _ = exchange(t, e, cfg.HostID, cfg.Ticket, "session-1")
+	g.Expect(code).To(Equal(http.StatusOK))
+	g.Eventually(func() int {
+		code, msg = lookup(ppiPath, good, m.Hardware.NICs[0].MAC)
+		return code
+	}, 30*time.Second, 100*time.Millisecond).Should(Equal(http.StatusConflict), func() string { return msg })
+	g.Expect(msg).To(ContainSubstring("has its token already"))
 }
