@@ -195,7 +195,7 @@ func FuzzHostRegion(f *testing.F) {
 				return
 			}
 		}
-		cfg := deployapi.BootConfig{EngineURL: engine, HostID: host, Token: token, NetworkData: network,
+		cfg := deployapi.BootConfig{EngineURL: engine, HostID: host, Ticket: token, NetworkData: network,
 			Discovery: &deployapi.Discovery{ServiceURL: engine, Token: token, IgnitionConfigOverride: strings.Repeat(override, int(repeat)),
 				StaticNetwork: []deployapi.StaticNetworkHost{{NetworkYAML: network, MACInterfaceMap: []deployapi.MACInterface{{MACAddress: host, LogicalNICName: token}}}}}}
 		region, err := HostRegion(cfg)
