@@ -74,8 +74,6 @@ const (
 // serverHosts are the host names of the servers, by name.
 var serverHosts = map[string]string{"deploy": machineHost, "ignition": ignitionHost, "agent-service": machineHost}
 
-func (v ccVariables) addr(server string) string { return v.lbs[server].Addr().String() }
-
 // TestClusterctlInit installs metalshift on a fresh hub the way
 // docs/production.md tells a user to: a local repository written by
 // hack/clusterctl-repo's code, a clusterctl config file naming it, the

@@ -47,13 +47,13 @@ const (
 	// signed with (tls.crt, tls.key), created once by the operator and
 	// never rotated: hosts hold it in their boot configuration. The
 	// operand never mounts it.
-	DeployCASecret = "metalshift-deploy-ca"
+	DeployCASecret = "metalshift-deploy-ca" //nolint:gosec // the name of a Secret, no credential
 	// DeployTLSSecret holds the deploy server's certificate (tls.crt,
 	// tls.key) and the CA hosts are handed (ca.crt), which the operator
 	// issues again when the addresses hosts reach it at change or it
 	// nears its end (TLS). The operand reads its files again when the
 	// kubelet updates them.
-	DeployTLSSecret = "metalshift-deploy-tls"
+	DeployTLSSecret = "metalshift-deploy-tls" //nolint:gosec // the name of a Secret, no credential
 	// VersionAnnotation on the pod template is the operator version that
 	// rendered it: a new version rolls the operand.
 	VersionAnnotation = "metalshift.io/operator-version"
