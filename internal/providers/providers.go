@@ -3,6 +3,7 @@ package providers
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
@@ -31,21 +32,26 @@ type Provider struct {
 }
 
 // Server is an HTTP server of a component, which machines reach through a
-// Service.
+// Service. Every server speaks https with a certificate cert-manager issues
+// from the machine CA (MachineCASecret) for the host name in
+// $METALSHIFT_<NAME>_HOST, and hands machines that CA.
 type Server struct {
-	// Name names the Service (metalshift-<Name>) and the container port.
+	// Name names the Service (metalshift-<Name>), the container port and
+	// the manager's flags of the server: --<Name>-listen-address,
+	// --<Name>-url and --<Name>-cert-file, -key-file, -ca-file.
 	Name string
-	// ListenFlag is the manager flag of the server's listen address.
-	ListenFlag string
-	// Port is the container port; ServicePort the Service's.
-	Port, ServicePort int32
-	// TLS serves https with a certificate cert-manager issues for the
-	// host name in $METALSHIFT_<NAME>_HOST, mounted at TLSDir.
-	TLS bool
+	// Port is the container port; the Service's is 443.
+	Port int32
 	// BootImages tells that the server hands out the images machines
 	// boot: the Deployment names the live images in the manager's image
 	// with --live-image-dir (manager.ImageLiveDir).
 	BootImages bool
+	// BootPort, when set, is the container port of the server's plain
+	// http listener for network-booting firmware that cannot verify a
+	// certificate (--<Name>-boot-listen-address, --<Name>-boot-url): behind
+	// a Service of its own, metalshift-<Name>-boot, which machines reach
+	// only when $METALSHIFT_<NAME>_BOOT_SERVICE_TYPE says so.
+	BootPort int32
 }
 
 // Where the Deployment mounts its Secrets, and the ports every manager
@@ -56,12 +62,23 @@ const (
 	// SigningKeySecret is the Secret, in each provider's namespace, whose
 	// key "key" holds the signing key (at least 32 random bytes).
 	SigningKeySecret = "metalshift-signing-key"
-	// TLSDir is where a TLS server's certificate Secret is mounted.
+	// MachineCASecret is the Secret, in the namespace of each provider with
+	// servers, holding the CA machines trust for every server (tls.crt,
+	// tls.key): the CA of its machine CA Issuer, which signs the servers'
+	// certificates. The same CA in every namespace: the agent service
+	// hands machines the deploy server's CA as its own.
+	MachineCASecret = "metalshift-machine-ca"
+	// TLSDir is where the Secrets of the servers' certificates are
+	// mounted, each in the directory of its server's name.
 	TLSDir = "/etc/metalshift/tls"
 
 	WebhookPort = 9443
 	HealthPort  = 9440
 	MetricsPort = 8080
+	// ServerServicePort is the port of every server's Service (https);
+	// BootServicePort that of a boot Service (plain http).
+	ServerServicePort = 443
+	BootServicePort   = 80
 )
 
 // Names of the objects in each provider's namespace.
@@ -72,6 +89,8 @@ const (
 	webhookCertName    = "metalshift-serving-cert"
 	webhookCertSecret  = "metalshift-webhook-service-cert" //nolint:gosec // the name of a Secret, no credential
 	issuerName         = "metalshift-selfsigned-issuer"
+	// machineCAIssuer issues the servers' certificates from MachineCASecret.
+	machineCAIssuer    = "metalshift-machine-ca-issuer"
 	leaderElectionRole = "metalshift-leader-election"
 )
 
@@ -79,6 +98,8 @@ const (
 // Cluster API core, run by the manager; a hub installs all of them, or all
 // but the agent service.
 func All() []Provider {
+	deploy := Server{Name: "deploy", Port: 6180, BootImages: true, BootPort: 6181}
+	agentService := Server{Name: "agent-service"}
 	return []Provider{
 		{Name: "cluster-api", Type: clusterctlv1.CoreProviderType, Components: []string{component.CAPICore.Name}},
 		{
@@ -87,24 +108,20 @@ func All() []Provider {
 			// controller only runs with --baremetal-operator).
 			Name: "metal", Type: clusterctlv1.InfrastructureProviderType,
 			Components: []string{"host-engine", "infrastructure-metal", "baremetal-operator"},
-			Servers:    []Server{{Name: "deploy", ListenFlag: "deploy-listen-address", Port: 6180, ServicePort: 80, BootImages: true}},
-			// Plain http until the deploy server's certificate is packaged.
-			Args: []string{"--deploy-url=${METALSHIFT_DEPLOY_URL}", "--deploy-insecure-http"},
+			Servers:    []Server{deploy},
 		},
 		{
 			Name: "openshift", Type: clusterctlv1.BootstrapProviderType, Components: []string{"bootstrap-openshift"},
-			Servers: []Server{{Name: "ignition", ListenFlag: "ignition-listen-address", Port: 6443, ServicePort: 443, TLS: true}},
-			Args: []string{
-				"--ignition-url=https://${METALSHIFT_IGNITION_HOST}:${METALSHIFT_IGNITION_PORT:=443}",
-				"--ignition-cert-file=" + TLSDir + "/tls.crt", "--ignition-key-file=" + TLSDir + "/tls.key", "--ignition-ca-file=" + TLSDir + "/ca.crt",
-			},
+			Servers: []Server{{Name: "ignition", Port: 6443}},
 		},
 		{Name: "openshift", Type: clusterctlv1.ControlPlaneProviderType, Components: []string{"controlplane-openshift"}},
 		{
 			Name: "agent", Type: clusterctlv1.AddonProviderType, Components: []string{"agent-install"},
-			Servers: []Server{{Name: "agent-service", ListenFlag: "agent-service-listen-address", Port: 6190, ServicePort: 80, BootImages: true}},
-			// Plain http until the service's certificate is packaged.
-			Args: []string{"--agent-service-url=${METALSHIFT_AGENT_SERVICE_URL}", "--agent-service-deploy-url=${METALSHIFT_DEPLOY_URL}", "--agent-service-insecure-http"},
+			Servers: []Server{{Name: "agent-service", Port: 6190, BootImages: true}},
+			// Converged-flow images carry the deploy server's URL and CA:
+			// the machine CA, which signed both servers' certificates, is
+			// the CA of the agent service's own certificate Secret.
+			Args: []string{"--agent-service-deploy-url=" + deploy.URL(), "--agent-service-deploy-ca-file=" + agentService.TLSFile("ca.crt")},
 		},
 	}
 }
@@ -152,10 +169,69 @@ func (p Provider) BootImages() bool {
 	return slices.ContainsFunc(p.Servers, func(s Server) bool { return s.BootImages })
 }
 
-// hostVariable is the clusterctl variable of a TLS server's host name.
-func (s Server) hostVariable() string {
-	return "METALSHIFT_" + strings.ToUpper(strings.ReplaceAll(s.Name, "-", "_")) + "_HOST"
+// MachineCA tells whether the provider's servers need the machine CA.
+func (p Provider) MachineCA() bool { return len(p.Servers) > 0 }
+
+// variable is the clusterctl variable METALSHIFT_<NAME>_<suffix>.
+func (s Server) variable(suffix string) string {
+	return "METALSHIFT_" + strings.ToUpper(strings.ReplaceAll(s.Name, "-", "_")) + "_" + suffix
 }
 
-// tlsSecret is the Secret of a TLS server's certificate.
-func (s Server) tlsSecret() string { return "metalshift-" + s.Name + "-cert" }
+// HostVariable is the clusterctl variable of the host name machines reach
+// the server at, which its certificate holds.
+func (s Server) HostVariable() string { return s.variable("HOST") }
+
+// URL is how machines reach the server: https at $METALSHIFT_<NAME>_HOST
+// and $METALSHIFT_<NAME>_PORT (default 443).
+func (s Server) URL() string {
+	return "https://${" + s.HostVariable() + "}:${" + s.variable("PORT") + ":=" + strconv.Itoa(ServerServicePort) + "}"
+}
+
+// BootURL is how network-booting firmware reaches the server's plain http
+// listener: $METALSHIFT_<NAME>_BOOT_URL, by default the boot Service's
+// name in the cluster (which machines do not resolve: a site that boots
+// from the network sets it).
+func (s Server) BootURL(ns string) string {
+	return "${" + s.variable("BOOT_URL") + ":=http://" + s.bootService() + "." + ns + ".svc}"
+}
+
+// bootServiceType is the type of the boot Service: ClusterIP unless
+// $METALSHIFT_<NAME>_BOOT_SERVICE_TYPE says otherwise.
+func (s Server) bootServiceType() string {
+	return "${" + s.variable("BOOT_SERVICE_TYPE") + ":=ClusterIP}"
+}
+
+// Service is the name of the server's Service.
+func (s Server) Service() string { return "metalshift-" + s.Name }
+
+func (s Server) bootService() string { return s.Service() + "-boot" }
+
+// bootPortName names the boot listener's container port.
+func (s Server) bootPortName() string { return s.Name + "-boot" }
+
+// CertSecret is the Secret of the server's certificate, which cert-manager
+// issues from the machine CA.
+func (s Server) CertSecret() string { return "metalshift-" + s.Name + "-cert" }
+
+// TLSFile is the path of a file of the server's certificate Secret
+// (tls.crt, tls.key, ca.crt) in the Deployment.
+func (s Server) TLSFile(key string) string { return s.tlsDir() + "/" + key }
+
+// tlsDir is where the server's certificate Secret is mounted.
+func (s Server) tlsDir() string { return TLSDir + "/" + s.Name }
+
+// args are the manager's flags of the server: where it listens, how
+// machines reach it, its certificate, and its boot listener.
+func (s Server) args(ns string) []string {
+	args := []string{
+		"--" + s.Name + "-listen-address=:" + strconv.Itoa(int(s.Port)),
+		"--" + s.Name + "-url=" + s.URL(),
+		"--" + s.Name + "-cert-file=" + s.TLSFile("tls.crt"),
+		"--" + s.Name + "-key-file=" + s.TLSFile("tls.key"),
+		"--" + s.Name + "-ca-file=" + s.TLSFile("ca.crt"),
+	}
+	if s.BootPort != 0 {
+		args = append(args, "--"+s.Name+"-boot-listen-address=:"+strconv.Itoa(int(s.BootPort)), "--"+s.Name+"-boot-url="+s.BootURL(ns))
+	}
+	return args
+}

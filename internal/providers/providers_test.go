@@ -215,7 +215,7 @@ func TestProviders(t *testing.T) {
 			}
 			// Every server listens, behind a Service whose port the container has.
 			for _, s := range p.Servers {
-				g.Expect(fs.Lookup(s.ListenFlag).Changed).To(BeTrue(), s.ListenFlag)
+				g.Expect(fs.Lookup(s.Name+"-listen-address").Changed).To(BeTrue(), s.Name)
 			}
 			for _, o := range byKind["Service"] {
 				svc := convert[corev1.Service](t, o)
@@ -306,7 +306,7 @@ func TestVariablesDocumented(t *testing.T) {
 			}
 		}
 	}
-	g.Expect(names).To(ContainElements("METALSHIFT_REPLICAS", "METALSHIFT_DEPLOY_URL"))
+	g.Expect(names).To(ContainElements("METALSHIFT_REPLICAS", "METALSHIFT_DEPLOY_HOST", "METALSHIFT_DEPLOY_BOOT_SERVICE_TYPE"))
 	for _, n := range names {
 		g.Expect(strings.Contains(string(doc), "`"+n+"`")).To(BeTrue(), "docs/production.md explains %s", n)
 	}

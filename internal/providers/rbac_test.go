@@ -157,8 +157,10 @@ func TestLeastPrivilege(t *testing.T) {
 
 // TestOperatorRoleNamespaced: the bare-metal operator (not a clusterctl
 // provider; a release payload runs it, operator/manifests) writes its
-// operand's Deployment and signing-key Secret in openshift-machine-api
-// only, and has no other rule on workloads or Secrets.
+// operand's Deployment and Secrets (signing key, the deploy server's CA
+// and certificate) in openshift-machine-api only, and has no other rule on
+// workloads or Secrets; of the core group it reads Nodes only, whose
+// addresses the deploy server's certificate holds.
 func TestOperatorRoleNamespaced(t *testing.T) {
 	g := NewWithT(t)
 	rbac, err := config.GeneratedRBAC("baremetal-operator")
@@ -166,12 +168,18 @@ func TestOperatorRoleNamespaced(t *testing.T) {
 	g.Expect(rbac.Namespaced).To(HaveLen(1))
 	g.Expect(rbac.Namespaced).To(HaveKey("openshift-machine-api"))
 	for _, rule := range rbac.ClusterRules {
-		g.Expect(rule.APIGroups).NotTo(ContainElement(BeElementOf("", "apps")), "%v", rule)
+		g.Expect(rule.APIGroups).NotTo(ContainElement("apps"), "%v", rule)
+		if slices.Contains(rule.APIGroups, "") {
+			g.Expect(rule.APIGroups).To(ConsistOf(""), "%v", rule)
+			g.Expect(rule.Resources).To(ConsistOf("nodes"), "%v", rule)
+			g.Expect(rule.Verbs).To(ConsistOf("get", "list", "watch"), "%v", rule)
+		}
 	}
 	for _, rule := range rbac.Namespaced["openshift-machine-api"] {
 		g.Expect(rule.Resources).To(ContainElement(BeElementOf("deployments", "secrets")), "%v", rule)
 		if slices.Contains(rule.Resources, "secrets") {
-			g.Expect(rule.Verbs).To(ConsistOf("get", "create"), "its signing key: created once, never listed or deleted")
+			g.Expect(rule.Verbs).To(ConsistOf("get", "create", "update"),
+				"created once (the signing key and the CA never change; the certificate is updated when it is issued again), never listed or deleted")
 		}
 	}
 }

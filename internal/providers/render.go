@@ -194,22 +194,26 @@ func (p Provider) objects(o Options) ([]runtime.Object, error) {
 	}
 	objs = append(objs, rbac...)
 	if webhooks {
-		objs = append(objs, certificate(webhookCertName, ns, webhookCertSecret,
+		objs = append(objs, certificate(webhookCertName, ns, webhookCertSecret, issuerName,
 			[]string{WebhookService + "." + ns + ".svc", WebhookService + "." + ns + ".svc.cluster.local"}))
 	}
 	for _, s := range p.Servers {
-		if s.TLS {
-			objs = append(objs, certificate(s.tlsSecret(), ns, s.tlsSecret(), []string{"${" + s.hostVariable() + "}", "metalshift-" + s.Name + "." + ns + ".svc"}))
-		}
+		objs = append(objs, certificate(s.CertSecret(), ns, s.CertSecret(), machineCAIssuer, []string{"${" + s.HostVariable() + "}", s.Service() + "." + ns + ".svc"}))
 	}
-	if webhooks || slices.ContainsFunc(p.Servers, func(s Server) bool { return s.TLS }) {
-		objs = append(objs, issuer(ns))
+	if webhooks {
+		objs = append(objs, selfSignedIssuer(ns))
+	}
+	if p.MachineCA() {
+		objs = append(objs, caIssuer(ns))
 	}
 	if webhooks {
 		objs = append(objs, p.service(WebhookService, corev1.ServiceTypeClusterIP, 443, "webhook-server"))
 	}
 	for _, s := range p.Servers {
-		objs = append(objs, p.service("metalshift-"+s.Name, ServiceType, s.ServicePort, s.Name))
+		objs = append(objs, p.service(s.Service(), ServiceType, ServerServicePort, s.Name))
+		if s.BootPort != 0 {
+			objs = append(objs, p.service(s.bootService(), corev1.ServiceType(s.bootServiceType()), BootServicePort, s.bootPortName()))
+		}
 	}
 	objs = append(objs, p.deployment(o.Image, webhooks))
 	for _, m := range mutating {
@@ -379,15 +383,26 @@ func (p Provider) clusterRules() ([]rbacv1.PolicyRule, error) {
 	return rbac.ClusterRules, nil
 }
 
-// issuer is the self-signed cert-manager Issuer of the provider's
-// certificates.
-func issuer(ns string) runtime.Object {
+// selfSignedIssuer is the self-signed cert-manager Issuer of the
+// provider's webhook certificate, whose CA cert-manager injects where the
+// API server calls the webhooks.
+func selfSignedIssuer(ns string) runtime.Object {
 	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "cert-manager.io/v1", "kind": "Issuer",
 		"metadata": map[string]any{"name": issuerName, "namespace": ns}, "spec": map[string]any{"selfSigned": map[string]any{}}}}
 }
 
-// certificate is a cert-manager Certificate, issued into secret.
-func certificate(name, ns, secret string, dnsNames []string) runtime.Object {
+// caIssuer is the cert-manager Issuer of the servers' certificates: a CA
+// Issuer of the machine CA in MachineCASecret, which the site creates in
+// the namespace (docs/production.md). Every server certificate Secret's
+// ca.crt is that CA, which a renewal keeps.
+func caIssuer(ns string) runtime.Object {
+	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "cert-manager.io/v1", "kind": "Issuer",
+		"metadata": map[string]any{"name": machineCAIssuer, "namespace": ns}, "spec": map[string]any{"ca": map[string]any{"secretName": MachineCASecret}}}}
+}
+
+// certificate is a cert-manager Certificate from the Issuer issuer,
+// issued into secret.
+func certificate(name, ns, secret, issuer string, dnsNames []string) runtime.Object {
 	names := make([]any, len(dnsNames))
 	for i, n := range dnsNames {
 		names[i] = n
@@ -396,7 +411,7 @@ func certificate(name, ns, secret string, dnsNames []string) runtime.Object {
 		"metadata": map[string]any{"name": name, "namespace": ns},
 		"spec": map[string]any{
 			"dnsNames": names, "secretName": secret,
-			"issuerRef": map[string]any{"kind": "Issuer", "name": issuerName},
+			"issuerRef": map[string]any{"kind": "Issuer", "name": issuer},
 		}}}
 }
 
@@ -435,7 +450,7 @@ func (p Provider) args(webhooks bool) []string {
 		args = append(args, "--live-image-dir="+manager.ImageLiveDir)
 	}
 	for _, s := range p.Servers {
-		args = append(args, "--"+s.ListenFlag+"=:"+strconv.Itoa(int(s.Port)))
+		args = append(args, s.args(p.Namespace())...)
 	}
 	return append(args, p.Args...)
 }
@@ -462,9 +477,10 @@ func (p Provider) deployment(image string, webhooks bool) runtime.Object {
 	}
 	for _, s := range p.Servers {
 		ports = append(ports, corev1.ContainerPort{Name: s.Name, ContainerPort: s.Port, Protocol: corev1.ProtocolTCP})
-		if s.TLS {
-			secretVolume(s.Name+"-tls", s.tlsSecret(), TLSDir)
+		if s.BootPort != 0 {
+			ports = append(ports, corev1.ContainerPort{Name: s.bootPortName(), ContainerPort: s.BootPort, Protocol: corev1.ProtocolTCP})
 		}
+		secretVolume(s.Name+"-tls", s.CertSecret(), s.tlsDir())
 	}
 	probe := func(path string) *corev1.Probe {
 		return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString("healthz")}}}

@@ -320,19 +320,21 @@ var variable = regexp.MustCompile(`\$\{([A-Z0-9_]+)(:=([^}]*))?\}`)
 
 // variables are the test's values of the required clusterctl variables.
 var variables = map[string]string{
-	"METALSHIFT_DEPLOY_URL":        "http://deploy.test",
-	"METALSHIFT_IGNITION_HOST":     "ignition.test",
-	"METALSHIFT_AGENT_SERVICE_URL": "http://agent.test",
+	"METALSHIFT_DEPLOY_HOST":        "deploy.test",
+	"METALSHIFT_IGNITION_HOST":      "ignition.test",
+	"METALSHIFT_AGENT_SERVICE_HOST": "agent.test",
 }
 
 // managerArgs are the arguments of the provider's Deployment, for a
 // manager in this process: the variables set, the Lease in the provider's
 // namespace, the signing key from key, no webhooks (the test environment
-// serves them), health and metrics endpoints, live images or TLS files, and
+// serves them), health and metrics endpoints or live images, the servers'
+// certificates issued by a CA of the test's for their host names, and
 // servers on free loopback ports.
 func managerArgs(t *testing.T, p providers.Provider, key string) []string {
 	t.Helper()
 	g := NewWithT(t)
+	tlsDir := serverCertificates(t, p)
 	yml, err := p.ComponentsYAML(providers.Options{Version: "v0.1.0"})
 	g.Expect(err).NotTo(HaveOccurred())
 	yml = variable.ReplaceAllFunc(yml, func(m []byte) []byte {
@@ -366,14 +368,38 @@ func managerArgs(t *testing.T, p providers.Provider, key string) []string {
 				a = "--" + flag + "=" + key
 			case strings.HasSuffix(flag, "-listen-address"):
 				a = "--" + flag + "=127.0.0.1:0"
-			case flag == "webhook-cert-dir", flag == "live-image-dir", strings.HasPrefix(flag, "ignition-") && strings.HasSuffix(flag, "-file"):
+			case flag == "webhook-cert-dir", flag == "live-image-dir":
 				continue
+			case strings.HasSuffix(flag, "-file") && strings.Contains(a, "="+providers.TLSDir+"/"):
+				a = strings.Replace(a, "="+providers.TLSDir, "="+tlsDir, 1)
 			}
 			g.Expect(a).NotTo(ContainSubstring("$("), "every $(VAR) replaced")
 			args = append(args, a)
 		}
 		return args
 	}
+}
+
+// serverCertificates writes, for each server of p, what cert-manager
+// issues into its certificate Secret (tls.crt, tls.key, ca.crt) into
+// <dir>/<server name>, and returns dir: certificates for the servers'
+// host names from one CA, as the machine CA Issuer issues them.
+func serverCertificates(t *testing.T, p providers.Provider) string {
+	t.Helper()
+	g := NewWithT(t)
+	dir := t.TempDir()
+	ca, err := certs.NewCA("machine-ca")
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, s := range p.Servers {
+		kp, err := certs.Issue(ca, certs.Spec{CommonName: s.Name, DNSNames: []string{variables[s.HostVariable()]}, Server: true})
+		g.Expect(err).NotTo(HaveOccurred())
+		d := filepath.Join(dir, s.Name)
+		g.Expect(os.MkdirAll(d, 0o700)).To(Succeed())
+		for name, data := range map[string][]byte{"tls.crt": kp.Cert, "tls.key": kp.Key, "ca.crt": ca.Cert} {
+			g.Expect(os.WriteFile(filepath.Join(d, name), data, 0o600)).To(Succeed())
+		}
+	}
+	return dir
 }
 
 // applyInstall creates what `metalshift create cluster` applies for a

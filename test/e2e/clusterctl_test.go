@@ -43,6 +43,7 @@ import (
 	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
 
 	"github.com/metalshift/metalshift/imageservice"
+	"github.com/metalshift/metalshift/internal/certs"
 	"github.com/metalshift/metalshift/internal/providers"
 	"github.com/metalshift/metalshift/localcp"
 	"github.com/metalshift/metalshift/manager"
@@ -51,9 +52,9 @@ import (
 // ccVariables are the values of the clusterctl variables in
 // TestClusterctlInit: where the machines reach the providers' servers, the
 // addresses of the load balancers in front of their Services (the test's
-// proxy), on loopback; the ignition server's certificate is for
-// ignitionHost, which the simulated network resolves to loopback (sim bmc
-// --add-host), as a site's DNS would resolve it to the load balancer.
+// proxy), on loopback, at the host names of serverHosts, which the
+// servers' certificates hold, as a site's DNS would resolve them to the
+// load balancers.
 type ccVariables struct {
 	// lbs are the load balancers' listeners by server name (deploy,
 	// ignition, agent-service), open from the start so that no other test
@@ -61,14 +62,23 @@ type ccVariables struct {
 	lbs map[string]net.Listener
 }
 
-const ignitionHost = "ignition.hub.test"
+// The host names the machines reach the servers at. The installed
+// cluster's machines resolve ignitionHost in the simulated network (sim
+// bmc --add-host); the BMCs and deploy agents of the simulator resolve
+// names with this machine's resolver: localhost.
+const (
+	ignitionHost = "ignition.hub.test"
+	machineHost  = "localhost"
+)
 
-func (v ccVariables) addr(server string) string { return v.lbs[server].Addr().String() }
+// serverHosts are the host names of the servers, by name.
+var serverHosts = map[string]string{"deploy": machineHost, "ignition": ignitionHost, "agent-service": machineHost}
 
 // TestClusterctlInit installs metalshift on a fresh hub the way
 // docs/production.md tells a user to: a local repository written by
 // hack/clusterctl-repo's code, a clusterctl config file naming it, the
-// signing key Secrets, and `bin/clusterctl init` with every provider. It
+// signing key and machine CA Secrets, and `bin/clusterctl init` with every
+// provider. It
 // checks what clusterctl created (CRDs with contract labels, namespaces,
 // Deployments, Services, webhook configurations, its Provider inventory),
 // then runs each provider's replicas as `manager` processes with exactly
@@ -79,8 +89,11 @@ func (v ccVariables) addr(server string) string { return v.lbs[server].Addr().St
 // environment (the downward API's values filled in), mounted Secrets are
 // files written from those Secrets, and listen ports are free loopback
 // ports. Each replica becomes live and ready, each provider elects one
-// leader, and every webhook path and conversion its configurations name
-// is served with the certificate of the Service's name. Then each leader
+// leader, every webhook path and conversion its configurations name is
+// served with the certificate of the Service's name, and the deploy,
+// ignition and agent servers serve https only, with certificates the
+// machine CA signed for their host names, handing machines that CA. Then
+// each leader
 // is SIGKILLed and the other replica takes its Lease over; no replica was
 // refused anything by its ServiceAccount's RBAC.
 //
@@ -99,9 +112,10 @@ func (v ccVariables) addr(server string) string { return v.lbs[server].Addr().St
 // The hub has no cert-manager (no container runtime runs it here): the
 // test installs its CRDs (Issuer, Certificate, ClusterIssuer) as a
 // stand-in for an existing cert-manager, which is what clusterctl checks,
-// and plays cert-manager's part itself: it issues each Certificate (self
-// signed, as the providers' Issuers are) into the Secret it names, and
-// injects the CA where cert-manager.io/inject-ca-from says.
+// and plays cert-manager's part itself: it issues each Certificate into
+// the Secret it names (self-signed, or signed by the machine CA of the CA
+// Issuer it names), and injects the CA where cert-manager.io/inject-ca-from
+// says.
 func TestClusterctlInit(t *testing.T) {
 	t.Parallel()
 	g := NewWithT(t)
@@ -132,7 +146,14 @@ func TestClusterctlInit(t *testing.T) {
 		g.Expect(d.Spec.Template.Spec.Containers[0].Args).To(ContainElement("--components=" + strings.Join(p.Components, ",")))
 		kc := serviceAccountKubeconfig(ctx, g, hub, p.Namespace(), d.Spec.Template.Spec.ServiceAccountName, filepath.Join(work, p.Label()+".kubeconfig"))
 		for i := range int(*d.Spec.Replicas) {
-			cp.replicas = append(cp.replicas, podProcess(ctx, g, hubc, d, i, kc, filepath.Join(work, p.Label()), ports))
+			r := podProcess(ctx, g, hubc, d, i, kc, filepath.Join(work, p.Label()), ports)
+			if p.Label() == "infrastructure-metal" {
+				// The simulator's BMCs listen on loopback, which the BMC
+				// egress policy refuses unless the hub allows it, as
+				// docs/production.md tells a site with such BMCs to.
+				r.args = append(r.args, "--bmc-allow-loopback")
+			}
+			cp.replicas = append(cp.replicas, r)
 		}
 		all = append(all, cp)
 	}
@@ -215,12 +236,19 @@ func TestClusterctlInit(t *testing.T) {
 			t.Logf("%s: %d replicas live, ready, one leader; webhooks served: %s", cp.Label(), len(cp.replicas), strings.Join(paths, " "))
 		}
 	}
-	// The ignition server speaks https with the certificate machines trust.
-	bootstrap := all[2]
-	g.Expect(bootstrap.Label()).To(Equal("bootstrap-openshift"))
-	ignitionCA := secretData(ctx, g, hubc, bootstrap.Namespace(), "metalshift-ignition-cert")["ca.crt"]
-	for _, r := range bootstrap.replicas {
-		g.Expect(tlsHandshake(r.servers[0], ignitionHost, ignitionCA)).To(Succeed())
+	// The deploy server, the ignition server and the agent service speak
+	// https with certificates the machine CA signed for their host names,
+	// and hand machines that CA.
+	for _, cp := range all {
+		d := &appsv1.Deployment{}
+		g.Expect(hubc.Get(ctx, client.ObjectKey{Namespace: cp.Namespace(), Name: providers.DeploymentName}, d)).To(Succeed())
+		g.Expect(d.Spec.Template.Spec.Containers[0].Args).NotTo(ContainElement(ContainSubstring("insecure-http")))
+		for _, s := range cp.Servers {
+			g.Expect(secretData(ctx, g, hubc, cp.Namespace(), s.CertSecret())["ca.crt"]).To(Equal(cc.machineCA.Cert), "%s's machines get the machine CA", s.Name)
+			for _, r := range cp.replicas {
+				g.Expect(tlsHandshake(r.ports[s.Name], serverHosts[s.Name], cc.machineCA.Cert)).To(Succeed(), "%s serves %s over https", r.name, s.Name)
+			}
+		}
 	}
 
 	// An install, as a user would run it against this hub.
@@ -324,6 +352,8 @@ type ccHub struct {
 	vars ccVariables
 	// signingKey is in the signing key Secrets.
 	signingKey []byte
+	// machineCA is in the machine CA Secrets.
+	machineCA certs.KeyPair
 }
 
 // clusterctlInit installs metalshift on a fresh hub as docs/production.md
@@ -383,18 +413,25 @@ func clusterctlInit(t *testing.T, g Gomega, ctx context.Context, hubc client.Cli
 	g.Expect(byProvider["addon-agent"]).To(ContainElements("agents.agent-install.openshift.io", "clusterdeployments.hive.openshift.io"))
 	g.Expect(byProvider["cluster-api"]).To(ContainElements("clusters.cluster.x-k8s.io", "machines.cluster.x-k8s.io"))
 
-	// Step 6: the signing key Secret, in each namespace of a provider with servers.
+	// Step 6: the signing key and the machine CA Secrets, in each namespace
+	// of a provider with servers.
 	key := make([]byte, 32)
 	_, err = rand.Read(key)
+	g.Expect(err).NotTo(HaveOccurred())
+	machineCA, err := certs.NewCA("metalshift machine CA")
 	g.Expect(err).NotTo(HaveOccurred())
 	for _, p := range providers.All() {
 		if p.SigningKey() {
 			g.Expect(hubc.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: providers.SigningKeySecret, Namespace: p.Namespace()},
 				Data: map[string][]byte{"key": key}})).To(Succeed())
 		}
+		if p.MachineCA() {
+			g.Expect(hubc.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: providers.MachineCASecret, Namespace: p.Namespace()},
+				Type: corev1.SecretTypeTLS, Data: map[string][]byte{"tls.crt": machineCA.Cert, "tls.key": machineCA.Key}})).To(Succeed())
+		}
 	}
 	playCertManager(ctx, g, hubc)
-	return &ccHub{clusterctl: clusterctl, repo: repo, config: config, env: clusterctlEnv, vars: vars, signingKey: key}
+	return &ccHub{clusterctl: clusterctl, repo: repo, config: config, env: clusterctlEnv, vars: vars, signingKey: key, machineCA: machineCA}
 }
 
 // addVariables adds the variables to a clusterctl config file, as
@@ -402,8 +439,12 @@ func clusterctlInit(t *testing.T, g Gomega, ctx context.Context, hubc client.Cli
 func addVariables(g Gomega, config string, v ccVariables) {
 	f, err := os.OpenFile(config, os.O_APPEND|os.O_WRONLY, 0)
 	g.Expect(err).NotTo(HaveOccurred())
-	_, err = fmt.Fprintf(f, "METALSHIFT_DEPLOY_URL: %q\nMETALSHIFT_IGNITION_HOST: %q\nMETALSHIFT_IGNITION_PORT: \"%d\"\nMETALSHIFT_AGENT_SERVICE_URL: %q\nCLUSTERCTL_DISABLE_VERSIONCHECK: \"true\"\n",
-		"http://"+v.addr("deploy"), ignitionHost, v.lbs["ignition"].Addr().(*net.TCPAddr).Port, "http://"+v.addr("agent-service"))
+	for _, server := range []string{"deploy", "ignition", "agent-service"} {
+		name := "METALSHIFT_" + strings.ToUpper(strings.ReplaceAll(server, "-", "_"))
+		_, err = fmt.Fprintf(f, "%s_HOST: %q\n%s_PORT: \"%d\"\n", name, serverHosts[server], name, v.lbs[server].Addr().(*net.TCPAddr).Port)
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	_, err = fmt.Fprintf(f, "CLUSTERCTL_DISABLE_VERSIONCHECK: \"true\"\n")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(f.Close()).To(Succeed())
 }
@@ -712,23 +753,39 @@ func installCertManagerCRDs(ctx context.Context, g Gomega, hubc client.Client) {
 }
 
 // playCertManager does what cert-manager does for the providers: issues
-// each Certificate (self-signed, as their Issuers are) into its Secret, and
-// injects its CA into the objects annotated cert-manager.io/inject-ca-from.
+// each Certificate into its Secret, self-signed or signed by the CA of the
+// CA Issuer it names (whose Secret must exist), and injects its CA into the
+// objects annotated cert-manager.io/inject-ca-from.
 func playCertManager(ctx context.Context, g Gomega, hubc client.Client) {
-	certs := &unstructured.UnstructuredList{}
-	certs.SetGroupVersionKind(schema.GroupVersionKind{Group: "cert-manager.io", Version: "v1", Kind: "CertificateList"})
-	g.Expect(hubc.List(ctx, certs)).To(Succeed())
-	g.Expect(certs.Items).NotTo(BeEmpty())
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(schema.GroupVersionKind{Group: "cert-manager.io", Version: "v1", Kind: "CertificateList"})
+	g.Expect(hubc.List(ctx, list)).To(Succeed())
+	g.Expect(list.Items).NotTo(BeEmpty())
 	caOf := map[string][]byte{} // namespace/name → CA
-	for _, c := range certs.Items {
+	for _, c := range list.Items {
 		dnsNames, _, _ := unstructured.NestedStringSlice(c.Object, "spec", "dnsNames")
 		secretName, _, _ := unstructured.NestedString(c.Object, "spec", "secretName")
-		certPEM, keyPEM := selfSigned(g, dnsNames)
+		issuerName, _, _ := unstructured.NestedString(c.Object, "spec", "issuerRef", "name")
+		issuer := &unstructured.Unstructured{}
+		issuer.SetGroupVersionKind(schema.GroupVersionKind{Group: "cert-manager.io", Version: "v1", Kind: "Issuer"})
+		g.Expect(hubc.Get(ctx, client.ObjectKey{Namespace: c.GetNamespace(), Name: issuerName}, issuer)).To(Succeed(), "the Issuer of %s", c.GetName())
+		var certPEM, keyPEM, caPEM []byte
+		if caSecret, ok, _ := unstructured.NestedString(issuer.Object, "spec", "ca", "secretName"); ok {
+			ca := secretData(ctx, g, hubc, c.GetNamespace(), caSecret)
+			kp, err := certs.Issue(certs.KeyPair{Cert: ca["tls.crt"], Key: ca["tls.key"]}, certs.Spec{CommonName: dnsNames[0], DNSNames: dnsNames, Server: true})
+			g.Expect(err).NotTo(HaveOccurred())
+			certPEM, keyPEM, caPEM = kp.Cert, kp.Key, ca["tls.crt"]
+		} else {
+			_, selfSigned, _ := unstructured.NestedMap(issuer.Object, "spec", "selfSigned")
+			g.Expect(selfSigned).To(BeTrue(), "Issuer %s is self-signed or a CA", issuerName)
+			certPEM, keyPEM = selfSignedCert(g, dnsNames)
+			caPEM = certPEM
+		}
 		g.Expect(hubc.Create(ctx, &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Name: secretName, Namespace: c.GetNamespace()}, Type: corev1.SecretTypeTLS,
-			Data: map[string][]byte{"tls.crt": certPEM, "tls.key": keyPEM, "ca.crt": certPEM},
+			Data: map[string][]byte{"tls.crt": certPEM, "tls.key": keyPEM, "ca.crt": caPEM},
 		})).To(Succeed())
-		caOf[c.GetNamespace()+"/"+c.GetName()] = certPEM
+		caOf[c.GetNamespace()+"/"+c.GetName()] = caPEM
 	}
 	ca := func(o client.Object) []byte {
 		from := o.GetAnnotations()[providers.InjectCAAnnotation]
@@ -771,7 +828,7 @@ func playCertManager(ctx context.Context, g Gomega, hubc client.Client) {
 	}
 }
 
-func selfSigned(g Gomega, dnsNames []string) ([]byte, []byte) {
+func selfSignedCert(g Gomega, dnsNames []string) ([]byte, []byte) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	g.Expect(err).NotTo(HaveOccurred())
 	tmpl := &x509.Certificate{

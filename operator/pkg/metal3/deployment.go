@@ -43,6 +43,17 @@ const (
 	SigningKeySecret = "metalshift-signing-key"
 	// SigningKeyKey is the key of SigningKeySecret's data.
 	SigningKeyKey = "key"
+	// DeployCASecret holds the CA the deploy server's certificate is
+	// signed with (tls.crt, tls.key), created once by the operator and
+	// never rotated: hosts hold it in their boot configuration. The
+	// operand never mounts it.
+	DeployCASecret = "metalshift-deploy-ca" //nolint:gosec // the name of a Secret, no credential
+	// DeployTLSSecret holds the deploy server's certificate (tls.crt,
+	// tls.key) and the CA hosts are handed (ca.crt), which the operator
+	// issues again when the addresses hosts reach it at change or it
+	// nears its end (TLS). The operand reads its files again when the
+	// kubelet updates them.
+	DeployTLSSecret = "metalshift-deploy-tls" //nolint:gosec // the name of a Secret, no credential
 	// VersionAnnotation on the pod template is the operator version that
 	// rendered it: a new version rolls the operand.
 	VersionAnnotation = "metalshift.io/operator-version"
@@ -50,13 +61,18 @@ const (
 	// operator last applied; the operator writes only when it changes.
 	SpecHashAnnotation = "metalshift.io/spec-hash"
 
-	// DeployPort is the deploy (and image) server's port: upstream's httpd
-	// "http" port, which serves the same role.
-	DeployPort = 6180
+	// DeployPort is the deploy (and image) server's port, https: upstream's
+	// "vmedia-https" port, where its httpd serves virtual media over TLS.
+	DeployPort = 6183
+	// BootPort is the deploy server's plain http port for network-booting
+	// firmware (iPXE), on a provisioning network only: upstream's httpd
+	// "http" port, where iPXE loads its files.
+	BootPort = 6180
 	// HealthPort serves the manager's /healthz and /readyz.
 	HealthPort = 9440
 
 	signingKeyDir = "/etc/metalshift/signing-key"
+	tlsDir        = "/etc/metalshift/tls"
 )
 
 // Labels of the operand's pods, also its selector (upstream's).
@@ -112,36 +128,54 @@ func podSpec(spec *metal3v1.ProvisioningSpec, o Options) corev1.PodSpec {
 			Command: []string{"/manager"},
 			Args:    Args(spec),
 			Env:     Env(spec, o),
-			Ports: []corev1.ContainerPort{
-				{Name: "http", ContainerPort: DeployPort, Protocol: corev1.ProtocolTCP},
-				{Name: "healthz", ContainerPort: HealthPort, Protocol: corev1.ProtocolTCP},
-			},
+			Ports:   ports(spec),
 			ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
 				Path: "/readyz", Port: intstr.FromInt32(HealthPort)}}},
-			VolumeMounts: []corev1.VolumeMount{{Name: "signing-key", MountPath: signingKeyDir, ReadOnly: true}},
+			VolumeMounts: []corev1.VolumeMount{
+				{Name: "signing-key", MountPath: signingKeyDir, ReadOnly: true},
+				{Name: "deploy-tls", MountPath: tlsDir, ReadOnly: true},
+			},
 		}},
-		Volumes: []corev1.Volume{{Name: "signing-key", VolumeSource: corev1.VolumeSource{
-			Secret: &corev1.SecretVolumeSource{SecretName: SigningKeySecret}}}},
+		Volumes: []corev1.Volume{
+			{Name: "signing-key", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: SigningKeySecret}}},
+			{Name: "deploy-tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: DeployTLSSecret}}},
+		},
 	}
 }
 
+func ports(spec *metal3v1.ProvisioningSpec) []corev1.ContainerPort {
+	p := []corev1.ContainerPort{{Name: "https", ContainerPort: DeployPort, Protocol: corev1.ProtocolTCP}}
+	if networkBoot(spec) {
+		p = append(p, corev1.ContainerPort{Name: "http", ContainerPort: BootPort, Protocol: corev1.ProtocolTCP})
+	}
+	return append(p, corev1.ContainerPort{Name: "healthz", ContainerPort: HealthPort, Protocol: corev1.ProtocolTCP})
+}
+
 // Args are the manager's arguments for spec: the host engine's deploy
-// server on every address of the node, announced to hosts at the
-// provisioning address, or at the node's address when hosts boot from
-// virtual media over the external network; hosts in openshift-machine-api
-// only unless watchAllNamespaces; no webhooks, no metrics.
+// server on every address of the node, over https with the certificate of
+// DeployTLSSecret, announced to hosts at the provisioning address, or at
+// the node's address when hosts boot from virtual media over the external
+// network; on a provisioning network, its plain http listener for
+// network-booting firmware; hosts in openshift-machine-api only unless
+// watchAllNamespaces; no webhooks, no metrics.
 func Args(spec *metal3v1.ProvisioningSpec) []string {
 	args := []string{
 		"--components=host-engine",
 		fmt.Sprintf("--deploy-listen-address=:%d", DeployPort),
 		"--deploy-url=" + DeployURL(spec),
-		// Plain http: the operator issues no certificate for its operand yet.
-		"--deploy-insecure-http",
-		"--signing-key-file=" + signingKeyDir + "/" + SigningKeyKey,
-		"--leader-elect", "--leader-election-namespace=" + Namespace,
+		"--deploy-cert-file=" + tlsDir + "/" + corev1.TLSCertKey,
+		"--deploy-key-file=" + tlsDir + "/" + corev1.TLSPrivateKeyKey,
+		"--deploy-ca-file=" + tlsDir + "/" + CAKey,
+	}
+	if networkBoot(spec) {
+		args = append(args, fmt.Sprintf("--deploy-boot-listen-address=:%d", BootPort), "--deploy-boot-url="+BootURL(spec))
+	}
+	args = append(args,
+		"--signing-key-file="+signingKeyDir+"/"+SigningKeyKey,
+		"--leader-elect", "--leader-election-namespace="+Namespace,
 		"--webhook-port=0", "--metrics-bind-address=0",
 		fmt.Sprintf("--health-addr=:%d", HealthPort),
-	}
+	)
 	if !spec.WatchAllNamespaces {
 		args = append(args, "--namespace="+Namespace)
 	}
@@ -157,7 +191,25 @@ func DeployURL(spec *metal3v1.ProvisioningSpec) string {
 	if spec.NetworkMode() != metal3v1.ProvisioningNetworkDisabled && spec.ProvisioningIP != "" && !spec.VirtualMediaViaExternalNetwork {
 		host = spec.ProvisioningIP
 	}
-	return "http://" + net.JoinHostPort(host, strconv.Itoa(DeployPort))
+	return "https://" + net.JoinHostPort(host, strconv.Itoa(DeployPort))
+}
+
+// networkBoot tells whether hosts may boot from the network: on a
+// provisioning network (upstream's Disabled mode boots from virtual media
+// only).
+func networkBoot(spec *metal3v1.ProvisioningSpec) bool {
+	return spec.NetworkMode() != metal3v1.ProvisioningNetworkDisabled
+}
+
+// BootURL is how network-booting firmware on the provisioning network
+// reaches the deploy server's plain http listener: at provisioningIP, else
+// at the node's address.
+func BootURL(spec *metal3v1.ProvisioningSpec) string {
+	host := "$(HOST_IP)"
+	if spec.ProvisioningIP != "" {
+		host = spec.ProvisioningIP
+	}
+	return "http://" + net.JoinHostPort(host, strconv.Itoa(BootPort))
 }
 
 // Env is the operand's environment: the node's address, the operator's

@@ -10,24 +10,36 @@ import (
 )
 
 // TestArgs: how the Provisioning spec maps to the manager's command line
-// (docs/operator.md).
+// (docs/operator.md): the deploy server over https with the certificate the
+// operator issues, never plain http but the boot listener on a
+// provisioning network.
 func TestArgs(t *testing.T) {
 	for _, tc := range []struct {
-		name      string
-		spec      metal3v1.ProvisioningSpec
-		deployURL string
-		namespace bool
+		name               string
+		spec               metal3v1.ProvisioningSpec
+		deployURL, bootURL string // bootURL empty: no boot listener
+		namespace          bool
 	}{
-		{"Managed", metal3v1.ProvisioningSpec{ProvisioningIP: "172.22.0.3"}, "http://172.22.0.3:6180", true},
-		{"Unmanaged IPv6", metal3v1.ProvisioningSpec{ProvisioningNetwork: metal3v1.ProvisioningNetworkUnmanaged, ProvisioningIP: "fd00::3"}, "http://[fd00::3]:6180", true},
-		{"Disabled", metal3v1.ProvisioningSpec{ProvisioningNetwork: metal3v1.ProvisioningNetworkDisabled, ProvisioningIP: "172.22.0.3"}, "http://$(HOST_IP):6180", true},
-		{"virtual media over the external network", metal3v1.ProvisioningSpec{ProvisioningIP: "172.22.0.3", VirtualMediaViaExternalNetwork: true}, "http://$(HOST_IP):6180", true},
-		{"every namespace", metal3v1.ProvisioningSpec{ProvisioningIP: "172.22.0.3", WatchAllNamespaces: true}, "http://172.22.0.3:6180", false},
+		{"Managed", metal3v1.ProvisioningSpec{ProvisioningIP: "172.22.0.3"}, "https://172.22.0.3:6183", "http://172.22.0.3:6180", true},
+		{"Unmanaged IPv6", metal3v1.ProvisioningSpec{ProvisioningNetwork: metal3v1.ProvisioningNetworkUnmanaged, ProvisioningIP: "fd00::3"},
+			"https://[fd00::3]:6183", "http://[fd00::3]:6180", true},
+		{"Disabled", metal3v1.ProvisioningSpec{ProvisioningNetwork: metal3v1.ProvisioningNetworkDisabled, ProvisioningIP: "172.22.0.3"}, "https://$(HOST_IP):6183", "", true},
+		{"virtual media over the external network", metal3v1.ProvisioningSpec{ProvisioningIP: "172.22.0.3", VirtualMediaViaExternalNetwork: true},
+			"https://$(HOST_IP):6183", "http://172.22.0.3:6180", true},
+		{"every namespace", metal3v1.ProvisioningSpec{ProvisioningIP: "172.22.0.3", WatchAllNamespaces: true}, "https://172.22.0.3:6183", "http://172.22.0.3:6180", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
 			args := Args(&tc.spec)
-			g.Expect(args).To(ContainElements("--components=host-engine", "--deploy-listen-address=:6180", "--deploy-url="+tc.deployURL, "--signing-key-file=/etc/metalshift/signing-key/key"))
+			g.Expect(args).To(ContainElements("--components=host-engine", "--deploy-listen-address=:6183", "--deploy-url="+tc.deployURL,
+				"--deploy-cert-file=/etc/metalshift/tls/tls.crt", "--deploy-key-file=/etc/metalshift/tls/tls.key", "--deploy-ca-file=/etc/metalshift/tls/ca.crt",
+				"--signing-key-file=/etc/metalshift/signing-key/key"))
+			g.Expect(args).NotTo(ContainElement(ContainSubstring("insecure-http")))
+			if tc.bootURL != "" {
+				g.Expect(args).To(ContainElements("--deploy-boot-listen-address=:6180", "--deploy-boot-url="+tc.bootURL))
+			} else {
+				g.Expect(args).NotTo(ContainElement(HavePrefix("--deploy-boot-")))
+			}
 			if tc.namespace {
 				g.Expect(args).To(ContainElement("--namespace=openshift-machine-api"))
 			} else {
@@ -60,6 +72,17 @@ func TestDeployment(t *testing.T) {
 	upgraded := Deployment(prov, Options{Image: "img:2", Version: "2"})
 	g.Expect(upgraded.Annotations[SpecHashAnnotation]).NotTo(Equal(d.Annotations[SpecHashAnnotation]))
 
+	// The certificate files are the Secret the operator issues, mounted
+	// where the arguments name them; the CA's key is not mounted.
+	c := d.Spec.Template.Spec.Containers[0]
+	g.Expect(c.VolumeMounts).To(ContainElement(And(HaveField("MountPath", "/etc/metalshift/tls"), HaveField("Name", "deploy-tls"))))
+	g.Expect(d.Spec.Template.Spec.Volumes).To(ContainElement(And(HaveField("Name", "deploy-tls"), HaveField("Secret.SecretName", DeployTLSSecret))))
+	g.Expect(d.Spec.Template.Spec.Volumes).NotTo(ContainElement(HaveField("Secret.SecretName", DeployCASecret)))
+	g.Expect(c.Ports).To(ContainElements(HaveField("ContainerPort", BeEquivalentTo(6183)), HaveField("ContainerPort", BeEquivalentTo(6180))))
+
 	prov.Spec.ProvisioningNetwork = metal3v1.ProvisioningNetworkUnmanaged
 	g.Expect(Deployment(prov, Options{}).Spec.Template.Spec.Containers[0].Env).NotTo(ContainElement(HaveField("Name", "DHCP_RANGE")))
+	prov.Spec.ProvisioningNetwork = metal3v1.ProvisioningNetworkDisabled
+	g.Expect(Deployment(prov, Options{}).Spec.Template.Spec.Containers[0].Ports).NotTo(ContainElement(HaveField("ContainerPort", BeEquivalentTo(BootPort))),
+		"no network boot without a provisioning network")
 }

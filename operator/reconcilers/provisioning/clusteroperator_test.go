@@ -88,7 +88,7 @@ func TestClusterOperatorReasons(t *testing.T) {
 		return env.Client.Update(ctx, prov)
 	}).Should(Succeed())
 	g.Eventually(clusterOperator).Should(HaveKeyWithValue("Progressing", "True SyncingResources: Applying metal3 resources"))
-	g.Expect(deployment(g).Spec.Template.Spec.Containers[0].Args).To(ContainElement("--deploy-url=http://172.22.0.4:6180"))
+	g.Expect(deployment(g).Spec.Template.Spec.Containers[0].Args).To(ContainElement("--deploy-url=https://172.22.0.4:6183"))
 	clk.Step(4 * time.Minute)
 	poke(t)
 	g.Consistently(clusterOperator, "300ms").Should(HaveKeyWithValue("Progressing", "True SyncingResources: Applying metal3 resources"))

@@ -5,11 +5,14 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -25,7 +28,8 @@ import (
 // +kubebuilder:rbac:groups=config.openshift.io,resources=clusteroperators/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=config.openshift.io,resources=infrastructures,verbs=get;list;watch
 // +kubebuilder:rbac:groups=apps,namespace=openshift-machine-api,resources=deployments,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",namespace=openshift-machine-api,resources=secrets,verbs=get;create
+// +kubebuilder:rbac:groups="",namespace=openshift-machine-api,resources=secrets,verbs=get;create;update
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // DefaultRolloutTimeout is how long the metal3 Deployment may take to roll
@@ -76,7 +80,33 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&configv1.Infrastructure{}, singleton, named("", configv1.InfrastructureName)).
 		Watches(&configv1.ClusterOperator{}, singleton, named("", ClusterOperatorName)).
 		Watches(&appsv1.Deployment{}, singleton, named(metal3.Namespace, metal3.DeploymentName)).
+		// The deploy server's certificate holds the control-plane nodes'
+		// addresses.
+		Watches(&corev1.Node{}, singleton, builder.WithPredicates(controlPlaneAddresses())).
 		Complete(r)
+}
+
+// controlPlaneAddresses passes the events of control-plane Nodes that
+// change what the deploy server's certificate holds: one added or gone,
+// its role or addresses changed.
+func controlPlaneAddresses() predicate.Predicate {
+	controlPlane := func(o client.Object) bool {
+		_, ok := o.GetLabels()[metal3.ControlPlaneLabel]
+		return ok
+	}
+	return predicate.Funcs{
+		CreateFunc:  func(e event.CreateEvent) bool { return controlPlane(e.Object) },
+		DeleteFunc:  func(e event.DeleteEvent) bool { return controlPlane(e.Object) },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			before, okBefore := e.ObjectOld.(*corev1.Node)
+			after, okAfter := e.ObjectNew.(*corev1.Node)
+			if !okBefore || !okAfter || controlPlane(before) != controlPlane(after) {
+				return true
+			}
+			return controlPlane(after) && !equality.Semantic.DeepEqual(before.Status.Addresses, after.Status.Addresses)
+		},
+	}
 }
 
 // scope is what one reconcile has read so far.

@@ -2,6 +2,9 @@ package provisioning_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"net"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -189,4 +192,103 @@ func TestOperandUpgrade(t *testing.T) {
 		HaveKeyWithValue("Available", "True DeployComplete: metal3 pod is running"),
 		HaveKeyWithValue("Progressing", "False DeployComplete: ")))
 	g.Expect(operatorVersion(g)).To(Equal("4.21.0"))
+}
+
+// TestDeployServerCertificate: the operator serves its operand's deploy
+// server over https: it makes the CA once, issues the certificate for the
+// provisioning address and the control-plane nodes' addresses (not the
+// workers'), mounts it (never the CA's key), and issues it again when a
+// control-plane node's addresses change, when it is due for renewal, and
+// when someone replaced it, always from the same CA.
+func TestDeployServerCertificate(t *testing.T) {
+	reset(t, configv1.BareMetalPlatformType)
+	ctx := context.Background()
+	g := NewWithT(t)
+	master := addNode(t, "master-0", true, "192.168.111.20")
+	addNode(t, "worker-0", false, "192.168.111.30")
+	g.Expect(env.Client.Create(ctx, newProvisioning(validManaged()))).To(Succeed())
+	runOperator(t, "4.20.0")
+
+	secret := func(g Gomega, name string) map[string][]byte {
+		s := &corev1.Secret{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: metal3.Namespace, Name: name}, s)).To(Succeed())
+		return s.Data
+	}
+	// servedIPs verifies the certificate as a host holding the CA would,
+	// and returns its addresses and serial.
+	servedIPs := func(g Gomega) (ips []string, serial string) {
+		ca, data := secret(g, metal3.DeployCASecret), secret(g, metal3.DeployTLSSecret)
+		g.Expect(data[metal3.CAKey]).To(Equal(ca[corev1.TLSCertKey]), "hosts are handed the operator's CA")
+		pair, err := tls.X509KeyPair(data[corev1.TLSCertKey], data[corev1.TLSPrivateKeyKey])
+		g.Expect(err).NotTo(HaveOccurred())
+		leaf, err := x509.ParseCertificate(pair.Certificate[0])
+		g.Expect(err).NotTo(HaveOccurred())
+		roots := x509.NewCertPool()
+		g.Expect(roots.AppendCertsFromPEM(data[metal3.CAKey])).To(BeTrue())
+		_, err = leaf.Verify(x509.VerifyOptions{Roots: roots, DNSName: "172.22.0.3", CurrentTime: clk.Now()})
+		g.Expect(err).NotTo(HaveOccurred())
+		for _, ip := range leaf.IPAddresses {
+			ips = append(ips, ip.String())
+		}
+		return ips, leaf.SerialNumber.String()
+	}
+	var serial string
+	g.Eventually(func(g Gomega) []string {
+		ips, s := servedIPs(g)
+		serial = s
+		return ips
+	}).Should(ConsistOf("172.22.0.3", "192.168.111.20"))
+	caCert := secret(g, metal3.DeployCASecret)[corev1.TLSCertKey]
+
+	c := deployment(g).Spec.Template.Spec.Containers[0]
+	g.Expect(c.Args).To(ContainElements("--deploy-url=https://172.22.0.3:6183", "--deploy-cert-file=/etc/metalshift/tls/tls.crt"))
+	g.Expect(c.Args).NotTo(ContainElement(ContainSubstring("insecure")))
+	g.Expect(deployment(g).Spec.Template.Spec.Volumes).To(ContainElement(HaveField("Secret.SecretName", metal3.DeployTLSSecret)))
+	g.Expect(deployment(g).Spec.Template.Spec.Volumes).NotTo(ContainElement(HaveField("Secret.SecretName", metal3.DeployCASecret)))
+
+	// A control-plane node's new address: issued again, without a poke.
+	master.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "192.168.111.25"}}
+	g.Expect(env.Client.Status().Update(ctx, master)).To(Succeed())
+	g.Eventually(func(g Gomega) []string { ips, _ := servedIPs(g); return ips }).Should(ConsistOf("172.22.0.3", "192.168.111.25"))
+
+	// Due for renewal: issued again from the same CA.
+	_, serial = servedIPs(g)
+	clk.Step(metal3.CertLifetime * 2 / 3)
+	poke(t)
+	g.Eventually(func(g Gomega) string { _, s := servedIPs(g); return s }).ShouldNot(Equal(serial))
+
+	// Replaced by someone else's certificate for the same addresses: the
+	// operator issues its own again.
+	other, err := metal3.NewDeployCA(clk.Now())
+	g.Expect(err).NotTo(HaveOccurred())
+	forged, err := metal3.IssueDeployTLS(other, []net.IP{net.ParseIP("172.22.0.3"), net.ParseIP("192.168.111.25")}, clk.Now())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Eventually(func() error {
+		s := &corev1.Secret{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: metal3.Namespace, Name: metal3.DeployTLSSecret}, s); err != nil {
+			return err
+		}
+		s.Data = forged
+		return env.Client.Update(ctx, s)
+	}).Should(Succeed())
+	poke(t)
+	g.Eventually(func(g Gomega) []string { ips, _ := servedIPs(g); return ips }).Should(ConsistOf("172.22.0.3", "192.168.111.25"))
+	g.Expect(secret(g, metal3.DeployCASecret)[corev1.TLSCertKey]).To(Equal(caCert), "the CA is never replaced")
+}
+
+// addNode creates a Node with an internal address, deleted when the test
+// ends.
+func addNode(t *testing.T, name string, controlPlane bool, ip string) *corev1.Node {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{}}}
+	if controlPlane {
+		n.Labels[metal3.ControlPlaneLabel] = ""
+	}
+	g.Expect(env.Client.Create(ctx, n)).To(Succeed())
+	t.Cleanup(func() { _ = env.Client.Delete(ctx, n) })
+	n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: ip}}
+	g.Expect(env.Client.Status().Update(ctx, n)).To(Succeed())
+	return n
 }

@@ -3,6 +3,7 @@ package provisioning
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -60,6 +62,10 @@ func (r *Reconciler) run(ctx context.Context, s *scope) (*report, ctrl.Result, e
 	if err := r.ensureSigningKey(ctx); err != nil {
 		return nil, ctrl.Result{}, err
 	}
+	renewIn, err := r.ensureDeployTLS(ctx, s)
+	if err != nil {
+		return nil, ctrl.Result{}, err
+	}
 	standDown, err := r.ensureDeployment(ctx, s)
 	if err != nil {
 		return nil, ctrl.Result{}, err
@@ -74,6 +80,9 @@ func (r *Reconciler) run(ctx context.Context, s *scope) (*report, ctrl.Result, e
 		return nil, ctrl.Result{}, err
 	}
 	rep, requeue := r.rollout(s)
+	if requeue == 0 || renewIn < requeue {
+		requeue = renewIn
+	}
 	return &rep, ctrl.Result{RequeueAfter: requeue}, nil
 }
 
@@ -91,22 +100,74 @@ func (r *Reconciler) platform(ctx context.Context) (configv1.PlatformType, error
 // ensureSigningKey creates the operand's signing key once; it is never
 // rotated, so that the URLs hosts hold stay valid.
 func (r *Reconciler) ensureSigningKey(ctx context.Context) error {
-	key := client.ObjectKey{Namespace: metal3.Namespace, Name: metal3.SigningKeySecret}
-	if err := r.Client.Get(ctx, key, &corev1.Secret{}); !apierrors.IsNotFound(err) {
-		return err
+	_, err := r.ensureSecret(ctx, metal3.SigningKeySecret, corev1.SecretTypeOpaque, func() (map[string][]byte, error) {
+		data := make([]byte, 48)
+		if _, err := rand.Read(data); err != nil {
+			return nil, err
+		}
+		return map[string][]byte{metal3.SigningKeyKey: data}, nil
+	})
+	return err
+}
+
+// ensureDeployTLS makes the deploy server's CA once (never rotated: hosts
+// hold it), and issues the deploy server's certificate for the addresses
+// hosts may reach it at (metal3.ServingIPs) when it is missing, no longer
+// holds exactly them, or is due for renewal. It returns how long until the
+// certificate is due.
+func (r *Reconciler) ensureDeployTLS(ctx context.Context, s *scope) (time.Duration, error) {
+	now := r.Clock.Now()
+	ca, err := r.ensureSecret(ctx, metal3.DeployCASecret, corev1.SecretTypeTLS, func() (map[string][]byte, error) { return metal3.NewDeployCA(now) })
+	if err != nil {
+		return 0, fmt.Errorf("the deploy server's CA: %w", err)
 	}
-	data := make([]byte, 48)
-	if _, err := rand.Read(data); err != nil {
-		return err
+	nodes := &corev1.NodeList{}
+	if err := r.Client.List(ctx, nodes, client.HasLabels{metal3.ControlPlaneLabel}); err != nil {
+		return 0, err
 	}
-	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name},
-		Data:       map[string][]byte{metal3.SigningKeyKey: data},
+	ips := metal3.ServingIPs(&s.prov.Spec, nodes.Items)
+	issue := func() (map[string][]byte, error) { return metal3.IssueDeployTLS(ca.Data, ips, now) }
+	current, err := r.ensureSecret(ctx, metal3.DeployTLSSecret, corev1.SecretTypeTLS, issue)
+	if err != nil {
+		return 0, fmt.Errorf("the deploy server's certificate: %w", err)
 	}
-	if err := r.Client.Create(ctx, secret); err != nil && !apierrors.IsAlreadyExists(err) {
-		return err
+	renewAt, ok := metal3.DeployTLSRenewal(current.Data, ca.Data, ips, now)
+	if ok {
+		return renewAt.Sub(now), nil
 	}
-	return nil
+	if current.Data, err = issue(); err != nil {
+		return 0, fmt.Errorf("the deploy server's certificate: %w", err)
+	}
+	if err := r.Client.Update(ctx, current); err != nil {
+		return 0, err
+	}
+	ctrl.LoggerFrom(ctx).Info("Issued the deploy server's certificate", "secret", klog.KObj(current), "addresses", ips)
+	if renewAt, ok = metal3.DeployTLSRenewal(current.Data, ca.Data, ips, now); !ok {
+		return 0, errors.New("the deploy server's certificate just issued does not serve")
+	}
+	return renewAt.Sub(now), nil
+}
+
+// ensureSecret returns the Secret name in openshift-machine-api, created
+// with the data newData makes when there is none.
+func (r *Reconciler) ensureSecret(ctx context.Context, name string, typ corev1.SecretType, newData func() (map[string][]byte, error)) (*corev1.Secret, error) {
+	key := client.ObjectKey{Namespace: metal3.Namespace, Name: name}
+	secret := &corev1.Secret{}
+	err := r.Client.Get(ctx, key, secret)
+	if !apierrors.IsNotFound(err) {
+		return secret, err
+	}
+	data, err := newData()
+	if err != nil {
+		return nil, err
+	}
+	secret = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}, Type: typ, Data: data}
+	if err := r.Client.Create(ctx, secret); apierrors.IsAlreadyExists(err) {
+		return secret, r.Client.Get(ctx, key, secret)
+	} else if err != nil {
+		return nil, err
+	}
+	return secret, nil
 }
 
 // ensureDeployment creates or updates the metal3 Deployment, which then is
