@@ -203,6 +203,15 @@ func awaitingAgent(host *metal3v1.BareMetalHost) bool {
 	return req != nil && (req.BootStartedAt != nil || req.BootedAt != nil) && Token(host) == nil && Report(host) == nil
 }
 
+// networkBoots: the engine boots host's deploy image over the network
+// (PXE). A host booted from virtual media gets its image from its BMC
+// alone: its boot script is never served by MAC address, so that knowing
+// its MAC gets nothing even while it boots.
+func networkBoots(host *metal3v1.BareMetalHost) bool {
+	addr, err := metal3v1.ParseBMCAddress(host.Spec.BMC.Address)
+	return err == nil && !addr.VirtualMedia
+}
+
 // ended reports whether the current request's report is final: its token
 // is refused from then on.
 func ended(host *metal3v1.BareMetalHost) bool {
@@ -613,7 +622,7 @@ func (s *Server) serveByMAC(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "reading the host failed", http.StatusServiceUnavailable)
 		return
 	}
-	if host == nil || !awaitingAgent(host) {
+	if host == nil || !awaitingAgent(host) || !networkBoots(host) {
 		http.Error(w, "no network boot for "+mac, http.StatusNotFound)
 		return
 	}

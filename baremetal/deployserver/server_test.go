@@ -409,6 +409,18 @@ func TestByMAC(t *testing.T) {
 	g.Expect(code).To(Equal(http.StatusNotFound), "the agent has its token")
 	code, _ = call(t, http.MethodGet, base+deployserver.PXEPath+"52:54:00:dd:00:99", "", nil)
 	g.Expect(code).To(Equal(http.StatusNotFound))
+
+	// A host booted from virtual media gets its image from its BMC alone:
+	// knowing its MAC gets nothing, even while it boots.
+	vmMAC := "52:54:00:dd:00:02"
+	vm := newHost(t, ns, "host-vm", vmMAC, "00000000000000d2")
+	base0 := vm.DeepCopy()
+	vm.Spec.BMC.Address = "redfish-virtualmedia://192.0.2.1/redfish/v1/Systems/2"
+	g.Expect(env.Client.Patch(context.Background(), vm, client.MergeFrom(base0))).To(Succeed())
+	g.Eventually(func() int {
+		code, _ := call(t, http.MethodGet, base+deployserver.PXEPath+vmMAC, "", nil)
+		return code
+	}, 10*time.Second, 50*time.Millisecond).Should(Equal(http.StatusNotFound))
 }
 
 func TestByBootMAC(t *testing.T) {
