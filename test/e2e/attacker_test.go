@@ -46,7 +46,7 @@ func TestAttacker(t *testing.T) {
 	g := NewWithT(t)
 	hubDir, dir := t.TempDir(), t.TempDir()
 	startHub(t, hubDir)
-	hostsYAML, imageURL, imageSum, _ := startSimWith(t, 2, "--virtual-media=false", "--hub-dir", hubDir)
+	hostsYAML, imageURL, imageSum, _ := startSimWith(t, 3, "--virtual-media=false", "--hub-dir", hubDir)
 	st, err := localcp.ReadState(hubDir)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(st.Ports.DeployBoot).NotTo(BeZero(), "the hub serves network boot")
@@ -59,7 +59,7 @@ func TestAttacker(t *testing.T) {
 	for _, m := range regexp.MustCompile(`bootMACAddress: "?([0-9a-fA-F:]{17})`).FindAllStringSubmatch(string(data), -1) {
 		macs = append(macs, m[1])
 	}
-	g.Expect(macs).To(HaveLen(2))
+	g.Expect(macs).To(HaveLen(3))
 
 	hubKubeconfig := filepath.Join(hubDir, "kubeconfig")
 	hub := hubClient(g, hubKubeconfig)
