@@ -76,7 +76,7 @@ func TestAgentBinary(t *testing.T) {
 	g.Expect(os.WriteFile(cfg, []byte(`{"engineURL":"http://127.0.0.1:1"}`), 0o644)).To(Succeed())
 	out, err = exec.Command(bin, "--config", cfg).CombinedOutput()
 	g.Expect(exitCode(err)).To(Equal(1))
-	g.Expect(string(out)).To(ContainSubstring("engineURL, hostID and token are required"))
+	g.Expect(string(out)).To(ContainSubstring("engineURL, hostID and ticket are required"))
 
 	// A discovery image's configuration.
 	g.Expect(os.WriteFile(cfg, []byte(`{"discovery":{"serviceURL":"http://127.0.0.1:1","infraEnvID":"ie"}}`), 0o644)).To(Succeed())

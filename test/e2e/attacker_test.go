@@ -7,11 +7,15 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -32,9 +36,9 @@ import (
 // TestAttacker plays an attacker on the provisioning network against a
 // running hub, from another process, while a cluster installs on machines
 // that boot over the network (PXE). The attacker knows the machines' MAC
-// addresses and the hub's addresses, and sees every boot's traffic: it
-// asks for every MAC's boot script all the time and keeps the host initrd
-// of each script it gets. It does not race a machine to its first ask (a
+// addresses and the hub's addresses, and sees every boot's traffic: a tap
+// between the machines and the hub keeps every host initrd (with its
+// boot's ticket) the machines load. It does not race a machine to its first ask (a
 // network boot carries no secret: docs/security.md says so and why);
 // once each host's agent has its token, everything the attacker kept must
 // get nothing: no token, no instructions (the user data with the ignition
@@ -46,11 +50,12 @@ func TestAttacker(t *testing.T) {
 	g := NewWithT(t)
 	hubDir, dir := t.TempDir(), t.TempDir()
 	startHub(t, hubDir)
-	hostsYAML, imageURL, imageSum, _ := startSimWith(t, 3, "--virtual-media=false", "--hub-dir", hubDir)
 	st, err := localcp.ReadState(hubDir)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(st.Ports.DeployBoot).NotTo(BeZero(), "the hub serves network boot")
 	bootURL := fmt.Sprintf("http://127.0.0.1:%d", st.Ports.DeployBoot)
+	tap := newBootTap(t, bootURL)
+	hostsYAML, imageURL, imageSum, _ := startSimWith(t, 3, "--virtual-media=false", "--hub-dir", hubDir, "--boot-url", tap.self)
 	deployURL := fmt.Sprintf("https://127.0.0.1:%d", st.Ports.Deploy)
 	ignitionURL := fmt.Sprintf("https://127.0.0.1:%d", st.Ports.Ignition)
 	data, err := os.ReadFile(hostsYAML)
@@ -82,10 +87,8 @@ func TestAttacker(t *testing.T) {
 
 	// The attacker: no credential, any certificate.
 	web := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // the attacker trusts anything
-	sniffer := &bootSniffer{web: web, bootURL: bootURL, kept: map[string]deployapi.BootConfig{}}
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
-	go sniffer.run(ctx, macs)
 
 	// The ignition server, without a token and with forged ones, for the
 	// bootstrap Machine's config (its name is no secret).
@@ -114,8 +117,8 @@ func TestAttacker(t *testing.T) {
 		_ = hub.List(ctx, hosts, client.InNamespace("e2e"))
 		for i := range hosts.Items {
 			h := &hosts.Items[i]
-			cfg, ok := sniffer.get(h.Spec.BootMACAddress)
-			if !ok || tried[h.Name] || !claimed(h, cfg.HostID) {
+			cfg, ok := tap.get(deployapi.HostID(h.Namespace, h.Name, string(h.UID)))
+			if !ok || tried[h.Name] || !claimed(h, cfg.Ticket) {
 				continue
 			}
 			tried[h.Name] = true
@@ -146,11 +149,12 @@ func TestAttacker(t *testing.T) {
 	g.Expect(asked).To(BeNumerically(">=", 1), "the attacker's ask for a handed-out token is an Event")
 }
 
-// claimed: the host's agent has the token of the current request, the one
-// the kept boot configuration of host id is for.
-func claimed(h *metal3v1.BareMetalHost, id string) bool {
+// claimed: the host's agent has the token of the request ticket is for,
+// and it is the host's current request.
+func claimed(h *metal3v1.BareMetalHost, ticket string) bool {
+	gen, _, err := deployapi.ParseTicket(ticket)
 	d := h.Status.DeployAgent
-	return d != nil && d.Request != nil && d.Token != nil && d.Token.Generation == d.Request.Generation && id != ""
+	return err == nil && d != nil && d.Request != nil && d.Token != nil && d.Token.Generation == gen && d.Request.Generation == gen
 }
 
 // replay uses what the attacker kept of a boot after the host's agent got
@@ -198,51 +202,65 @@ func call(web *http.Client, method, url, auth string, body []byte) (int, string)
 	return resp.StatusCode, string(data)
 }
 
-// bootSniffer asks for every MAC's boot script all the time, as a machine
-// on the provisioning network can, and keeps the boot configuration the
-// script's host initrd carries.
-type bootSniffer struct {
-	web     *http.Client
-	bootURL string
-	mu      sync.Mutex
-	kept    map[string]deployapi.BootConfig
+// bootTap stands between the simulated machines and the hub's network
+// boot listener, as an attacker who sees the provisioning network's
+// traffic does: it passes every request on, points the boot scripts'
+// files at itself, and keeps the boot configuration each host initrd
+// carries, by host ID.
+type bootTap struct {
+	hub  string // the hub's boot URL
+	self string // the tap's URL
+	mu   sync.Mutex
+	kept map[string]deployapi.BootConfig
 }
 
-func (s *bootSniffer) run(ctx context.Context, macs []string) {
-	for ctx.Err() == nil {
-		for _, mac := range macs {
-			code, script := call(s.web, http.MethodGet, s.bootURL+"/boot/by-mac/"+mac, "", nil)
-			if code != http.StatusOK {
-				continue
-			}
-			boot, err := imageservice.ParseIPXEScript(script)
-			if err != nil || len(boot.Initrds) == 0 {
-				continue
-			}
-			resp, err := s.web.Get(boot.Initrds[len(boot.Initrds)-1].URL) // the host's own
-			if err != nil {
-				continue
-			}
-			cfg, err := imageservice.ReadHostInitrd(io.LimitReader(resp.Body, 1<<20))
-			resp.Body.Close()
-			if err == nil && cfg.Ticket != "" {
-				s.mu.Lock()
-				s.kept[strings.ToLower(mac)] = cfg
-				s.mu.Unlock()
-			}
-		}
-		select {
-		case <-ctx.Done():
-		// Slow enough for the servers' per-source budget, which the
-		// simulated machines share with the attacker on loopback.
-		case <-time.After(500 * time.Millisecond):
-		}
+func newBootTap(t *testing.T, hub string) *bootTap {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
 	}
+	target, err := url.Parse(hub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tap := &bootTap{hub: hub, self: "http://" + ln.Addr().String(), kept: map[string]deployapi.BootConfig{}}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.ModifyResponse = tap.look
+	srv := &http.Server{Handler: proxy, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return tap
 }
 
-func (s *bootSniffer) get(mac string) (deployapi.BootConfig, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	cfg, ok := s.kept[strings.ToLower(mac)]
+// look keeps what a host initrd carries and points a boot script's files
+// at the tap.
+func (p *bootTap) look(resp *http.Response) error {
+	path := resp.Request.URL.Path
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(path, "/boot/by-mac/") && path != "/images/deploy-host.img" {
+		return nil
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	resp.Body.Close()
+	if err != nil {
+		return err
+	}
+	if strings.HasPrefix(path, "/boot/by-mac/") {
+		data = bytes.ReplaceAll(data, []byte(p.hub), []byte(p.self))
+	} else if cfg, err := imageservice.ReadHostInitrd(bytes.NewReader(data)); err == nil && cfg.Ticket != "" {
+		p.mu.Lock()
+		p.kept[cfg.HostID] = cfg
+		p.mu.Unlock()
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(data))
+	resp.ContentLength = int64(len(data))
+	resp.Header.Set("Content-Length", strconv.Itoa(len(data)))
+	return nil
+}
+
+func (p *bootTap) get(id string) (deployapi.BootConfig, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	cfg, ok := p.kept[id]
 	return cfg, ok
 }
