@@ -87,7 +87,7 @@ func TestAgentBinary(t *testing.T) {
 	out, err = exec.Command(bin, "--config", cfg, "deploy").CombinedOutput()
 	g.Expect(exitCode(err)).To(Equal(1))
 	g.Expect(string(out)).To(ContainSubstring("is a discovery image's configuration: run the discovery role"))
-	g.Expect(os.WriteFile(cfg, []byte(`{"engineURL":"http://127.0.0.1:1","hostID":"h","token":"t"}`), 0o644)).To(Succeed())
+	g.Expect(os.WriteFile(cfg, []byte(`{"engineURL":"http://127.0.0.1:1","hostID":"h","ticket":"t"}`), 0o644)).To(Succeed())
 	out, err = exec.Command(bin, "--config", cfg, "discovery").CombinedOutput()
 	g.Expect(exitCode(err)).To(Equal(1))
 	g.Expect(string(out)).To(ContainSubstring("has no discovery section: run the deploy role"))
