@@ -229,8 +229,9 @@ func (in *largeInstall) wait(t *testing.T, g Gomega) {
 	g.Expect(out).To(Equal(in.big), "the bootstrap node's served config arrived whole")
 }
 
-// waitMidProvisioning waits until the engine booted a host's deploy agent
-// for its request and the image is not reported written yet; it returns
+// waitMidProvisioning waits until the engine started to boot a host's
+// deploy agent for its request (it records the start before it powers the
+// host on) and the image is not reported written yet; it returns
 // those hosts ("<host> <request>") and every host's state, for the log.
 func waitMidProvisioning(g Gomega, hubc client.Client, createOut *syncBuffer) (midway, seen []string) {
 	g.Eventually(func() []string {
@@ -241,7 +242,8 @@ func waitMidProvisioning(g Gomega, hubc client.Client, createOut *syncBuffer) (m
 		midway, seen = nil, nil
 		for _, h := range hosts.Items {
 			if d := h.Status.DeployAgent; h.Status.Provisioning.State == metal3v1.StateProvisioning && d != nil && d.Request != nil &&
-				d.Request.Action == deployapi.ActionDeploy && d.Request.BootedAt != nil && (d.Report == nil || d.Report.Phase == deployapi.PhaseRunning) {
+				d.Request.Action == deployapi.ActionDeploy && (d.Request.BootStartedAt != nil || d.Request.BootedAt != nil) &&
+				(d.Report == nil || d.Report.Phase == deployapi.PhaseRunning) {
 				midway = append(midway, h.Name+" "+d.Request.Generation)
 			}
 			seen = append(seen, fmt.Sprintf("%s %s %s", h.Name, h.Status.Provisioning.State, agentState(h.Status.DeployAgent)))
@@ -287,6 +289,8 @@ func agentState(d *metal3v1.DeployAgentStatus) string {
 		return fmt.Sprintf("%s reported %s", d.Request.Action, d.Report.Phase)
 	case d.Request.BootedAt != nil:
 		return d.Request.Action + " agent booted"
+	case d.Request.BootStartedAt != nil:
+		return d.Request.Action + " agent booting"
 	}
 	return d.Request.Action + " requested"
 }
