@@ -115,7 +115,7 @@ func TestAttacker(t *testing.T) {
 	tried, askedCurrent := map[string]bool{}, 0
 	g.Eventually(func() int {
 		hosts := &metal3v1.BareMetalHostList{}
-		_ = hub.List(ctx, hosts, client.InNamespace("e2e"))
+		_ = hub.List(ctx, hosts, client.InNamespace("victim"))
 		for i := range hosts.Items {
 			h := &hosts.Items[i]
 			cfg, ok := tap.get(deployapi.HostID(h.Namespace, h.Name, string(h.UID)))
@@ -147,7 +147,7 @@ func TestAttacker(t *testing.T) {
 
 	// The hub saw the attacker's asks for a token handed out already.
 	events := &corev1.EventList{}
-	g.Expect(hub.List(context.Background(), events, client.InNamespace("e2e"))).To(Succeed())
+	g.Expect(hub.List(context.Background(), events, client.InNamespace("victim"))).To(Succeed())
 	asked := 0
 	for _, e := range events.Items {
 		if e.Reason == "DeployAgentTokenAskedAgain" {
