@@ -116,10 +116,14 @@ func TestAttacker(t *testing.T) {
 	g.Eventually(func() int {
 		hosts := &metal3v1.BareMetalHostList{}
 		_ = hub.List(ctx, hosts, client.InNamespace("victim"))
+		byID := map[string]*metal3v1.BareMetalHost{}
 		for i := range hosts.Items {
 			h := &hosts.Items[i]
-			cfg, ok := tap.get(deployapi.HostID(h.Namespace, h.Name, string(h.UID)))
-			if !ok || tried[cfg.Ticket] {
+			byID[deployapi.HostID(h.Namespace, h.Name, string(h.UID))] = h
+		}
+		for _, cfg := range tap.all() {
+			h := byID[cfg.HostID]
+			if h == nil || tried[cfg.Ticket] {
 				continue
 			}
 			current, over := claimedOrOver(h, cfg.Ticket)
@@ -222,7 +226,7 @@ func call(web *http.Client, method, url, auth string, body []byte) (int, string)
 // boot listener, as an attacker who sees the provisioning network's
 // traffic does: it passes every request on, points the boot scripts'
 // files at itself, and keeps the boot configuration each host initrd
-// carries, by host ID.
+// carries, by ticket (one per boot).
 type bootTap struct {
 	hub  string // the hub's boot URL
 	self string // the tap's URL
@@ -274,9 +278,13 @@ func (p *bootTap) look(resp *http.Response) error {
 	return nil
 }
 
-func (p *bootTap) get(id string) (deployapi.BootConfig, bool) {
+// all is every boot configuration the tap has seen, one per boot.
+func (p *bootTap) all() []deployapi.BootConfig {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	cfg, ok := p.kept[id]
-	return cfg, ok
+	out := make([]deployapi.BootConfig, 0, len(p.kept))
+	for _, cfg := range p.kept {
+		out = append(out, cfg)
+	}
+	return out
 }
