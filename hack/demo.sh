@@ -76,6 +76,8 @@ metadata:
 spec:
   provisioningNetwork: Disabled
 YAML
+# The operator first issues the deploy server's certificate, then writes the Deployment.
+"${oc[@]}" -n openshift-machine-api wait deployment/metal3 --for=create --timeout=2m
 "${oc[@]}" -n openshift-machine-api wait deployment/metal3 --for=condition=Available --timeout=2m
 "${oc[@]}" -n openshift-machine-api get deployments,pods -o wide
 "${oc[@]}" wait clusteroperator baremetal --for=jsonpath='{.status.conditions[?(@.type=="Available")].reason}'=DeployComplete --timeout=2m
