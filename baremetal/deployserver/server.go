@@ -153,11 +153,13 @@ func HostID(host *metal3v1.BareMetalHost) string {
 // current request.
 func (s *Server) DeployImage(host *metal3v1.BareMetalHost) provisioner.DeployImage {
 	id, gen, exp := HostID(host), generation(host), s.clock.Now().Add(s.ttl)
-	return provisioner.DeployImage{ISOURL: s.signedURL(ISOPath, id, gen, exp), IPXEURL: s.signedURL(IPXEPath, id, gen, exp)}
+	return provisioner.DeployImage{ISOURL: s.signedURL(s.baseURL, ISOPath, id, gen, exp), IPXEURL: s.signedURL(s.baseURL, IPXEPath, id, gen, exp)}
 }
 
-func (s *Server) signedURL(path, id, gen string, exp time.Time) string {
-	return s.baseURL + path + "?" + deployapi.SignHostURLQuery(s.key, path, id, gen, exp)
+// signedURL is the URL of path at base, signed for request gen of host id
+// until exp.
+func (s *Server) signedURL(base, path, id, gen string, exp time.Time) string {
+	return base + path + "?" + deployapi.SignHostURLQuery(s.key, path, id, gen, exp)
 }
 
 // Request returns the host's current deploy agent request, or nil.
@@ -371,9 +373,7 @@ func (s *Server) serveIPXE(w http.ResponseWriter, r *http.Request) {
 // writeIPXE writes the iPXE script that boots the deploy agent of host id
 // for request gen.
 func (s *Server) writeIPXE(w http.ResponseWriter, id, gen string, exp time.Time) {
-	signed := func(path string) string {
-		return s.imageBase + path + "?" + deployapi.SignHostURLQuery(s.key, path, id, gen, exp)
-	}
+	signed := func(path string) string { return s.signedURL(s.imageBase, path, id, gen, exp) }
 	w.Header().Set("Content-Type", "text/plain")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Cache-Control", "no-store")
