@@ -99,34 +99,10 @@ func get(g Gomega, host *metal3v1.BareMetalHost) *metal3v1.BareMetalHost {
 	return host
 }
 
-// call sends a request with bearer as the credential and returns the
-// status code and body.
-func call(t *testing.T, method, url, bearer string, body []byte) (int, string) {
-	t.Helper()
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(context.Background(), method, url, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if bearer != "" {
-		req.Header.Set("Authorization", "Bearer "+bearer)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
-}
-
 func exchange(t *testing.T, base, id, ticket, session string) (int, deployapi.TokenResponse) {
 	t.Helper()
 	body, _ := json.Marshal(deployapi.TokenRequest{Session: session})
-	code, out := call(t, http.MethodPost, base+"/deploy/v1/hosts/"+id+"/token", ticket, body)
+	code, out := testenv.Call(t, http.MethodPost, base+"/deploy/v1/hosts/"+id+"/token", ticket, body)
 	var tr deployapi.TokenResponse
 	if code == http.StatusOK {
 		NewWithT(t).Expect(json.Unmarshal([]byte(out), &tr)).To(Succeed())
@@ -135,12 +111,12 @@ func exchange(t *testing.T, base, id, ticket, session string) (int, deployapi.To
 }
 
 func instructions(t *testing.T, base, id, token string) (int, string) {
-	return call(t, http.MethodGet, base+"/deploy/v1/hosts/"+id+"/instructions", token, nil)
+	return testenv.Call(t, http.MethodGet, base+"/deploy/v1/hosts/"+id+"/instructions", token, nil)
 }
 
 func report(t *testing.T, base, id, token string, rep deployapi.StatusReport) (int, string) {
 	body, _ := json.Marshal(rep)
-	return call(t, http.MethodPost, base+"/deploy/v1/hosts/"+id+"/status", token, body)
+	return testenv.Call(t, http.MethodPost, base+"/deploy/v1/hosts/"+id+"/status", token, body)
 }
 
 // TestTokenIsHandedOutOnce plays the agent and an attacker holding the
@@ -270,7 +246,7 @@ func TestOtherCredentials(t *testing.T) {
 	g.Expect(get(g, b).Status.DeployAgent.Token).To(BeNil(), "nothing was handed out for host B")
 
 	ticketB := deployapi.SignTicket(key, idB, "00000000000000b1", time.Now().Add(time.Hour))
-	code, _ = call(t, http.MethodPost, base+"/deploy/v1/hosts/"+idB+"/token", ticketB, bytes.Repeat([]byte("x"), 1<<20))
+	code, _ = testenv.Call(t, http.MethodPost, base+"/deploy/v1/hosts/"+idB+"/token", ticketB, bytes.Repeat([]byte("x"), 1<<20))
 	g.Expect(code).To(Equal(http.StatusBadRequest), "an oversized body")
 	code, _ = exchange(t, base, idB, ticketB, strings.Repeat("s", deployapi.MaxSessionLength+1))
 	g.Expect(code).To(Equal(http.StatusBadRequest), "an oversized session")
@@ -297,7 +273,7 @@ func TestImageURLs(t *testing.T) {
 	urls := s.DeployImage(get(g, host))
 	local := func(raw string) string { return strings.Replace(raw, "http://deploy.example:6180", base, 1) }
 
-	code, script := call(t, http.MethodGet, local(urls.IPXEURL), "", nil)
+	code, script := testenv.Call(t, http.MethodGet, local(urls.IPXEURL), "", nil)
 	g.Expect(code).To(Equal(http.StatusOK))
 	boot, err := imageservice.ParseIPXEScript(script)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -325,28 +301,28 @@ func TestImageURLs(t *testing.T) {
 		v := u.Query()
 		edit(u, v)
 		u.RawQuery = v.Encode()
-		code, _ := call(t, http.MethodGet, u.String(), "", nil)
+		code, _ := testenv.Call(t, http.MethodGet, u.String(), "", nil)
 		g.Expect(code).To(Equal(http.StatusForbidden), name)
 	}
 	expired, _ := url.Parse(base + deployserver.HostInitrdPath + "?" + deployapi.SignHostURLQuery(key, deployserver.HostInitrdPath, id, "00000000000000c1", time.Now().Add(-time.Second)))
-	code, _ = call(t, http.MethodGet, expired.String(), "", nil)
+	code, _ = testenv.Call(t, http.MethodGet, expired.String(), "", nil)
 	g.Expect(code).To(Equal(http.StatusForbidden), "expired")
 
 	// The token is handed out: the boot configuration is not served again;
 	// the ISO is, as a BMC reads it for the whole boot (its ticket is spent).
 	code, _ = exchange(t, base, id, ticket, "s")
 	g.Expect(code).To(Equal(http.StatusOK))
-	code, _ = call(t, http.MethodGet, hostInitrd, "", nil)
+	code, _ = testenv.Call(t, http.MethodGet, hostInitrd, "", nil)
 	g.Expect(code).To(Equal(http.StatusGone))
-	code, _ = call(t, http.MethodGet, local(urls.IPXEURL), "", nil)
+	code, _ = testenv.Call(t, http.MethodGet, local(urls.IPXEURL), "", nil)
 	g.Expect(code).To(Equal(http.StatusGone))
-	code, _ = call(t, http.MethodGet, local(urls.ISOURL), "", nil)
+	code, _ = testenv.Call(t, http.MethodGet, local(urls.ISOURL), "", nil)
 	g.Expect(code).To(Equal(http.StatusOK))
 
 	// The next request: the last one's URLs are not served.
 	setRequest(t, host, "00000000000000c2", true)
 	for _, raw := range []string{urls.ISOURL, urls.IPXEURL} {
-		code, _ = call(t, http.MethodGet, local(raw), "", nil)
+		code, _ = testenv.Call(t, http.MethodGet, local(raw), "", nil)
 		g.Expect(code).To(Equal(http.StatusGone), raw)
 	}
 }
@@ -382,11 +358,11 @@ func TestByMAC(t *testing.T) {
 	setRequest(t, host, "00000000000000d1", false)
 	id := deployserver.HostID(host)
 
-	code, body := call(t, http.MethodGet, base+deployserver.PXEPath+mac, "", nil)
+	code, body := testenv.Call(t, http.MethodGet, base+deployserver.PXEPath+mac, "", nil)
 	g.Expect(code).To(Equal(http.StatusNotFound), "the engine does not boot it yet: %s", body)
 
 	setRequest(t, host, "00000000000000d1", true)
-	code, script := call(t, http.MethodGet, base+deployserver.PXEPath+strings.ToUpper(mac), "", nil)
+	code, script := testenv.Call(t, http.MethodGet, base+deployserver.PXEPath+strings.ToUpper(mac), "", nil)
 	g.Expect(code).To(Equal(http.StatusOK))
 	boot, err := imageservice.ParseIPXEScript(script)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -405,9 +381,9 @@ func TestByMAC(t *testing.T) {
 
 	code, _ = exchange(t, base, id, ticket, "s")
 	g.Expect(code).To(Equal(http.StatusOK))
-	code, _ = call(t, http.MethodGet, base+deployserver.PXEPath+mac, "", nil)
+	code, _ = testenv.Call(t, http.MethodGet, base+deployserver.PXEPath+mac, "", nil)
 	g.Expect(code).To(Equal(http.StatusNotFound), "the agent has its token")
-	code, _ = call(t, http.MethodGet, base+deployserver.PXEPath+"52:54:00:dd:00:99", "", nil)
+	code, _ = testenv.Call(t, http.MethodGet, base+deployserver.PXEPath+"52:54:00:dd:00:99", "", nil)
 	g.Expect(code).To(Equal(http.StatusNotFound))
 
 	// A host booted from virtual media gets its image from its BMC alone:
@@ -418,7 +394,7 @@ func TestByMAC(t *testing.T) {
 	vm.Spec.BMC.Address = "redfish-virtualmedia://192.0.2.1/redfish/v1/Systems/2"
 	g.Expect(env.Client.Patch(context.Background(), vm, client.MergeFrom(base0))).To(Succeed())
 	g.Eventually(func() int {
-		code, _ := call(t, http.MethodGet, base+deployserver.PXEPath+vmMAC, "", nil)
+		code, _ := testenv.Call(t, http.MethodGet, base+deployserver.PXEPath+vmMAC, "", nil)
 		return code
 	}, 10*time.Second, 50*time.Millisecond).Should(Equal(http.StatusNotFound))
 }

@@ -23,40 +23,19 @@ import (
 	"github.com/metalshift/metalshift/baremetal/deployserver"
 	"github.com/metalshift/metalshift/baremetal/reconcilers/baremetalhost"
 	"github.com/metalshift/metalshift/imageservice"
+	"github.com/metalshift/metalshift/internal/testenv"
 )
 
 // exchange posts a ticket to the deploy server's token endpoint.
 func exchange(t *testing.T, e *engine, hostID, ticket, session string) (int, deployapi.TokenResponse) {
 	t.Helper()
 	body, _ := json.Marshal(deployapi.TokenRequest{Session: session})
-	code, out := httpCall(t, http.MethodPost, e.deployURL+"/deploy/v1/hosts/"+hostID+"/token", ticket, body)
+	code, out := testenv.Call(t, http.MethodPost, e.deployURL+"/deploy/v1/hosts/"+hostID+"/token", ticket, body)
 	var tr deployapi.TokenResponse
 	if code == http.StatusOK {
 		NewWithT(t).Expect(json.Unmarshal([]byte(out), &tr)).To(Succeed())
 	}
 	return code, tr
-}
-
-func httpCall(t *testing.T, method, url, bearer string, body []byte) (int, string) {
-	t.Helper()
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(context.Background(), method, url, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if bearer != "" {
-		req.Header.Set("Authorization", "Bearer "+bearer)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
 }
 
 // sniffer sees what a machine sends and gets, as anyone on a plain-HTTP
@@ -137,17 +116,17 @@ func TestSniffedMAC(t *testing.T) {
 	sn.mu.Unlock()
 
 	// Knowing the MAC: no boot script.
-	code, body := httpCall(t, http.MethodGet, e.deployURL+deployserver.PXEPath+mac, "", nil)
+	code, body := testenv.Call(t, http.MethodGet, e.deployURL+deployserver.PXEPath+mac, "", nil)
 	g.Expect(code).To(Equal(http.StatusNotFound), body)
 	// Replaying the host initrd's URL: gone.
-	code, _ = httpCall(t, http.MethodGet, initrdURL, "", nil)
+	code, _ = testenv.Call(t, http.MethodGet, initrdURL, "", nil)
 	g.Expect(code).To(Equal(http.StatusGone))
 	// The ticket in the sniffed initrd: refused, and seen.
 	cfg, err := imageservice.ReadHostInitrd(bytes.NewReader(initrd))
 	g.Expect(err).NotTo(HaveOccurred())
 	code, _ = exchange(t, e, id, cfg.Ticket, "attacker")
 	g.Expect(code).To(Equal(http.StatusConflict))
-	code, body = httpCall(t, http.MethodGet, e.deployURL+"/deploy/v1/hosts/"+id+"/instructions", cfg.Ticket, nil)
+	code, body = testenv.Call(t, http.MethodGet, e.deployURL+"/deploy/v1/hosts/"+id+"/instructions", cfg.Ticket, nil)
 	g.Expect(code).To(Equal(http.StatusUnauthorized), "a ticket is no token")
 	g.Expect(body).NotTo(ContainSubstring(ignitionCanary))
 	g.Eventually(func(g Gomega) {
@@ -171,10 +150,10 @@ func TestSniffedMAC(t *testing.T) {
 	g.Expect(string(cd.UserData)).To(ContainSubstring(ignitionCanary), "the host got its user data")
 
 	// The agent's own token, replayed after its request ended: nothing.
-	code, body = httpCall(t, http.MethodGet, e.deployURL+"/deploy/v1/hosts/"+id+"/instructions", agentToken, nil)
+	code, body = testenv.Call(t, http.MethodGet, e.deployURL+"/deploy/v1/hosts/"+id+"/instructions", agentToken, nil)
 	g.Expect(code).To(BeElementOf(http.StatusUnauthorized, http.StatusGone))
 	g.Expect(body).NotTo(ContainSubstring(ignitionCanary))
-	code, _ = httpCall(t, http.MethodGet, e.deployURL+deployserver.PXEPath+mac, "", nil)
+	code, _ = testenv.Call(t, http.MethodGet, e.deployURL+deployserver.PXEPath+mac, "", nil)
 	g.Expect(code).To(Equal(http.StatusNotFound))
 
 	// No credential in the engine's logs or Events.
