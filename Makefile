@@ -53,12 +53,12 @@ generate: ## Generate deepcopy code, CRDs, RBAC and webhook configurations, and 
 	@# One role per clusterctl provider (internal/providers), from the RBAC
 	@# markers of the packages of its components only; the metal provider
 	@# runs the bare-metal operator's webhook, not its controller.
-	$(CONTROLLER_GEN) rbac:roleName=metalshift-infrastructure-metal-manager paths="./baremetal/...;./infrastructure/metal/...;./operator/webhooks/..." output:rbac:artifacts:config=config/rbac/infrastructure-metal
+	$(CONTROLLER_GEN) rbac:roleName=metalshift-infrastructure-metal-manager paths="./hostengine/...;./infrastructure/metal/...;./clusterbaremetal/webhooks/..." output:rbac:artifacts:config=config/rbac/infrastructure-metal
 	$(CONTROLLER_GEN) rbac:roleName=metalshift-bootstrap-openshift-manager paths="./bootstrap/..." output:rbac:artifacts:config=config/rbac/bootstrap-openshift
 	$(CONTROLLER_GEN) rbac:roleName=metalshift-control-plane-openshift-manager paths="./controlplane/..." output:rbac:artifacts:config=config/rbac/control-plane-openshift
 	$(CONTROLLER_GEN) rbac:roleName=metalshift-addon-agent-manager paths="./assisted/..." output:rbac:artifacts:config=config/rbac/addon-agent
-	@# The bare-metal operator as a release payload runs it (operator/manifests).
-	$(CONTROLLER_GEN) rbac:roleName=cluster-baremetal-operator paths="./operator/..." output:rbac:artifacts:config=config/rbac/baremetal-operator
+	@# The bare-metal operator as a release payload runs it (clusterbaremetal/manifests).
+	$(CONTROLLER_GEN) rbac:roleName=cluster-baremetal-operator paths="./clusterbaremetal/..." output:rbac:artifacts:config=config/rbac/baremetal-operator
 	$(CONTROLLER_GEN) webhook paths=./... output:webhook:artifacts:config=config/webhook
 	@hack/copy-capi-manifests.sh
 
@@ -105,7 +105,7 @@ NODE_TOOLS := kubelet kube-scheduler
 # The QEMU e2e (real boot of the live image: the host engine's machines, the
 # agent-based install's discovery), run on its own, one package at a time.
 QEMU_E2E := TestQEMUMachines|TestQEMUDiscovery
-QEMU_E2E_PKGS := ./baremetal/reconcilers/baremetalhost/ ./assisted/qemutest/
+QEMU_E2E_PKGS := ./hostengine/reconcilers/baremetalhost/ ./assisted/qemutest/
 
 .PHONY: test
 test: images ## Run every test (unit, envtest, embedded hub, CLI, a real node, QEMU machines and discovery), building the tools and images first when missing.

@@ -10,7 +10,7 @@ import (
 	hiveextv1 "github.com/metalshift/metalshift/api/hiveext/v1beta1"
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	assistedwebhooks "github.com/metalshift/metalshift/assisted/webhooks"
-	"github.com/metalshift/metalshift/baremetal/webhooks"
+	"github.com/metalshift/metalshift/hostengine/webhooks"
 )
 
 // HostWebhooks is only metalshift's BareMetalHost admission webhook (the

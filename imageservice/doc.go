@@ -5,5 +5,5 @@
 // a small initramfs carrying the host's boot configuration; over iPXE the
 // same small initramfs is a second initrd. The bytes are built by
 // `make images` (hack/images); serving, signing and access control are the
-// caller's (baremetal/deployserver today, the InfraEnv image service later).
+// caller's (hostengine/deployserver today, the InfraEnv image service later).
 package imageservice

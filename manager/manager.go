@@ -4,12 +4,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/metalshift/metalshift/assisted"
-	"github.com/metalshift/metalshift/baremetal"
 	"github.com/metalshift/metalshift/bootstrap"
+	"github.com/metalshift/metalshift/clusterbaremetal"
 	"github.com/metalshift/metalshift/component"
 	"github.com/metalshift/metalshift/controlplane"
+	"github.com/metalshift/metalshift/hostengine"
 	"github.com/metalshift/metalshift/infrastructure/metal"
-	"github.com/metalshift/metalshift/operator"
 )
 
 // Name identifies the hub manager towards the API server; it names its
@@ -21,12 +21,12 @@ const Name = "metalshift-manager"
 func Components() []component.Component {
 	return []component.Component{
 		component.CAPICore,
-		baremetal.Component(),
+		hostengine.Component(),
 		bootstrap.Component(),
 		controlplane.Component(),
 		metal.Component(),
 		assisted.Component(),
-		operator.Component(),
+		clusterbaremetal.Component(),
 	}
 }
 

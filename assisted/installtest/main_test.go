@@ -12,9 +12,9 @@ import (
 
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	"github.com/metalshift/metalshift/assisted"
-	"github.com/metalshift/metalshift/baremetal"
-	"github.com/metalshift/metalshift/baremetal/pkg/egress"
 	"github.com/metalshift/metalshift/component"
+	"github.com/metalshift/metalshift/hostengine"
+	"github.com/metalshift/metalshift/hostengine/pkg/egress"
 	"github.com/metalshift/metalshift/internal/testenv"
 )
 
@@ -98,7 +98,7 @@ func startHub() (stop func() error, err error) {
 	}
 	// The host engine, for the BareMetalHosts of ZTP installs.
 	engine := component.Component{Name: "host-engine", AddToScheme: metal3v1.AddToScheme, Setup: func(ctx context.Context, hub *component.Hub) error {
-		return baremetal.Setup(ctx, hub.Manager, baremetal.Options{DeployListenAddr: deployAddr, SigningKey: key, BackoffBase: 200 * time.Millisecond,
+		return hostengine.Setup(ctx, hub.Manager, hostengine.Options{DeployListenAddr: deployAddr, SigningKey: key, BackoffBase: 200 * time.Millisecond,
 			PowerPollInterval: 2 * time.Second, BMCEgress: egress.Policy{AllowLoopback: true}}) // the lab's BMCs listen on loopback
 	}}
 	ctx, cancel := context.WithCancel(context.Background())

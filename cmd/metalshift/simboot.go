@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/metalshift/metalshift/baremetal/pkg/egress"
-	rf "github.com/metalshift/metalshift/baremetal/pkg/redfish"
+	"github.com/metalshift/metalshift/hostengine/pkg/egress"
+	rf "github.com/metalshift/metalshift/hostengine/pkg/redfish"
 	"github.com/metalshift/metalshift/sim"
 )
 

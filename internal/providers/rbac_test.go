@@ -156,7 +156,7 @@ func TestLeastPrivilege(t *testing.T) {
 }
 
 // TestOperatorRoleNamespaced: the bare-metal operator (not a clusterctl
-// provider; a release payload runs it, operator/manifests) writes its
+// provider; a release payload runs it, clusterbaremetal/manifests) writes its
 // operand's Deployment and Secrets (signing key, the deploy server's CA
 // and certificate) in openshift-machine-api only, and has no other rule on
 // workloads or Secrets; of the core group it reads Nodes only, whose

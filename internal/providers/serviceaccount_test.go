@@ -46,7 +46,7 @@ import (
 	"github.com/metalshift/metalshift/internal/providers/providertest"
 	"github.com/metalshift/metalshift/internal/testenv"
 	"github.com/metalshift/metalshift/manager"
-	operatormanifests "github.com/metalshift/metalshift/operator/manifests"
+	operatormanifests "github.com/metalshift/metalshift/clusterbaremetal/manifests"
 )
 
 // TestProvidersAsServiceAccounts runs every provider's components in this

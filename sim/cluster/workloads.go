@@ -22,7 +22,7 @@ import (
 	"github.com/metalshift/metalshift/config"
 	"github.com/metalshift/metalshift/internal/manifest"
 	"github.com/metalshift/metalshift/localcp"
-	operatormanifests "github.com/metalshift/metalshift/operator/manifests"
+	operatormanifests "github.com/metalshift/metalshift/clusterbaremetal/manifests"
 )
 
 // baremetalOperator is the ClusterOperator the bare-metal operator reports.

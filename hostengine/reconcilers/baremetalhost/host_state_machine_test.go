@@ -1,0 +1,432 @@
+package baremetalhost
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	deployapi "github.com/metalshift/metalshift/api/deploy/v1"
+	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
+	"github.com/metalshift/metalshift/hostengine/deployserver"
+	"github.com/metalshift/metalshift/hostengine/pkg/egress"
+	"github.com/metalshift/metalshift/hostengine/pkg/provisioner"
+	"github.com/metalshift/metalshift/hostengine/pkg/provisioner/fixture"
+)
+
+// testClock is the clock of the reconciler under test; scopes read it.
+var testClock *clocktesting.FakeClock
+
+func newTestReconciler(t *testing.T) (*Reconciler, *clocktesting.FakeClock) {
+	t.Helper()
+	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC))
+	testClock = clk
+	ds, err := deployserver.New(deployserver.Options{Key: []byte("0123456789abcdef0123"), BaseURL: "http://engine.example:6180", Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Reconciler{Deploy: ds, Clock: clk, PowerPollInterval: time.Minute}, clk
+}
+
+func newTestHost(state metal3v1.ProvisioningState) *metal3v1.BareMetalHost {
+	return &metal3v1.BareMetalHost{
+		ObjectMeta: metav1.ObjectMeta{Name: "h", Namespace: "ns", UID: "0c6b3e9a-1234-4000-8000-000000000001"},
+		Spec: metal3v1.BareMetalHostSpec{
+			BMC: metal3v1.BMCDetails{Address: "redfish://bmc/redfish/v1/Systems/1", CredentialsName: "creds"},
+		},
+		Status: metal3v1.BareMetalHostStatus{Provisioning: metal3v1.ProvisionStatus{State: state}},
+	}
+}
+
+func scopeFor(host *metal3v1.BareMetalHost, f *fixture.Fixture) *hostScope {
+	return &hostScope{host: host, prov: f, now: testClock.Now, creds: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds", Namespace: "ns", ResourceVersion: "7"}}}
+}
+
+func TestHandleRegistering(t *testing.T) {
+	tests := []struct {
+		name     string
+		err      error
+		mutate   func(*metal3v1.BareMetalHost)
+		want     actionResult
+		wantGood bool
+	}{
+		{name: "new host is inspected", want: actionComplete{next: metal3v1.StateInspecting}, wantGood: true},
+		{name: "known hardware skips inspection", mutate: func(h *metal3v1.BareMetalHost) { h.Status.HardwareDetails = &metal3v1.HardwareDetails{} },
+			want: actionComplete{next: metal3v1.StatePreparing}, wantGood: true},
+		{name: "externally provisioned", mutate: func(h *metal3v1.BareMetalHost) { h.Spec.ExternallyProvisioned = true },
+			want: actionComplete{next: metal3v1.StateExternallyProvisioned}, wantGood: true},
+		{name: "wrong credentials", err: provisioner.ErrCredentials,
+			want: actionError{errType: metal3v1.RegistrationError, msg: "The BMC at redfish://bmc/redfish/v1/Systems/1 refused the credentials in Secret creds: fix username and password there"}},
+		{name: "no BMC address", mutate: func(h *metal3v1.BareMetalHost) { h.Spec.BMC.Address = "" }, want: actionComplete{next: metal3v1.StateUnmanaged}},
+		{name: "refused by the BMC egress policy", err: fmt.Errorf("connecting to 127.0.0.1:8000: %w", &egress.RefusedError{Addr: netip.MustParseAddr("127.0.0.1"), Class: "loopback"}),
+			mutate: func(h *metal3v1.BareMetalHost) {
+				h.Spec.BMC.Address = "redfish+http://127.0.0.1:8000/redfish/v1/Systems/1"
+			},
+			want: actionError{errType: metal3v1.RegistrationError, msg: "spec.bmc.address redfish+http://127.0.0.1:8000/redfish/v1/Systems/1 is refused, nothing was sent to it: " +
+				"connecting to 127.0.0.1:8000: 127.0.0.1 is a loopback address, to which the hub's BMC egress policy allows no BMC connections (a hub allows them with --bmc-allow-loopback or --bmc-allowed-networks)"}},
+		{name: "a password in the address, with / ? # @ (no webhook checked it)", err: provisioner.ErrUnreachable,
+			mutate: func(h *metal3v1.BareMetalHost) {
+				h.Spec.BMC.Address = "redfish://admin:Ca/na?ry#Pa@ss@bmc/redfish/v1/Systems/1"
+			},
+			want: actionError{errType: metal3v1.RegistrationError, msg: "The BMC at redfish://redacted@bmc/redfish/v1/Systems/1 did not answer: check the address and that it is reachable (the BMC did not answer)"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			r, _ := newTestReconciler(t)
+			host := newTestHost(metal3v1.StateRegistering)
+			if tt.mutate != nil {
+				tt.mutate(host)
+			}
+			s := scopeFor(host, &fixture.Fixture{RegisterErr: tt.err})
+			g.Expect(r.handleRegistering(context.Background(), s)).To(Equal(tt.want))
+			g.Expect(host.Status.GoodCredentials.Reference != nil).To(Equal(tt.wantGood))
+		})
+	}
+}
+
+func TestHandleInspecting(t *testing.T) {
+	g := NewWithT(t)
+	r, _ := newTestReconciler(t)
+
+	host := newTestHost(metal3v1.StateInspecting)
+	s := scopeFor(host, &fixture.Fixture{Hardware: &metal3v1.HardwareDetails{CPU: metal3v1.CPU{Arch: "aarch64", Count: 8}}})
+	g.Expect(r.handleInspecting(context.Background(), s)).To(Equal(actionComplete{next: metal3v1.StatePreparing}))
+	g.Expect(host.Status.HardwareDetails.CPU.Count).To(Equal(8))
+	g.Expect(s.archToSet).To(Equal("aarch64"))
+
+	host = newTestHost(metal3v1.StateInspecting)
+	host.Annotations = map[string]string{metal3v1.InspectAnnotation: "disabled", metal3v1.HardwareDetailsAnnotation: `{"ramMebibytes": 4096}`}
+	f := &fixture.Fixture{InspectErr: errors.New("must not be called")}
+	g.Expect(r.handleInspecting(context.Background(), scopeFor(host, f))).To(Equal(actionComplete{next: metal3v1.StatePreparing}))
+	g.Expect(host.Status.HardwareDetails.RAMMebibytes).To(Equal(4096))
+
+	host.Annotations[metal3v1.HardwareDetailsAnnotation] = "{not json"
+	res := r.handleInspecting(context.Background(), scopeFor(host, f))
+	g.Expect(res).To(BeAssignableToTypeOf(actionError{}))
+	g.Expect(res.(actionError).msg).To(ContainSubstring("is not valid hardware details JSON"))
+
+	// A driver without inventory: the agent inspects in-band. The engine
+	// first records the request, then boots the agent, then takes what it
+	// reported.
+	host = newTestHost(metal3v1.StateInspecting)
+	f = &fixture.Fixture{InspectErr: provisioner.ErrNotSupported}
+	g.Expect(r.handleInspecting(context.Background(), scopeFor(host, f))).To(BeAssignableToTypeOf(actionWait{}))
+	req := host.Status.DeployAgent.Request
+	g.Expect(req.Action).To(Equal(deployapi.ActionInspect))
+	g.Expect(r.handleInspecting(context.Background(), scopeFor(host, f))).To(BeAssignableToTypeOf(actionWait{}))
+	g.Expect(req.BootStartedAt).NotTo(BeNil(), "the start of the boot is written first")
+	g.Expect(f.PoweredOn).To(BeFalse())
+	g.Expect(r.handleInspecting(context.Background(), scopeFor(host, f))).To(BeAssignableToTypeOf(actionWait{}))
+	g.Expect(req.BootedAt).NotTo(BeNil(), "the agent was booted")
+	g.Expect(f.PoweredOn).To(BeTrue())
+	host.Status.DeployAgent.Report = &metal3v1.DeployAgentReport{Generation: req.Generation, Phase: deployapi.PhaseDone, Session: "s",
+		HardwareDetails: &metal3v1.HardwareDetails{RAMMebibytes: 2048, CPU: metal3v1.CPU{Arch: "x86_64", Count: 2}}}
+	g.Expect(r.handleInspecting(context.Background(), scopeFor(host, f))).To(Equal(actionComplete{next: metal3v1.StatePreparing}))
+	g.Expect(host.Status.HardwareDetails.RAMMebibytes).To(Equal(2048))
+	g.Expect(host.Status.DeployAgent).To(BeNil())
+	g.Expect(f.PoweredOn).To(BeFalse(), "the agent does not run on once its request is gone")
+	g.Expect(host.Status.PoweredOn).To(BeFalse())
+}
+
+func TestHandleProvisioningBootsTheAgentOnce(t *testing.T) {
+	g := NewWithT(t)
+	r, clk := newTestReconciler(t)
+	host := newTestHost(metal3v1.StateProvisioning)
+	host.Spec.Online = true
+	host.Spec.Image = &metal3v1.Image{URL: "http://images/os.raw", Checksum: "abc"}
+	host.Status.OperationHistory.Provision.Start = metav1.NewTime(clk.Now())
+	f := &fixture.Fixture{TaskCalls: 2}
+	ctx := context.Background()
+
+	// The request is recorded (and written to the API) before anything is booted.
+	g.Expect(r.handleProvisioning(ctx, scopeFor(host, f))).To(Equal(actionWait{after: time.Millisecond}))
+	g.Expect(f.BootedDeploy).To(BeZero())
+	req := deployserver.Request(host)
+	g.Expect(req).NotTo(BeNil())
+	g.Expect(req.Action).To(Equal("deploy"))
+	g.Expect(req.Generation).NotTo(BeEmpty())
+	g.Expect(req.Image).To(Equal(host.Spec.Image))
+	g.Expect(req.BootedAt).To(BeNil())
+
+	// Then the start of the boot, before the host is powered on: a host
+	// booting from the network gets its boot script from then on.
+	g.Expect(r.handleProvisioning(ctx, scopeFor(host, f))).To(Equal(actionWait{after: time.Millisecond}))
+	g.Expect(req.BootStartedAt).NotTo(BeNil())
+	g.Expect(f.BootedDeploy).To(BeZero())
+	g.Expect(f.PoweredOn).To(BeFalse())
+
+	// The BMC works on the boot in the background: the handler returns at
+	// once, asking to be called again, and does not record it booted yet.
+	for range 2 {
+		g.Expect(r.handleProvisioning(ctx, scopeFor(host, f))).To(Equal(actionWait{after: time.Millisecond}))
+		g.Expect(f.BootedDeploy).To(BeZero())
+		g.Expect(req.BootedAt).To(BeNil())
+	}
+	g.Expect(r.handleProvisioning(ctx, scopeFor(host, f))).To(Equal(actionWait{after: agentPollInterval}))
+	g.Expect(f.BootedDeploy).To(Equal(1))
+	g.Expect(f.Media).To(HavePrefix("http://engine.example:6180/images/deploy.iso?host=ns~h~0c6b3e9a1234&gen=" + req.Generation + "&expires="))
+	g.Expect(req.BootedAt).NotTo(BeNil())
+	g.Expect(deployserver.Request(host).Generation).To(Equal(req.Generation), "the same request")
+
+	// A later pass (or another replica, which reads the status) waits.
+	clk.Step(10 * time.Minute)
+	g.Expect(r.handleProvisioning(ctx, scopeFor(host, f))).To(Equal(actionWait{after: agentPollInterval}))
+	g.Expect(f.BootedDeploy).To(Equal(1))
+
+	// An agent that never reports is an error after the timeout, and the
+	// next attempt is a new request.
+	clk.Step(agentTimeout)
+	res := r.handleProvisioning(ctx, scopeFor(host, f))
+	g.Expect(res).To(BeAssignableToTypeOf(actionError{}))
+	g.Expect(res.(actionError).msg).To(ContainSubstring("did not report"))
+	g.Expect(host.Status.DeployAgent).To(BeNil())
+	g.Expect(r.handleProvisioning(ctx, scopeFor(host, f))).To(Equal(actionWait{after: time.Millisecond}))
+	g.Expect(deployserver.Request(host).Generation).NotTo(Equal(req.Generation))
+}
+
+func TestHandleProvisioningActsOnTheReportInTheStatus(t *testing.T) {
+	g := NewWithT(t)
+	r, clk := newTestReconciler(t)
+	host := newTestHost(metal3v1.StateProvisioning)
+	host.Spec.Online = true
+	host.Spec.Image = &metal3v1.Image{URL: "http://images/os.raw", Checksum: "abc"}
+	f := &fixture.Fixture{}
+	ctx := context.Background()
+	g.Expect(r.handleProvisioning(ctx, scopeFor(host, f))).To(Equal(actionWait{after: time.Millisecond}))
+	gen := deployserver.Request(host).Generation
+	now := metav1.NewTime(clk.Now())
+
+	// An engine that finds the request claimed by a running agent (it was
+	// booted by a replica that died before recording it) never boots it
+	// again: the disk is written once.
+	host.Status.DeployAgent.Report = &metal3v1.DeployAgentReport{Generation: gen, Phase: "running", Session: "s1", Time: now}
+	g.Expect(r.handleProvisioning(ctx, scopeFor(host, f))).To(Equal(actionWait{after: agentPollInterval}))
+	g.Expect(f.BootedDeploy).To(BeZero())
+
+	// A report about another request is not this request's.
+	host.Status.DeployAgent.Report = &metal3v1.DeployAgentReport{Generation: "old", Phase: "done", Session: "s0", Time: now}
+	g.Expect(r.handleProvisioning(ctx, scopeFor(host, f))).To(Equal(actionWait{after: time.Millisecond}), "the start of the boot")
+	g.Expect(r.handleProvisioning(ctx, scopeFor(host, f))).To(Equal(actionWait{after: agentPollInterval}))
+	g.Expect(f.BootedDeploy).To(Equal(1))
+	g.Expect(host.Status.Provisioning.Image.URL).To(BeEmpty())
+
+	host.Status.DeployAgent.Report = &metal3v1.DeployAgentReport{Generation: gen, Phase: "done", RootDevice: "/dev/sda", Session: "s1", Time: now}
+	g.Expect(r.handleProvisioning(ctx, scopeFor(host, f))).To(Equal(actionComplete{next: metal3v1.StateProvisioned}))
+	g.Expect(f.BootedDisk).To(Equal(1))
+	g.Expect(host.Status.Provisioning.Image).To(Equal(*host.Spec.Image))
+	g.Expect(host.Status.DeployAgent).To(BeNil(), "the finished request is dropped")
+}
+
+func TestHandleProvisioningRefusesSecretsOfAnotherNamespace(t *testing.T) {
+	g := NewWithT(t)
+	r, _ := newTestReconciler(t)
+	host := newTestHost(metal3v1.StateProvisioning)
+	host.Spec.Image = &metal3v1.Image{URL: "http://images/os.raw"}
+	host.Spec.UserData = &corev1.SecretReference{Name: "loot", Namespace: "other"}
+	f := &fixture.Fixture{}
+	res := r.handleProvisioning(context.Background(), scopeFor(host, f))
+	g.Expect(res).To(BeAssignableToTypeOf(actionError{}))
+	g.Expect(res.(actionError).msg).To(ContainSubstring(`spec.userData.namespace: Forbidden: must be the BareMetalHost's namespace "ns"`))
+	g.Expect(f.BootedDeploy).To(BeZero())
+	g.Expect(host.Status.DeployAgent).To(BeNil())
+}
+
+func TestStableStates(t *testing.T) {
+	tests := []struct {
+		name      string
+		state     metal3v1.ProvisioningState
+		mutate    func(*metal3v1.BareMetalHost)
+		poweredOn bool
+		want      actionResult
+		wantPower bool
+	}{
+		{name: "available host wanted online is powered on", state: metal3v1.StateAvailable,
+			mutate: func(h *metal3v1.BareMetalHost) { h.Spec.Online = true }, want: actionWait{after: time.Minute}, wantPower: true},
+		{name: "available host wanted offline is powered off", state: metal3v1.StateAvailable,
+			poweredOn: true, want: actionWait{after: time.Minute}, wantPower: false},
+		{name: "an image starts provisioning", state: metal3v1.StateAvailable,
+			mutate: func(h *metal3v1.BareMetalHost) { h.Spec.Online = true; h.Spec.Image = &metal3v1.Image{URL: "u"} },
+			want:   actionComplete{next: metal3v1.StateProvisioning}},
+		{name: "provisioned host whose image changed is deprovisioned", state: metal3v1.StateProvisioned,
+			mutate: func(h *metal3v1.BareMetalHost) {
+				h.Spec.Image = &metal3v1.Image{URL: "new"}
+				h.Status.Provisioning.Image = metal3v1.Image{URL: "old"}
+			},
+			want: actionComplete{next: metal3v1.StateDeprovisioning}},
+		{name: "externally provisioned flag cleared", state: metal3v1.StateExternallyProvisioned,
+			want: actionComplete{next: metal3v1.StatePreparing}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			r, _ := newTestReconciler(t)
+			host := newTestHost(tt.state)
+			if tt.mutate != nil {
+				tt.mutate(host)
+			}
+			f := &fixture.Fixture{PoweredOn: tt.poweredOn}
+			g.Expect(r.stateMachine()[tt.state](context.Background(), scopeFor(host, f))).To(Equal(tt.want))
+			if _, isWait := tt.want.(actionWait); isWait {
+				g.Expect(f.PoweredOn).To(Equal(tt.wantPower))
+				g.Expect(host.Status.PoweredOn).To(Equal(tt.wantPower))
+			}
+		})
+	}
+}
+
+func TestDeprovisioningWithoutCleaning(t *testing.T) {
+	g := NewWithT(t)
+	r, _ := newTestReconciler(t)
+	host := newTestHost(metal3v1.StateDeprovisioning)
+	host.Spec.AutomatedCleaningMode = metal3v1.CleaningModeDisabled
+	host.Status.Provisioning.Image = metal3v1.Image{URL: "old"}
+	f := &fixture.Fixture{PoweredOn: true}
+	g.Expect(r.handleDeprovisioning(context.Background(), scopeFor(host, f))).To(Equal(actionComplete{next: metal3v1.StateAvailable}))
+	g.Expect(f.BootedDeploy).To(BeZero(), "no agent without cleaning")
+	g.Expect(f.PoweredOn).To(BeFalse())
+	g.Expect(host.Status.Provisioning.Image.URL).To(BeEmpty())
+}
+
+func TestEveryStateHasAHandlerAndTransitions(t *testing.T) {
+	g := NewWithT(t)
+	r, _ := newTestReconciler(t)
+	m := r.stateMachine()
+	for state := range allowedTransitions {
+		g.Expect(m).To(HaveKey(state))
+	}
+	g.Expect(checkTransition(metal3v1.StateAvailable, metal3v1.StateProvisioned)).To(MatchError(errIllegalTransition))
+	g.Expect(checkTransition(metal3v1.StateProvisioned, metal3v1.StatePoweringOffBeforeDelete)).To(Succeed())
+}
+
+func TestBackoff(t *testing.T) {
+	g := NewWithT(t)
+	for count, want := range map[int]time.Duration{0: 2 * time.Second, 1: 2 * time.Second, 2: 4 * time.Second, 5: 32 * time.Second, 9: 5 * time.Minute, 100: 5 * time.Minute} {
+		g.Expect(backoff(2*time.Second, 5*time.Minute, count)).To(Equal(want), "count %d", count)
+	}
+}
+
+func TestSetConditions(t *testing.T) {
+	tests := []struct {
+		name       string
+		status     metal3v1.BareMetalHostStatus
+		manageable metav1.ConditionStatus
+		reason     string
+	}{
+		{name: "registering", manageable: metav1.ConditionFalse, reason: ReasonRegistering},
+		{name: "registration error", status: metal3v1.BareMetalHostStatus{ErrorType: metal3v1.RegistrationError, ErrorMessage: "fix it"},
+			manageable: metav1.ConditionFalse, reason: ReasonRegistrationFailed},
+		{name: "detached", status: metal3v1.BareMetalHostStatus{OperationalStatus: metal3v1.OperationalStatusDetached},
+			manageable: metav1.ConditionFalse, reason: ReasonDetached},
+		{name: "manageable", status: metal3v1.BareMetalHostStatus{GoodCredentials: metal3v1.CredentialsStatus{Reference: &corev1.SecretReference{Name: "c"}}},
+			manageable: metav1.ConditionTrue, reason: ReasonManageable},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			h := &metal3v1.BareMetalHost{Status: tt.status}
+			setConditions(h)
+			var got *metav1.Condition
+			for i := range h.Status.Conditions {
+				if h.Status.Conditions[i].Type == ManageableCondition {
+					got = &h.Status.Conditions[i]
+				}
+			}
+			g.Expect(got).NotTo(BeNil())
+			g.Expect(got.Status).To(Equal(tt.manageable))
+			g.Expect(got.Reason).To(Equal(tt.reason))
+		})
+	}
+}
+
+func TestFirstWithBootMAC(t *testing.T) {
+	at := func(sec int64) metav1.Time { return metav1.NewTime(time.Unix(1_800_000_000+sec, 0)) }
+	bmh := func(ns, name, uid, mac string, created metav1.Time) metal3v1.BareMetalHost {
+		return metal3v1.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(uid), CreationTimestamp: created},
+			Spec: metal3v1.BareMetalHostSpec{BootMACAddress: mac}}
+	}
+	tests := []struct {
+		name  string
+		host  metal3v1.BareMetalHost
+		hosts []metal3v1.BareMetalHost
+		want  string
+	}{
+		{name: "alone", host: bmh("a", "h", "1", "52:54:00:00:00:01", at(0)),
+			hosts: []metal3v1.BareMetalHost{bmh("a", "h", "1", "52:54:00:00:00:01", at(0))}},
+		{name: "another MAC", host: bmh("a", "h", "1", "52:54:00:00:00:01", at(5)),
+			hosts: []metal3v1.BareMetalHost{bmh("b", "x", "2", "52:54:00:00:00:02", at(0))}},
+		{name: "the older host wins", host: bmh("a", "h", "1", "52:54:00:00:00:01", at(5)),
+			hosts: []metal3v1.BareMetalHost{bmh("b", "x", "2", "52:54:00:00:00:01", at(0))}, want: "b/x"},
+		{name: "letter case does not matter", host: bmh("a", "h", "1", "52:54:00:00:00:0A", at(5)),
+			hosts: []metal3v1.BareMetalHost{bmh("b", "x", "2", "52:54:00:00:00:0a", at(0))}, want: "b/x"},
+		{name: "a newer host does not stop the first", host: bmh("a", "h", "1", "52:54:00:00:00:01", at(0)),
+			hosts: []metal3v1.BareMetalHost{bmh("b", "x", "2", "52:54:00:00:00:01", at(5))}},
+		{name: "the same second: namespace, then name", host: bmh("b", "h", "1", "52:54:00:00:00:01", at(0)),
+			hosts: []metal3v1.BareMetalHost{bmh("a", "z", "2", "52:54:00:00:00:01", at(0)), bmh("a", "y", "3", "52:54:00:00:00:01", at(0))}, want: "a/y"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			got := firstWithBootMAC(&tt.host, tt.hosts)
+			if tt.want == "" {
+				g.Expect(got).To(BeNil())
+				return
+			}
+			g.Expect(got).NotTo(BeNil())
+			g.Expect(got.Namespace + "/" + got.Name).To(Equal(tt.want))
+		})
+	}
+}
+
+func TestTokenCondition(t *testing.T) {
+	issued := metav1.NewTime(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
+	withToken := func(tok *metal3v1.DeployAgentToken) metal3v1.BareMetalHostStatus {
+		return metal3v1.BareMetalHostStatus{DeployAgent: &metal3v1.DeployAgentStatus{Request: &metal3v1.DeployAgentRequest{Action: "deploy", Generation: "g2"}, Token: tok}}
+	}
+	tests := []struct {
+		name    string
+		status  metal3v1.BareMetalHostStatus
+		want    metav1.ConditionStatus
+		reason  string
+		message string
+	}{
+		{name: "no request: unchanged"},
+		{name: "not asked for yet", status: withToken(nil), want: metav1.ConditionFalse, reason: ReasonTokenNotIssued,
+			message: "The deploy agent of request g2 has not asked for its token yet"},
+		{name: "another request's token", status: withToken(&metal3v1.DeployAgentToken{Generation: "g1", IssuedAt: issued}),
+			want: metav1.ConditionFalse, reason: ReasonTokenNotIssued},
+		{name: "handed out", status: withToken(&metal3v1.DeployAgentToken{Generation: "g2", Source: "192.0.2.7:4242", IssuedAt: issued}),
+			want: metav1.ConditionTrue, reason: ReasonTokenIssued, message: "The agent token of request g2 was handed out to 192.0.2.7:4242 at 2030-01-02T03:04:05Z"},
+		{name: "asked for again", status: withToken(&metal3v1.DeployAgentToken{Generation: "g2", Source: "192.0.2.7:4242", IssuedAt: issued,
+			Refusals: 2, LastRefusalTime: &issued, LastRefusalSource: "198.51.100.9:1"}),
+			want: metav1.ConditionFalse, reason: ReasonTokenAskedAgain,
+			message: "The agent token of request g2 was handed out to 192.0.2.7:4242 at 2030-01-02T03:04:05Z and asked for again 2 times since, " +
+				"last from 198.51.100.9:1 at 2030-01-02T03:04:05Z. Another machine has this request's ticket"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			h := &metal3v1.BareMetalHost{Status: tt.status}
+			h.Status.Conditions = []metav1.Condition{{Type: DeployAgentTokenCondition, Status: metav1.ConditionFalse, Reason: "Earlier"}}
+			setConditions(h)
+			got := meta.FindStatusCondition(h.Status.Conditions, DeployAgentTokenCondition)
+			g.Expect(got).NotTo(BeNil())
+			if tt.reason == "" {
+				g.Expect(got.Reason).To(Equal("Earlier"), "what it said about the last request")
+				return
+			}
+			g.Expect(got.Status).To(Equal(tt.want))
+			g.Expect(got.Reason).To(Equal(tt.reason))
+			g.Expect(got.Message).To(HavePrefix(tt.message))
+		})
+	}
+}
