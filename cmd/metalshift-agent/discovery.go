@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/hex"
 	"fmt"
 	"log"
 	"net"
@@ -11,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"syscall"
@@ -41,7 +38,7 @@ func discoveryRole(cfg deployapi.Discovery, paths host.Paths) error {
 
 // discoveryOptions are the discovery agent's options on this machine.
 func discoveryOptions(cfg deployapi.Discovery, paths host.Paths) (discovery.Options, error) {
-	hostID, err := machineUUID(paths)
+	hostID, err := host.MachineUUID(paths)
 	if err != nil {
 		return discovery.Options{}, err
 	}
@@ -69,116 +66,6 @@ func discoveryOptions(cfg deployapi.Discovery, paths host.Paths) (discovery.Opti
 		Reboot:  reboot,
 		Version: agentVersion(),
 	}, nil
-}
-
-// machineUUID is the SMBIOS system UUID, lowercase: the host's ID.
-func machineUUID(paths host.Paths) (string, error) {
-	file := filepath.Join(paths.Sys, "class", "dmi", "id", "product_uuid")
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return "", fmt.Errorf("reading the machine's UUID: %w", err)
-	}
-	id := strings.ToLower(strings.TrimSpace(string(b)))
-	if id == "" {
-		return "", fmt.Errorf("the machine has no UUID (%s is empty)", file)
-	}
-	return id, nil
-}
-
-// readInventory is the inventory step's: the machine as agent/host reads
-// it, with the addresses and default routes the live system has.
-func readInventory(paths host.Paths) (*assistedapi.Inventory, error) {
-	inv, err := host.ReadInventory(paths)
-	if err != nil {
-		return nil, err
-	}
-	hostname, _ := os.Hostname()
-	out := discovery.FromDeployInventory(inv, hostname)
-	for i := range out.Interfaces {
-		itf := &out.Interfaces[i]
-		itf.IPV4Addresses, itf.IPV6Addresses = addresses(itf.Name)
-		if n, err := net.InterfaceByName(itf.Name); err == nil {
-			itf.Mtu = int64(n.MTU)
-		}
-	}
-	out.Routes = defaultRoutes(paths)
-	out.Timestamp = time.Now().Unix()
-	return out, nil
-}
-
-// addresses are an interface's global addresses in CIDR notation.
-func addresses(name string) (v4, v6 []string) {
-	v4, v6 = []string{}, []string{}
-	itf, err := net.InterfaceByName(name)
-	if err != nil {
-		return v4, v6
-	}
-	addrs, _ := itf.Addrs()
-	for _, a := range addrs {
-		ipnet, ok := a.(*net.IPNet)
-		if !ok || ipnet.IP.IsLinkLocalUnicast() || ipnet.IP.IsLoopback() {
-			continue
-		}
-		if ipnet.IP.To4() != nil {
-			v4 = append(v4, ipnet.String())
-		} else {
-			v6 = append(v6, ipnet.String())
-		}
-	}
-	return v4, v6
-}
-
-// defaultRoutes reads the IPv4 and IPv6 default routes from procfs.
-func defaultRoutes(paths host.Paths) []assistedapi.Route {
-	var routes []assistedapi.Route
-	// /proc/net/route: Iface Destination Gateway ... in little-endian hex.
-	eachLine(filepath.Join(paths.Proc, "net", "route"), func(f []string) {
-		if len(f) < 3 || f[1] != "00000000" {
-			return
-		}
-		gw, err := hex.DecodeString(f[2])
-		if err != nil || len(gw) != 4 {
-			return
-		}
-		routes = append(routes, assistedapi.Route{Interface: f[0], Destination: "0.0.0.0",
-			Gateway: net.IPv4(gw[3], gw[2], gw[1], gw[0]).String(), Family: unix.AF_INET})
-	})
-	// /proc/net/ipv6_route: dest plen src plen gateway metric refcnt use flags iface.
-	eachLine(filepath.Join(paths.Proc, "net", "ipv6_route"), func(f []string) {
-		if len(f) < 10 || f[0] != strings.Repeat("0", 32) || f[1] != "00" || f[9] == "lo" {
-			return
-		}
-		gw, err := hex.DecodeString(f[4])
-		if err != nil || len(gw) != 16 {
-			return
-		}
-		routes = append(routes, assistedapi.Route{Interface: f[9], Destination: "::", Gateway: net.IP(gw).String(), Family: unix.AF_INET6})
-	})
-	return routes
-}
-
-func eachLine(file string, f func(fields []string)) {
-	fh, err := os.Open(file)
-	if err != nil {
-		return
-	}
-	defer fh.Close()
-	sc := bufio.NewScanner(fh)
-	for sc.Scan() {
-		f(strings.Fields(sc.Text()))
-	}
-}
-
-// nicMACs are the MAC addresses of the machine's network interfaces.
-func nicMACs() []string {
-	itfs, _ := net.Interfaces()
-	var macs []string
-	for _, itf := range itfs {
-		if len(itf.HardwareAddr) > 0 && itf.Flags&net.FlagLoopback == 0 {
-			macs = append(macs, itf.HardwareAddr.String())
-		}
-	}
-	return macs
 }
 
 // discoveryClient trusts the service's CA and the InfraEnv's trust bundle
@@ -231,4 +118,25 @@ func agentVersion() string {
 		v = "(devel)"
 	}
 	return "metalshift-agent/" + v
+}
+
+// readInventory is the inventory step's: the machine as agent/host reads
+// it, with the addresses and default routes the live system has.
+func readInventory(paths host.Paths) (*assistedapi.Inventory, error) {
+	inv, err := host.ReadInventory(paths)
+	if err != nil {
+		return nil, err
+	}
+	hostname, _ := os.Hostname()
+	out := discovery.FromDeployInventory(inv, hostname)
+	for i := range out.Interfaces {
+		itf := &out.Interfaces[i]
+		itf.IPV4Addresses, itf.IPV6Addresses = host.Addresses(itf.Name)
+		if n, err := net.InterfaceByName(itf.Name); err == nil {
+			itf.Mtu = int64(n.MTU)
+		}
+	}
+	out.Routes = host.DefaultRoutes(paths)
+	out.Timestamp = time.Now().Unix()
+	return out, nil
 }

@@ -200,7 +200,7 @@ func initNetwork() (*deployapi.NetworkConfig, error) {
 	switch {
 	case err != nil:
 	case cfg.Discovery != nil && len(cfg.Discovery.StaticNetwork) > 0:
-		if netcfg, err = discovery.StaticNetwork(cfg.Discovery.StaticNetwork, nicMACs()); err != nil {
+		if netcfg, err = discovery.StaticNetwork(cfg.Discovery.StaticNetwork, host.NICMACs()); err != nil {
 			log.Printf("Ignoring the static network configuration: %v", err)
 		} else if netcfg == nil {
 			log.Printf("No static network configuration of the InfraEnv names this machine's MAC addresses: DHCP")
@@ -237,7 +237,7 @@ func deployRole(cfg deployapi.BootConfig, paths host.Paths) error {
 		Inventory: func() (*host.Inventory, error) { return host.ReadInventory(paths) }}
 	if cfg.Lookup != nil {
 		log.Printf("Deploy agent looking its host up at the deploy server %s", cfg.Lookup.EngineURL)
-		opts.MACs = nicMACs()
+		opts.MACs = host.NICMACs()
 		if cfg.Discovery != nil {
 			dopts, err := discoveryOptions(*cfg.Discovery, paths)
 			if err != nil {
