@@ -25,6 +25,14 @@
 // the current spec. Phases runs the reconcile's steps in order over one
 // scope, stops at the first error, and requeues at the soonest a step asked.
 //
+// An object that belongs to no Cluster (a BareMetalHost, an Agent, an
+// InfraEnv, a Provisioning) starts with Start instead of Begin: nothing
+// pauses it, and End writes what changed as patches of the changed fields
+// only, with no resourceVersion. Each status field has one writer, so two
+// writers of one object never undo each other's fields. A write that must
+// hold an optimistic lock (an Update, a patch with a resourceVersion) turns
+// a conflict into a requeue with RequeueOnConflict: never a dropped write.
+//
 // Controllers using it watch with predicates.ResourceHasFilterLabel, not
 // ResourceNotPausedAndHasFilterLabel: a paused object must still be
 // reconciled once, for its Paused condition to turn True.

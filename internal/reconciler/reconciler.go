@@ -2,6 +2,7 @@ package reconciler
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -24,9 +25,9 @@ type Object interface {
 	SetObservedGeneration(int64)
 }
 
-// Run is one reconcile of one object, from Begin to End.
+// Run is one reconcile of one object, from Begin (or Start) to End.
 type Run struct {
-	obj     Object
+	obj     client.Object
 	helper  *patch.Helper
 	owned   []string
 	patched bool
@@ -51,25 +52,75 @@ func Begin(ctx context.Context, c client.Client, cluster *clusterv1.Cluster, obj
 	return &Run{obj: obj, helper: helper, owned: append(owned, clusterv1.PausedCondition)}, false, nil
 }
 
-// End patches the object with what the reconcile changed. With *reterr
-// nil the reconcile succeeded and status.observedGeneration becomes the
-// generation; a patch error joins *reterr. An object deleted meanwhile
-// (its last finalizer removed) is not an error.
-func (r *Run) End(ctx context.Context, reterr *error) {
-	if *reterr == nil {
-		r.obj.SetObservedGeneration(r.obj.GetGeneration())
+// Start starts the reconcile of an object that belongs to no Cluster (a
+// BareMetalHost, an Agent, an InfraEnv, a Provisioning...): nothing pauses
+// it. End writes what the reconcile changed as patches of the changed
+// fields only — metadata and spec in one, status through its subresource
+// in another — without a resourceVersion: a writer of other fields of the
+// same object never conflicts with it, and none of its fields is replaced
+// by a stale copy. Each status field has one writer (docs/development.md).
+func Start(c client.Client, obj client.Object) (*Run, error) {
+	helper, err := patch.NewHelper(obj, c)
+	if err != nil {
+		return nil, err
 	}
-	err := r.helper.Patch(ctx, r.obj, patch.WithOwnedConditions{Conditions: r.owned})
+	return &Run{obj: obj, helper: helper}, nil
+}
+
+// End patches the object with what the reconcile changed. With *reterr
+// nil the reconcile succeeded and status.observedGeneration (when the
+// object has one) becomes the generation; a patch error joins *reterr. An
+// object deleted meanwhile (its last finalizer removed) is not an error.
+func (r *Run) End(ctx context.Context, reterr *error) {
+	if o, ok := r.obj.(interface{ SetObservedGeneration(int64) }); ok && *reterr == nil {
+		o.SetObservedGeneration(r.obj.GetGeneration())
+	}
+	var opts []patch.Option
+	if len(r.owned) > 0 {
+		opts = append(opts, patch.WithOwnedConditions{Conditions: r.owned})
+	}
+	err := r.helper.Patch(ctx, r.obj, opts...)
 	r.patched = err == nil
-	if err != nil && !apierrors.IsNotFound(err) {
+	if err != nil && !notFound(err) {
 		*reterr = kerrors.NewAggregate([]error{*reterr, err})
 	}
+}
+
+// notFound tells whether every error in err, an aggregate of the patch
+// helper's (metadata, spec, status, wrapped), is a NotFound.
+func notFound(err error) bool {
+	var agg kerrors.Aggregate
+	if errors.As(err, &agg) {
+		for _, e := range agg.Errors() {
+			if !notFound(e) {
+				return false
+			}
+		}
+		return len(agg.Errors()) > 0
+	}
+	return apierrors.IsNotFound(err)
 }
 
 // Patched tells, after End, whether the object's patch succeeded (or had
 // nothing to write): what the reconcile changed in the status is stored,
 // and a metric of a transition it made may be recorded.
 func (r *Run) Patched() bool { return r.patched }
+
+// ConflictRequeue is how soon a reconcile whose write lost a conflict runs
+// again at the latest; the newer object's watch event usually wakes it
+// sooner.
+const ConflictRequeue = time.Second
+
+// RequeueOnConflict turns a conflict into a requeue: a write made with an
+// optimistic lock (an Update, or a patch with a resourceVersion) lost to
+// another writer, and the reconcile must run again on the newer object —
+// never drop the write, never log it as a failure.
+func RequeueOnConflict(res ctrl.Result, err error) (ctrl.Result, error) {
+	if apierrors.IsConflict(err) {
+		return Soonest(res, ctrl.Result{RequeueAfter: ConflictRequeue}), nil
+	}
+	return res, err
+}
 
 // Phase is one step of a reconcile over scope S.
 type Phase[S any] func(ctx context.Context, s S) (ctrl.Result, error)

@@ -16,6 +16,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
 
+	agentinstallv1 "github.com/metalshift/metalshift/api/agentinstall/v1beta1"
 	infrav1 "github.com/metalshift/metalshift/api/infrastructure/v1alpha1"
 	"github.com/metalshift/metalshift/internal/testenv"
 )
@@ -119,5 +120,67 @@ func TestPhases(t *testing.T) {
 	res, err = Phases(context.Background(), &ran, phase("a", time.Minute, nil), phase("b", 0, boom), phase("c", time.Second, nil))
 	g.Expect(err).To(MatchError(boom))
 	g.Expect(ran).To(Equal([]string{"a", "b"}), "nothing after the error")
+	g.Expect(res.RequeueAfter).To(Equal(time.Minute))
+}
+
+// TestStartEnd: two writers of different status fields of one object, each
+// starting from the same (soon stale) copy, both land: End patches only
+// what its reconcile changed, with no resourceVersion.
+func TestStartEnd(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	a := &agentinstallv1.Agent{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: ns}}
+	g.Expect(env.Client.Create(ctx, a)).To(Succeed())
+	one, other := a.DeepCopy(), a.DeepCopy()
+
+	run, err := Start(env.Client, one)
+	g.Expect(err).NotTo(HaveOccurred())
+	one.Status.DebugInfo.State = "known"
+	var reterr error
+	run.End(ctx, &reterr)
+	g.Expect(reterr).NotTo(HaveOccurred())
+	g.Expect(run.Patched()).To(BeTrue())
+
+	run, err = Start(env.Client, other) // the copy from before the first write
+	g.Expect(err).NotTo(HaveOccurred())
+	other.Status.Bootstrap = true
+	run.End(ctx, &reterr)
+	g.Expect(reterr).NotTo(HaveOccurred())
+
+	got := &agentinstallv1.Agent{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(a), got)).To(Succeed())
+	g.Expect(got.Status.DebugInfo.State).To(Equal("known"), "the other writer's patch kept this field")
+	g.Expect(got.Status.Bootstrap).To(BeTrue())
+
+	// An object deleted meanwhile is not an error.
+	run, err = Start(env.Client, got)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(env.Client.Delete(ctx, got)).To(Succeed())
+	got.Status.DebugInfo.State = "insufficient"
+	run.End(ctx, &reterr)
+	g.Expect(reterr).NotTo(HaveOccurred())
+}
+
+// TestRequeueOnConflict: a lost optimistic write is a requeue, never an
+// error the controller logs or a write dropped; other errors stay errors.
+func TestRequeueOnConflict(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	a := &agentinstallv1.Agent{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: ns}}
+	g.Expect(env.Client.Create(ctx, a)).To(Succeed())
+	stale := a.DeepCopy()
+	a.Status.Bootstrap = true
+	g.Expect(env.Client.Status().Update(ctx, a)).To(Succeed())
+	stale.Status.DebugInfo.State = "known"
+	err := env.Client.Status().Update(ctx, stale)
+	res, err := RequeueOnConflict(ctrl.Result{RequeueAfter: time.Minute}, err)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.RequeueAfter).To(Equal(ConflictRequeue))
+
+	boom := errors.New("boom")
+	res, err = RequeueOnConflict(ctrl.Result{RequeueAfter: time.Minute}, boom)
+	g.Expect(err).To(MatchError(boom))
 	g.Expect(res.RequeueAfter).To(Equal(time.Minute))
 }
