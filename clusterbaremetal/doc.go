@@ -9,5 +9,5 @@
 //
 // Layout: pkg/provisioning (platform table, validation), pkg/metal3 (the
 // Deployment), reconcilers/provisioning (the controller), webhooks, and
-// setup.go (the Component). See docs/operator.md.
+// setup.go (the Component). See docs/cluster-baremetal-operator.md.
 package clusterbaremetal

@@ -11,7 +11,7 @@
 // AgentInstallWebhooks for tests.
 //
 // Each metalshift component declares itself in its package's setup.go
-// (baremetal.Component, bootstrap.Component, ...); package manager lists
+// (hostengine.Component, bootstrap.Component, ...); package manager lists
 // the hub's components, and tests pick the ones they run. This package
 // holds no reconciler logic and imports no component's setup or
 // reconcilers: reconciler tests import it through internal/testenv.

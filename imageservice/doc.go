@@ -5,5 +5,7 @@
 // a small initramfs carrying the host's boot configuration; over iPXE the
 // same small initramfs is a second initrd. The bytes are built by
 // `make images` (hack/images); serving, signing and access control are the
-// caller's (hostengine/deployserver today, the InfraEnv image service later).
+// caller's: the host engine's deploy server (hostengine/deployserver) serves
+// the deploy images, the agent service (assisted/server) the InfraEnvs'
+// discovery images.
 package imageservice

@@ -6,5 +6,7 @@
 //
 // It is apart from package component only because the components' packages
 // import component, and their reconciler tests import it through
-// internal/testenv. It holds the list only: no wiring, no reconciler logic.
+// internal/testenv. It holds the list, the hub's scheme, Run (a manager
+// in-process from a command line) and the name of the manager's image: no
+// wiring, no reconciler logic.
 package manager

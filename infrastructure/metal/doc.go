@@ -1,4 +1,4 @@
 // Package metal is the bare-metal infrastructure provider: MetalCluster
-// (the cluster's API endpoint, its API VIP) and, in later steps,
-// MetalMachine claiming BareMetalHosts. Setup registers its controllers.
+// (the cluster's API endpoint, its API VIP) and MetalMachine claiming
+// BareMetalHosts. Setup registers its controllers.
 package metal

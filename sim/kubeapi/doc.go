@@ -1,5 +1,5 @@
 // Package kubeapi is a Kubernetes API server held in memory: the light twin
-// of an installed cluster's kube-apiserver for fleet runs (docs/architecture.md,
+// of an installed cluster's kube-apiserver for fleet runs (docs/design.md,
 // fidelity "fleet"), where one process serves hundreds of installed
 // clusters that real kube-apiservers would not fit.
 //

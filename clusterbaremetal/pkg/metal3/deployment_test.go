@@ -10,7 +10,7 @@ import (
 )
 
 // TestArgs: how the Provisioning spec maps to the manager's command line
-// (docs/operator.md): the deploy server over https with the certificate the
+// (docs/cluster-baremetal-operator.md): the deploy server over https with the certificate the
 // operator issues, never plain http but the boot listener on a
 // provisioning network.
 func TestArgs(t *testing.T) {

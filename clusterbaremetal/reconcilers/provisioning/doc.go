@@ -5,5 +5,5 @@
 // reconcile may stop at any line and the next one carries on.
 //
 // It must not import the hub's wiring (component/, manager/): package
-// operator sets its fields.
+// clusterbaremetal (its setup.go) sets its fields.
 package provisioning
