@@ -110,7 +110,7 @@ ALL_SUITES := unit e2e qemu
 SUITES ?= $(ALL_SUITES)
 # unit: every package but the end-to-end tests (pure logic, envtest, the
 # embedded hub's packages).
-UNIT_PKGS = $$($(GO) list ./... | grep -v /test/e2e/)
+UNIT_PKGS = $$($(GO) list ./... | grep -v /test/e2e)
 # e2e: the end-to-end tests (test/e2e/<area>), less the QEMU ones. They
 # build and run the metalshift and manager binaries, which Go's test cache
 # cannot see: never reuse a cached result.
