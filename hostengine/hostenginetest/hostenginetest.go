@@ -54,11 +54,11 @@ const Canary = "Canary-BMC-Pa55x"
 // macOctets gives every lab its own MAC addresses: hosts of earlier tests
 // stay in envtest (it has no namespace controller) and share the
 // provisioning network's boot server.
-var macOctets atomic.Int32
+var macOctets atomic.Uint32
 
 // NextMACOctet is the MAC octet of a new lab (sim.LabOptions.MACOctet),
-// unique in the process.
-func NextMACOctet() byte { return byte(macOctets.Add(1)) }
+// unique in the process (up to 255 labs; then they wrap around).
+func NextMACOctet() byte { return byte(macOctets.Add(1) & 0xff) }
 
 // Engine is a host engine running in its own manager, as on a hub.
 type Engine struct {
