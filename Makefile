@@ -36,7 +36,7 @@ FUZZ ?= *
 
 .PHONY: help
 help: ## Show this help.
-	@awk 'BEGIN {FS = ":.*##"; printf "Usage: make <target>\n"} /^[a-zA-Z_-]+:.*?##/ { printf "  %-10s %s\n", $$1, $$2 } /^##@/ { printf "\n%s\n", substr($$0, 5) }' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*##"; printf "Usage: make <target>\n"} /^[a-zA-Z0-9_-]+:.*?##/ { printf "  %-10s %s\n", $$1, $$2 } /^##@/ { printf "\n%s\n", substr($$0, 5) }' $(MAKEFILE_LIST)
 
 ##@ Development
 
@@ -82,6 +82,7 @@ build: ## Build the metalshift binaries into bin/.
 
 .PHONY: images
 images: ## Build the live image (hybrid BIOS/UEFI ISO with the agent), its iPXE kernel and initramfs, the QEMU lab's OS image and the manager's container image holding the live images (OCI layout bin/images/oci/manager, VERSION, IMAGE_PLATFORMS) into bin/images, skipping what is up to date.
+	@hack/deps.sh images
 	@CGO_ENABLED=0 $(GO) build -o $(BIN)/metalshift-agent ./cmd/metalshift-agent
 	@$(GO) run ./hack/images -out $(IMAGES) -agent $(BIN)/metalshift-agent -version '$(VERSION)' -platforms '$(IMAGE_PLATFORMS)'
 
@@ -102,20 +103,57 @@ RUNTIME_TOOLS := etcd kube-apiserver kube-controller-manager kubectl clusterctl
 # The real node of the node e2e (TestNode).
 NODE_TOOLS := kubelet kube-scheduler
 
-# The QEMU e2e (real boot of the live image: the host engine's machines, the
-# agent-based install's discovery), run on its own, one package at a time.
+# make test's suites, in the order they run; SUITES picks some (make test
+# SUITES=e2e), and make test-<suite> runs one. Each prints the command it
+# runs and how long it took (hack/suite.sh).
+ALL_SUITES := unit e2e qemu
+SUITES ?= $(ALL_SUITES)
+# unit: every package but the end-to-end tests (pure logic, envtest, the
+# embedded hub's packages).
+UNIT_PKGS = $$($(GO) list ./... | grep -v /test/e2e)
+# e2e: the end-to-end tests (test/e2e/<area>), less the QEMU ones. They
+# build and run the metalshift and manager binaries, which Go's test cache
+# cannot see: never reuse a cached result.
+E2E_PKGS := ./test/e2e/...
+# qemu: real boots of the live image (the host engine's machines, the
+# agent-based install's discovery) in QEMU, alone, one package at a time
+# (-p 1): two TCG VMs take both cores.
 QEMU_E2E := TestQEMUMachines|TestQEMUDiscovery
-QEMU_E2E_PKGS := ./hostengine/reconcilers/baremetalhost/ ./assisted/qemutest/
+QEMU_E2E_PKGS := ./test/e2e/hostengine/ ./test/e2e/discovery/
+
+SUITE_unit = $(GO) test -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) $(UNIT_PKGS)
+SUITE_e2e = $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) -skip '^($(QEMU_E2E))$$' $(E2E_PKGS)
+SUITE_qemu = $(GO) test -p 1 -count=1 -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) -run '^($(QEMU_E2E))$$' -v $(QEMU_E2E_PKGS)
+# hack/suite.sh NAME 'COMMAND' for suite $(1).
+run-suite = hack/suite.sh $(1) '$(subst ','\'',$(SUITE_$(1)))'
+
+ifneq ($(filter-out $(ALL_SUITES),$(SUITES)),)
+$(error SUITES: unknown suite(s) $(filter-out $(ALL_SUITES),$(SUITES)); the suites are $(ALL_SUITES))
+endif
+
+.PHONY: deps
+deps: ## Install the Debian packages the tests need when missing (hack/deps.sh: as root or with sudo -n, else it prints the command to run).
+	@hack/deps.sh test
+
+.PHONY: test-setup
+test-setup: deps images
+	@hack/tools/build.sh $(RUNTIME_TOOLS) $(NODE_TOOLS)
 
 .PHONY: test
-test: images ## Run every test (unit, envtest, embedded hub, CLI, a real node, QEMU machines and discovery), building the tools and images first when missing.
-	@hack/tools/build.sh $(RUNTIME_TOOLS) $(NODE_TOOLS)
-	$(GO) test -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) -skip '^($(QEMU_E2E))$$' $$($(GO) list ./... | grep -v /test/e2e)
-	@# The e2e tests build and run the metalshift binary, which Go's test cache
-	@# cannot see: never reuse a cached result.
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) ./test/e2e/...
-	@# The QEMU e2e runs alone, a package at a time (-p 1): two TCG VMs take both cores.
-	$(GO) test -p 1 -count=1 -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) -run '^($(QEMU_E2E))$$' -v $(QEMU_E2E_PKGS)
+test: test-setup ## Run every test suite in order (SUITES: unit e2e qemu), installing the Debian packages and building the tools and images first when missing.
+	@$(foreach s,$(SUITES),$(call run-suite,$(s)) && ) true
+
+.PHONY: test-unit
+test-unit: test-setup ## Run the unit suite alone (UNIT_PKGS: every package but test/e2e).
+	@$(call run-suite,unit)
+
+.PHONY: test-e2e
+test-e2e: test-setup ## Run the end-to-end suite alone (E2E_PKGS: test/e2e/..., less the QEMU tests).
+	@$(call run-suite,e2e)
+
+.PHONY: test-qemu
+test-qemu: test-setup ## Run the QEMU suite alone (QEMU_E2E in QEMU_E2E_PKGS, one package at a time).
+	@$(call run-suite,qemu)
 
 .PHONY: bench
 bench: images ## Run the benchmarks and print their figures.

@@ -118,7 +118,7 @@ func (b *builder) run(force bool) error {
 	start := time.Now()
 	for _, tool := range []string{"apt-get", "dpkg-deb", "grub-mkrescue", "xorriso", "mformat"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			return fmt.Errorf("%s is missing: install Debian's apt, dpkg, grub-pc-bin, grub-efi-amd64-bin, xorriso and mtools (.ci/run does)", tool)
+			return fmt.Errorf("%s is missing: install Debian's apt, dpkg, grub-pc-bin, grub-efi-amd64-bin, xorriso and mtools (hack/deps.sh images does; make images runs it)", tool)
 		}
 	}
 	for _, d := range []string{"/usr/lib/grub/i386-pc", "/usr/lib/grub/x86_64-efi"} {
