@@ -133,7 +133,11 @@ func Running(dir string) bool {
 // kernel's ephemeral range otherwise: etcd and kube-apiserver are told a
 // port number, and a port merely seen free could be taken by anything on
 // the machine before they bind it; a reserved one cannot (see
-// internal/ports).
+// internal/ports). A previous port is kept wherever it is, even in the
+// ephemeral range (hubs from before reservations picked theirs there):
+// locked and seen free, it only races with the kernel handing it out
+// before the child binds it, which a kubeconfig that keeps working is
+// worth.
 func reservePorts(prev Ports) (Ports, func(), error) {
 	var (
 		p    Ports
