@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -74,8 +75,13 @@ type Options struct {
 	WatchFilterValue string
 
 	// IgnitionServer serves configs too large for user data; without a
-	// ListenAddr such configs are refused with a condition.
+	// ListenAddr (or IgnitionListener) such configs are refused with a
+	// condition.
 	IgnitionServer ignitionserver.Config
+	// IgnitionListener, when set, is the ignition server's listener (plain
+	// TCP: the TLS files serve https on it); IgnitionServer.ListenAddr is
+	// then not used.
+	IgnitionListener net.Listener
 
 	// Clock tells the ignition server the time its tokens are made and
 	// checked at; nil means the real clock.
@@ -93,8 +99,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), WatchFilterValue: opts.WatchFilterValue,
 		MaxUserDataBytes: opts.IgnitionServer.MaxUserDataBytes,
 	}
-	if opts.IgnitionServer.ListenAddr != "" {
-		s, err := addIgnitionServer(mgr, opts.IgnitionServer, opts.Clock, opts.Budgets)
+	if opts.IgnitionServer.ListenAddr != "" || opts.IgnitionListener != nil {
+		s, err := addIgnitionServer(mgr, opts.IgnitionServer, opts.IgnitionListener, opts.Clock, opts.Budgets)
 		if err != nil {
 			return fmt.Errorf("ignition server: %w", err)
 		}
@@ -103,8 +109,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	return r.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: 10})
 }
 
-func addIgnitionServer(mgr ctrl.Manager, o ignitionserver.Config, clk clock.PassiveClock, budgets serving.Budgets) (*ignitionserver.Server, error) {
+func addIgnitionServer(mgr ctrl.Manager, o ignitionserver.Config, ln net.Listener, clk clock.PassiveClock, budgets serving.Budgets) (*ignitionserver.Server, error) {
 	files := serving.TLSFiles{CertFile: o.CertFile, KeyFile: o.KeyFile, CAFile: o.CAFile}
+	if ln != nil {
+		o.ListenAddr = ln.Addr().String()
+	}
 	if o.URL == "" {
 		o.URL = files.Scheme() + "://" + o.ListenAddr
 	}
@@ -119,7 +128,12 @@ func addIgnitionServer(mgr ctrl.Manager, o ignitionserver.Config, clk clock.Pass
 	if err != nil {
 		return nil, err
 	}
-	ln, err := serving.Listen(o.ListenAddr, files, "ignition server", mgr.GetLogger().WithName("ignition-server"))
+	log := mgr.GetLogger().WithName("ignition-server")
+	if ln == nil {
+		ln, err = serving.Listen(o.ListenAddr, files, "ignition server", log)
+	} else {
+		ln, err = serving.WithTLS(ln, files, "ignition server", log)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -70,8 +70,11 @@ type Hub struct {
 	dir   string
 	pki   pki
 	ports Ports
-	lock  *os.File
-	procs []*process // in start order
+	// releasePorts gives up the reservations of ports once nothing
+	// listens on them any more.
+	releasePorts func()
+	lock         *os.File
+	procs        []*process // in start order
 
 	restConfig *rest.Config
 }
@@ -139,7 +142,7 @@ func Start(ctx context.Context, opts Options) (_ *Hub, reterr error) {
 		return nil, err
 	}
 	prev, _ := ReadState(dir)
-	if h.ports, err = choosePorts(prev.Ports); err != nil {
+	if h.ports, h.releasePorts, err = reservePorts(prev.Ports); err != nil {
 		return nil, err
 	}
 	if err := h.setPhase(PhaseStarting); err != nil {
@@ -214,6 +217,10 @@ func (h *Hub) Stop() {
 		h.procs[i].stop()
 	}
 	h.procs = nil
+	if h.releasePorts != nil {
+		h.releasePorts()
+		h.releasePorts = nil
+	}
 	if h.lock != nil {
 		_ = writeState(h.dir, State{Phase: PhaseStopped, Ports: h.ports})
 		h.lock.Close()

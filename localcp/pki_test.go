@@ -73,17 +73,31 @@ func TestServingCertsNameHostAddresses(t *testing.T) {
 	g.Expect(os.ReadFile(p.cert(DeployServerCert))).To(Equal(again), "kept while it names every address")
 }
 
-func TestChoosePorts(t *testing.T) {
+// TestReservePorts: a hub's ports are distinct, another hub starting
+// meanwhile gets none of them, and they are kept for the next start once
+// released.
+func TestReservePorts(t *testing.T) {
 	g := NewWithT(t)
-	first, err := choosePorts(Ports{})
+	list := func(p Ports) []int {
+		return []int{p.EtcdClient, p.EtcdPeer, p.APIServer, p.Webhook, p.ControllerManager, p.Deploy, p.Ignition, p.AgentService, p.DeployBoot}
+	}
+	first, release, err := reservePorts(Ports{})
 	g.Expect(err).NotTo(HaveOccurred())
 	seen := map[int]bool{}
-	for _, p := range []int{first.EtcdClient, first.EtcdPeer, first.APIServer, first.Webhook, first.ControllerManager, first.Deploy, first.Ignition, first.AgentService, first.DeployBoot} {
+	for _, p := range list(first) {
 		g.Expect(p).To(BeNumerically(">", 0))
 		g.Expect(seen[p]).To(BeFalse(), "port %d handed out twice", p)
 		seen[p] = true
 	}
-	again, err := choosePorts(first)
+	other, releaseOther, err := reservePorts(first)
 	g.Expect(err).NotTo(HaveOccurred())
+	for _, p := range list(other) {
+		g.Expect(seen[p]).To(BeFalse(), "port %d of a running hub handed to another", p)
+	}
+	releaseOther()
+	release()
+	again, release, err := reservePorts(first)
+	g.Expect(err).NotTo(HaveOccurred())
+	defer release()
 	g.Expect(again).To(Equal(first), "free ports are kept")
 }

@@ -4,12 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/metalshift/metalshift/internal/ports"
 )
 
 // State is what a hub records in <dir>/hub.json for `hub status`,
@@ -125,58 +125,41 @@ func Running(dir string) bool {
 	return false
 }
 
-// choosePorts keeps the ports of the previous run where they are still free,
-// so that kubeconfigs keep working across restarts, and picks free ones
-// otherwise. Ports already chosen are not handed out twice.
-func choosePorts(prev Ports) (Ports, error) {
-	taken := map[int]bool{}
-	pick := func(want int) (int, error) {
-		if want != 0 && !taken[want] && portFree(want) {
-			taken[want] = true
-			return want, nil
-		}
-		for range 20 {
-			p, err := freePort()
-			if err != nil {
-				return 0, err
-			}
-			if !taken[p] {
-				taken[p] = true
-				return p, nil
-			}
-		}
-		return 0, errors.New("no free loopback port")
-	}
+// reservePorts reserves the hub's ports (internal/ports) and holds them
+// until release: the reservations are kept by the hub process for its
+// lifetime, while its children and its manager listen on the ports. It
+// keeps the ports of the previous run where they can still be had, so that
+// kubeconfigs keep working across restarts, and picks others below the
+// kernel's ephemeral range otherwise: etcd and kube-apiserver are told a
+// port number, and a port merely seen free could be taken by anything on
+// the machine before they bind it; a reserved one cannot (see
+// internal/ports). A previous port is kept wherever it is, even in the
+// ephemeral range (hubs from before reservations picked theirs there):
+// locked and seen free, it only races with the kernel handing it out
+// before the child binds it, which a kubeconfig that keeps working is
+// worth.
+func reservePorts(prev Ports) (Ports, func(), error) {
 	var (
-		p   Ports
-		err error
+		p    Ports
+		held []*ports.Reservation
 	)
+	release := func() {
+		for _, r := range held {
+			r.Release()
+		}
+	}
 	for _, f := range []struct {
 		dst  *int
 		want int
 	}{{&p.EtcdClient, prev.EtcdClient}, {&p.EtcdPeer, prev.EtcdPeer}, {&p.APIServer, prev.APIServer}, {&p.Webhook, prev.Webhook}, {&p.ControllerManager, prev.ControllerManager}, {&p.Deploy, prev.Deploy}, {&p.Ignition, prev.Ignition},
 		{&p.AgentService, prev.AgentService}, {&p.DeployBoot, prev.DeployBoot}} {
-		if *f.dst, err = pick(f.want); err != nil {
-			return p, err
+		r, err := ports.Reserve(f.want)
+		if err != nil {
+			release()
+			return Ports{}, nil, err
 		}
+		held = append(held, r)
+		*f.dst = r.Port
 	}
-	return p, nil
-}
-
-func portFree(port int) bool {
-	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-	if err != nil {
-		return false
-	}
-	l.Close()
-	return true
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return p, release, nil
 }

@@ -70,9 +70,11 @@ func TestServersFromFlags(t *testing.T) {
 	_, _ = rand.Read(key)
 	keyFile := filepath.Join(t.TempDir(), "signing.key")
 	g.Expect(os.WriteFile(keyFile, key, 0o600)).To(Succeed())
-	deployAddr, ignitionAddr := testenv.FreeAddr(t), testenv.FreeAddr(t)
+	// The manager is another process: it is told reserved ports, which
+	// nothing else binds before it does.
+	deployAddr, ignitionAddr := testenv.ReservedAddr(t), testenv.ReservedAddr(t)
 
-	cmd := exec.Command(managerBin, "--webhook-port=0", "--metrics-bind-address=0", "--health-addr="+testenv.FreeAddr(t),
+	cmd := exec.Command(managerBin, "--webhook-port=0", "--metrics-bind-address=0", "--health-addr="+testenv.ReservedAddr(t),
 		"--deploy-listen-address="+deployAddr, "--ignition-listen-address="+ignitionAddr, "--signing-key-file="+keyFile,
 		"--deploy-insecure-http", "--ignition-insecure-http")
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig(t))

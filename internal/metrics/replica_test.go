@@ -2,7 +2,6 @@ package metrics
 
 import (
 	"context"
-	"net"
 	"testing"
 	"time"
 
@@ -44,10 +43,8 @@ func TestReplicaWithoutLeadership(t *testing.T) {
 		g.Expect(env.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"state": state}}})).To(Succeed())
 	}
 
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	g.Expect(err).NotTo(HaveOccurred())
-	addr := l.Addr().String()
-	l.Close()
+	// The metrics server takes no listener: a reserved port.
+	addr := testenv.ReservedAddr(t)
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: env.Client.Scheme(), Metrics: metricsserver.Options{BindAddress: addr},
 		HealthProbeBindAddress: "0", LeaderElection: true, LeaderElectionID: lease, LeaderElectionNamespace: ns})
 	g.Expect(err).NotTo(HaveOccurred())

@@ -34,5 +34,15 @@
 // Tests never sleep to wait, never use a fake client, and never talk to
 // anything but loopback. Pure logic is tested with table tests instead.
 //
+// # Ports
+//
+// A server a test starts in-process takes a listener the test already
+// holds (Listen, and the components' Listener options), never a port seen
+// free and released: until the server binds it, anything on the machine
+// may take it. A server that must be told a port (another process, or one
+// that comes back on the same port after a restart) gets a reserved one
+// (ReservedAddr, package internal/ports), as do the environment's etcd,
+// kube-apiserver and webhook and metrics servers.
+//
 // The package must only be imported from tests.
 package testenv

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -39,6 +41,7 @@ import (
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	"github.com/metalshift/metalshift/component"
 	"github.com/metalshift/metalshift/config"
+	"github.com/metalshift/metalshift/internal/ports"
 	"github.com/metalshift/metalshift/localcp"
 )
 
@@ -91,6 +94,17 @@ type Env struct {
 	env    *envtest.Environment
 	cancel context.CancelFunc
 	done   chan error
+	// reserved are the ports of etcd, kube-apiserver, the webhook server
+	// and metricsAddr, held until Stop.
+	reserved    []*ports.Reservation
+	metricsAddr string
+}
+
+func (e *Env) releasePorts() {
+	for _, r := range e.reserved {
+		r.Release()
+	}
+	e.reserved = nil
 }
 
 // Run starts an environment, stores it in *env, runs the package's tests
@@ -127,15 +141,37 @@ func Start(opts Options) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Env{env: &envtest.Environment{
+	// etcd, kube-apiserver and the webhook and metrics servers are told
+	// their ports: reserved ones (internal/ports), held until Stop, which
+	// nothing else on the machine binds meanwhile (envtest's own picks are
+	// free ports released before use).
+	e := &Env{}
+	var p [5]int
+	for i := range p {
+		r, err := ports.Reserve(0)
+		if err != nil {
+			e.releasePorts()
+			return nil, err
+		}
+		e.reserved = append(e.reserved, r)
+		p[i] = r.Port
+	}
+	etcd := &envtest.Etcd{URL: &url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(p[0]))}}
+	etcd.Configure().Set("listen-peer-urls", "http://"+net.JoinHostPort("127.0.0.1", strconv.Itoa(p[1])))
+	e.env = &envtest.Environment{
 		BinaryAssetsDirectory: assets,
 		ErrorIfCRDPathMissing: true,
-	}}
+		ControlPlane:          envtest.ControlPlane{Etcd: etcd, APIServer: &envtest.APIServer{SecurePort: p[2]}},
+		WebhookInstallOptions: envtest.WebhookInstallOptions{LocalServingHost: "127.0.0.1", LocalServingPort: p[3]},
+	}
+	e.metricsAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(p[4]))
 	if e.Config, err = e.env.Start(); err != nil {
+		e.releasePorts()
 		return nil, fmt.Errorf("starting envtest with the binaries in %s: %w", assets, err)
 	}
 	if err := e.start(opts); err != nil {
 		_ = e.env.Stop()
+		e.releasePorts()
 		return nil, err
 	}
 	return e, nil
@@ -167,9 +203,7 @@ func (e *Env) start(opts Options) error {
 	mgrOpts := component.Options{WebhookHost: wio.LocalServingHost, WebhookPort: wio.LocalServingPort, WebhookCertDir: wio.LocalServingCertDir,
 		WorkloadConnectionRetryInterval: 2 * time.Second, Clock: opts.Clock}
 	if opts.Metrics {
-		if mgrOpts.MetricsAddr, err = freeAddr(); err != nil {
-			return err
-		}
+		mgrOpts.MetricsAddr = e.metricsAddr
 		e.MetricsURL = "http://" + mgrOpts.MetricsAddr + "/metrics"
 	}
 	if e.Manager, err = component.NewManager(ctx, e.Config, "testenv", mgrOpts, components); err != nil {
@@ -237,6 +271,7 @@ func knowsEvery(scheme *kruntime.Scheme, crds []*apiextensionsv1.CustomResourceD
 // Start returns an error then) and one that does not return at all has its
 // goroutines printed: what ignores its context is a bug.
 func (e *Env) Stop() error {
+	defer e.releasePorts()
 	e.cancel()
 	if e.done == nil {
 		return e.env.Stop()
@@ -288,24 +323,32 @@ func dnsPrefix(name string) string {
 	return strings.TrimRight(s, "-") + "-"
 }
 
-// FreeAddr returns a loopback address with a port free at the time of the
-// call, for a server the test starts.
-func FreeAddr(t testing.TB) string {
+// Listen returns a loopback listener on a port of the kernel's choosing,
+// closed when the test ends, for a server the test starts in-process: the
+// server takes the listener (the components' Listener options), so no
+// one else can bind its port in between.
+func Listen(t testing.TB) net.Listener {
 	t.Helper()
-	addr, err := freeAddr()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return addr
+	t.Cleanup(func() { _ = l.Close() })
+	return l
 }
 
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+// ReservedAddr returns a loopback address whose port is reserved for the
+// test until it ends (internal/ports), for a server that must be told a
+// port: one in another process (which cannot take the test's listener) or
+// one that comes back on the same port after a restart.
+func ReservedAddr(t testing.TB) string {
+	t.Helper()
+	r, err := ports.Reserve(0)
 	if err != nil {
-		return "", err
+		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().String(), nil
+	t.Cleanup(r.Release)
+	return r.Addr()
 }
 
 // binDir finds the directory with etcd and kube-apiserver:

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/metalshift/metalshift/internal/ports"
 	"github.com/metalshift/metalshift/localcp"
 )
 
@@ -65,12 +66,14 @@ type World struct {
 	// startMu serializes cluster starts (acquire).
 	startMu sync.Mutex
 
-	mu       sync.Mutex
-	dns      map[string]string // host name → IP
-	etcd     *localcp.Child
-	etcdURL  string
-	clusters map[string]*Cluster // by API VIP
-	closed   bool
+	mu      sync.Mutex
+	dns     map[string]string // host name → IP
+	etcd    *localcp.Child
+	etcdURL string
+	// etcdPorts are etcd's reserved ports, released once it stopped.
+	etcdPorts []*ports.Reservation
+	clusters  map[string]*Cluster // by API VIP
+	closed    bool
 }
 
 // New returns an empty world; etcd starts with the first cluster.
@@ -117,6 +120,10 @@ func (w *World) Close() {
 		w.etcd.Stop()
 		w.etcd = nil
 	}
+	for _, r := range w.etcdPorts {
+		r.Release()
+	}
+	w.etcdPorts = nil
 	w.mu.Unlock()
 	if w.tmp {
 		_ = os.RemoveAll(w.dir)
@@ -201,11 +208,18 @@ func (w *World) ensureEtcd(ctx context.Context) (string, error) {
 	if w.etcd != nil {
 		return w.etcdURL, nil
 	}
-	ports, err := freePorts(2)
-	if err != nil {
-		return "", err
+	// etcd is told its ports: they are reserved (held until Close) so
+	// that nothing else on the machine binds them before it does.
+	var reserved [2]*ports.Reservation
+	for i := range reserved {
+		r, err := ports.Reserve(0)
+		if err != nil {
+			reserved[0].Release()
+			return "", err
+		}
+		reserved[i] = r
 	}
-	client, peer := ports[0], ports[1]
+	client, peer := reserved[0].Port, reserved[1].Port
 	url := "http://127.0.0.1:" + strconv.Itoa(client)
 	peerURL := "http://127.0.0.1:" + strconv.Itoa(peer)
 	hc := &http.Client{Timeout: time.Second}
@@ -221,28 +235,10 @@ func (w *World) ensureEtcd(ctx context.Context) (string, error) {
 		Ready: func(ctx context.Context) error { return localcp.GetOK(ctx, hc, url+"/health") },
 	})
 	if err != nil {
+		reserved[0].Release()
+		reserved[1].Release()
 		return "", err
 	}
-	w.etcd, w.etcdURL = etcd, url
+	w.etcd, w.etcdURL, w.etcdPorts = etcd, url, reserved[:]
 	return url, nil
-}
-
-// freePorts returns n distinct free loopback ports.
-func freePorts(n int) ([]int, error) {
-	var ports []int
-	var lns []net.Listener
-	defer func() {
-		for _, l := range lns {
-			l.Close()
-		}
-	}()
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		lns = append(lns, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }

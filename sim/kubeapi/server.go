@@ -88,9 +88,14 @@ func (s *Server) Start(addr string) error {
 	if err != nil {
 		return err
 	}
+	s.Serve(ln)
+	return nil
+}
+
+// Serve serves HTTPS on ln until Close.
+func (s *Server) Serve(ln net.Listener) {
 	s.srv = &http.Server{Handler: s, TLSConfig: s.tls, ReadHeaderTimeout: 10 * time.Second, ErrorLog: nil}
 	go func() { _ = s.srv.ServeTLS(ln, "", "") }()
-	return nil
 }
 
 // Close ends the watches and stops serving at once, dropping the

@@ -63,8 +63,7 @@ func start(t *testing.T) *cluster {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	g.Expect(err).NotTo(HaveOccurred())
 	addr := ln.Addr().String()
-	ln.Close()
-	g.Expect(srv.Start(addr)).To(Succeed())
+	srv.Serve(ln)
 	t.Cleanup(srv.Close)
 	c := &cluster{srv: srv, ca: ca, url: "https://" + addr}
 	admin, err := certs.Issue(ca, certs.Spec{CommonName: "system:admin", Organizations: []string{"system:masters"}})

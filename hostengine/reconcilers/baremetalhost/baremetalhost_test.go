@@ -20,6 +20,7 @@ import (
 	"github.com/metalshift/metalshift/agent/configdrive"
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	"github.com/metalshift/metalshift/hostengine"
+	"github.com/metalshift/metalshift/internal/testenv"
 	"github.com/metalshift/metalshift/sim"
 	"github.com/metalshift/metalshift/sim/machine"
 	simredfish "github.com/metalshift/metalshift/sim/redfish"
@@ -289,7 +290,9 @@ func TestDeleteDuringProvisioning(t *testing.T) {
 func TestEngineRestartMidProvisioning(t *testing.T) {
 	g := NewWithT(t)
 	ns := env.Namespace(t)
-	e := startEngine(t, "", nil, nil)
+	// The new engine listens where the first did: reserved, so nothing
+	// takes the port in between.
+	e := startEngine(t, testenv.ReservedAddr(t), nil, nil)
 	lab := startLab(t, e, 1)
 	m := lab.Machines[0]
 	img := newImageServer(t, 2<<20, true)

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -69,11 +70,15 @@ func (l *logBuffer) String() string {
 }
 
 // startEngine starts a manager with the host engine; addr and key are
-// reused when set (a restarted engine).
+// reused when set (a restarted engine: addr must then be reserved,
+// testenv.ReservedAddr, so that nothing takes it while no engine listens).
+// Without addr the deploy server takes a listener of its own.
 func startEngine(t *testing.T, addr string, key []byte, logs *logBuffer, edits ...func(*hostengine.Options)) *engine {
 	t.Helper()
+	var ln net.Listener
 	if addr == "" {
-		addr = testenv.FreeAddr(t)
+		ln = testenv.Listen(t)
+		addr = ln.Addr().String()
 	}
 	if key == nil {
 		key = make([]byte, 32)
@@ -99,7 +104,7 @@ func startEngine(t *testing.T, addr string, key []byte, logs *logBuffer, edits .
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(logr.NewContext(context.Background(), logger))
-	opts := hostengine.Options{DeployListenAddr: addr, SigningKey: key, BackoffBase: 200 * time.Millisecond, PowerPollInterval: time.Second,
+	opts := hostengine.Options{DeployListenAddr: addr, DeployListener: ln, SigningKey: key, BackoffBase: 200 * time.Millisecond, PowerPollInterval: time.Second,
 		BMCEgress: egress.Policy{AllowLoopback: true}} // the labs' BMCs listen on loopback
 	for _, edit := range edits {
 		edit(&opts)

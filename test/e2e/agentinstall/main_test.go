@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"testing"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/metalshift/metalshift/component"
 	"github.com/metalshift/metalshift/hostengine"
 	"github.com/metalshift/metalshift/hostengine/pkg/egress"
+	"github.com/metalshift/metalshift/internal/ports"
 	"github.com/metalshift/metalshift/internal/testenv"
 )
 
@@ -49,23 +49,18 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		panic(err)
+	// TestHubRestart starts the servers again on the same addresses:
+	// reserved for the whole run, so that nothing takes them in between.
+	for _, addr := range []*string{&serviceAddr, &deployAddr, &metricsAddr} {
+		r, err := ports.Reserve(0)
+		if err != nil {
+			panic(err)
+		}
+		defer r.Release()
+		*addr = r.Addr()
 	}
-	serviceAddr = l.Addr().String()
-	l.Close()
-	if l, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
-		panic(err)
-	}
-	deployAddr = l.Addr().String()
-	l.Close()
-	if l, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
-		panic(err)
-	}
-	metricsAddr = l.Addr().String()
-	l.Close()
 	_, _ = rand.Read(key)
+	var err error
 	if env, err = testenv.Start(testenv.Options{}); err != nil {
 		fmt.Fprintln(os.Stderr, "testenv:", err)
 		return 1

@@ -127,13 +127,14 @@ func requireQEMU(t *testing.T) string {
 // the agent's service URL say so. It serves the live images.
 func startHub(t *testing.T, images string) *testenv.Env {
 	t.Helper()
-	addr := testenv.FreeAddr(t)
-	_, port, _ := net.SplitHostPort(addr)
+	// The service takes the listener: nothing can bind its port first.
+	ln := testenv.Listen(t)
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
 	env, err := testenv.Start(testenv.Options{Components: []component.Component{{Name: "agent-service",
 		Setup: func(ctx context.Context, hub *component.Hub) error {
-			return assisted.Setup(ctx, hub, assisted.Options{ListenAddr: addr, URL: "http://" + net.JoinHostPort(qemu.DefaultGuestHostAlias, port),
+			return assisted.Setup(ctx, hub, assisted.Options{Listener: ln, URL: "http://" + net.JoinHostPort(qemu.DefaultGuestHostAlias, port),
 				PollInterval: 2 * time.Second, LiveImageDir: images, Key: key})
 		}}}})
 	if err != nil {

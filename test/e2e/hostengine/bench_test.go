@@ -65,9 +65,10 @@ func BenchmarkProvision500(b *testing.B) {
 		}
 		key := make([]byte, 32)
 		_, _ = rand.Read(key)
-		addr := testenv.FreeAddr(b)
+		ln := testenv.Listen(b)
+		addr := ln.Addr().String()
 		ctx, cancel := context.WithCancel(context.Background())
-		if err := hostengine.Setup(ctx, mgr, hostengine.Options{DeployListenAddr: addr, SigningKey: key, Concurrency: 50,
+		if err := hostengine.Setup(ctx, mgr, hostengine.Options{DeployListener: ln, SigningKey: key, Concurrency: 50,
 			BMCEgress: egress.Policy{AllowLoopback: true}}); err != nil {
 			b.Fatal(err)
 		}

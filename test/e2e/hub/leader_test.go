@@ -75,18 +75,20 @@ func TestLeaderKilledMidProvisioning(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred(), "%s", out2)
 
 	// Two replicas, each on ports of its own, behind the proxy on the hub's.
+	// They are other processes: they are told reserved ports, which nothing
+	// else binds before they do (internal/ports).
 	var replicas [2]*replica
 	var webhookBackends, deployBackends, bootBackends, ignitionBackends []string
 	for i := range replicas {
 		r := &replica{name: fmt.Sprintf("replica-%d", i), log: filepath.Join(work, fmt.Sprintf("replica-%d.log", i)),
-			webhookPort: strings.TrimPrefix(testenv.FreeAddr(t), "127.0.0.1:"),
-			deployAddr:  testenv.FreeAddr(t), bootAddr: testenv.FreeAddr(t), ignitionAddr: testenv.FreeAddr(t), healthAddr: testenv.FreeAddr(t)}
+			webhookPort: strings.TrimPrefix(testenv.ReservedAddr(t), "127.0.0.1:"),
+			deployAddr:  testenv.ReservedAddr(t), bootAddr: testenv.ReservedAddr(t), ignitionAddr: testenv.ReservedAddr(t), healthAddr: testenv.ReservedAddr(t)}
 		args := append(append([]string{}, printed...),
 			"--webhook-port="+r.webhookPort, "--deploy-listen-address="+r.deployAddr, "--deploy-boot-listen-address="+r.bootAddr,
 			"--ignition-listen-address="+r.ignitionAddr,
 			"--deploy-url=https://"+deployAddr, "--deploy-boot-url=http://"+bootAddr, "--ignition-url=https://"+ignitionAddr,
 			// The agent service too, on a port of its own; this test does not use it.
-			"--agent-service-listen-address="+testenv.FreeAddr(t),
+			"--agent-service-listen-address="+testenv.ReservedAddr(t),
 			"--metrics-bind-address=0", "--health-addr="+r.healthAddr,
 			"--leader-elect", "--leader-election-namespace=metalshift-system")
 		r.start(t, managerBin, args)

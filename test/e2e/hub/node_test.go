@@ -626,8 +626,10 @@ func globDirs(pattern string) []string {
 	return m
 }
 
+// freePort returns a port reserved for the test (internal/ports), for a
+// server of another process (the kubelet) that must be told it.
 func freePort(t *testing.T) string {
-	_, port, _ := net.SplitHostPort(testenv.FreeAddr(t))
+	_, port, _ := net.SplitHostPort(testenv.ReservedAddr(t))
 	return port
 }
 
