@@ -105,19 +105,16 @@ func ControllerConfig() config.Controller {
 }
 
 // StartEngine starts a manager with the host engine on env's API server.
-// The deploy server listens on addr, or on a new loopback port when addr
-// is empty; key (a new one when nil) and logs are reused when set (a
+// The deploy server listens on a listener of its own when addr is empty,
+// else on addr (a restarted engine: addr must then be reserved,
+// testenv.ReservedAddr, so that nothing takes it while no engine listens); key (a new one when nil) and logs are reused when set (a
 // restarted engine). edits change the engine's options last.
 func StartEngine(t *testing.T, env *testenv.Env, addr string, key []byte, logs *LogBuffer, edits ...func(*hostengine.Options)) *Engine {
 	t.Helper()
 	opts := hostengine.Options{DeployListenAddr: addr, BackoffBase: 200 * time.Millisecond, PowerPollInterval: time.Second,
 		BMCEgress: egress.Policy{AllowLoopback: true}} // the labs' BMCs listen on loopback
 	if addr == "" {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = ln.Close() })
+		ln := testenv.Listen(t)
 		opts.DeployListener, addr = ln, ln.Addr().String()
 	}
 	if key == nil {

@@ -2,7 +2,6 @@ package baremetalhost_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -25,22 +24,6 @@ import (
 	"github.com/metalshift/metalshift/sim/machine"
 	simredfish "github.com/metalshift/metalshift/sim/redfish"
 )
-
-// expectNoCanary checks that the BMC password is in no log line, Event or status.
-func expectNoCanary(t *testing.T, e *engine, ns string, hosts ...*metal3v1.BareMetalHost) {
-	t.Helper()
-	g := NewWithT(t)
-	g.Expect(e.logs.String()).NotTo(ContainSubstring(canary), "logs")
-	evs := &eventsv1.EventList{}
-	g.Expect(env.Client.List(context.Background(), evs, client.InNamespace(ns))).To(Succeed())
-	for _, ev := range evs.Items {
-		g.Expect(ev.Note).NotTo(ContainSubstring(canary), "event %s", ev.Reason)
-	}
-	for _, h := range hosts {
-		data, _ := json.Marshal(get(g, h).Status)
-		g.Expect(string(data)).NotTo(ContainSubstring(canary), "status")
-	}
-}
 
 // TestVirtualMediaLifecycle: register → inspect → available → provision
 // (image + userData) → provisioned → deprovision → available → delete.
@@ -73,26 +56,26 @@ func TestVirtualMediaLifecycle(t *testing.T) {
 
 	ud := userDataSecret(t, ns, "worker-user-data", `{"ignition":{"version":"3.4.0"}}`)
 	update(t, host, func(h *metal3v1.BareMetalHost) {
-		h.Spec.Image = img.image()
+		h.Spec.Image = img.Image()
 		h.Spec.UserData = ud
 		h.Spec.Online = true
 	})
 	waitState(t, host, metal3v1.StateProvisioned)
-	g.Expect(host.Status.Provisioning.Image.URL).To(Equal(img.image().URL))
+	g.Expect(host.Status.Provisioning.Image.URL).To(Equal(img.Image().URL))
 	g.Expect(host.Status.PoweredOn).To(BeTrue())
 	g.Expect(host.Status.OperationHistory.Provision.End.IsZero()).To(BeFalse())
 	g.Eventually(m.BootedOS).Should(Equal(sim.OSDisk), func() string { return fmt.Sprintf("the host boots its disk; console: %q", lab.Firmware.Log(m.ID)) })
 	g.Expect(m.Media()).To(BeEmpty(), "the deploy ISO is ejected")
 	disk := m.DiskByName("/dev/sda")
-	written := make([]byte, len(img.data))
+	written := make([]byte, len(img.Data))
 	_, err := disk.ReadAt(written, 0)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(written).To(Equal(img.data), "the image is on the smallest disk of at least 4 GiB")
+	g.Expect(written).To(Equal(img.Data), "the image is on the smallest disk of at least 4 GiB")
 	cd, ok, err := configdrive.Read(disk, disk.SizeBytes)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(ok).To(BeTrue())
 	g.Expect(string(cd.UserData)).To(Equal(`{"ignition":{"version":"3.4.0"}}`))
-	g.Expect(img.downloads.Load()).To(BeEquivalentTo(1))
+	g.Expect(img.Downloads.Load()).To(BeEquivalentTo(1))
 
 	update(t, host, func(h *metal3v1.BareMetalHost) { h.Spec.Image = nil; h.Spec.UserData = nil; h.Spec.Online = false })
 	waitState(t, host, metal3v1.StateAvailable)
@@ -118,7 +101,7 @@ func TestPXEWithRootDeviceHints(t *testing.T) {
 	img := newImageServer(t, 1<<20, false)
 	rot := true
 	host := createHost(t, lab, 0, ns, false, func(h *metal3v1.BareMetalHost) {
-		h.Spec.Image = img.image()
+		h.Spec.Image = img.Image()
 		h.Spec.Online = true
 		h.Spec.RootDeviceHints = &metal3v1.RootDeviceHints{Rotational: &rot}
 		h.Spec.AutomatedCleaningMode = metal3v1.CleaningModeDisabled
@@ -127,7 +110,7 @@ func TestPXEWithRootDeviceHints(t *testing.T) {
 	sdb := m.DiskByName("/dev/sdb")
 	head := make([]byte, 64)
 	_, _ = sdb.ReadAt(head, 0)
-	g.Expect(head).To(Equal(img.data[:64]), "the image went to the rotational disk")
+	g.Expect(head).To(Equal(img.Data[:64]), "the image went to the rotational disk")
 	g.Expect(m.DiskByName("/dev/sda").Writes()).To(BeZero())
 	g.Expect(m.Override().Target).To(Equal(machine.BootHdd), "console: %v", lab.Firmware.Log(m.ID))
 	g.Expect(lab.Firmware.Log(m.ID)).To(ContainElement(ContainSubstring("Deploy agent started")))
@@ -276,9 +259,9 @@ func TestDeleteDuringProvisioning(t *testing.T) {
 	e := startEngine(t, "", nil, nil)
 	lab := startLab(t, e, 1)
 	img := newImageServer(t, 1<<20, true) // never finishes downloading
-	host := createHost(t, lab, 0, ns, true, func(h *metal3v1.BareMetalHost) { h.Spec.Image = img.image(); h.Spec.Online = true })
+	host := createHost(t, lab, 0, ns, true, func(h *metal3v1.BareMetalHost) { h.Spec.Image = img.Image(); h.Spec.Online = true })
 	waitState(t, host, metal3v1.StateProvisioning)
-	g.Eventually(img.downloads.Load, 30*time.Second).Should(BeEquivalentTo(1), "the agent is writing")
+	g.Eventually(img.Downloads.Load, 30*time.Second).Should(BeEquivalentTo(1), "the agent is writing")
 
 	g.Expect(env.Client.Delete(ctx, host)).To(Succeed())
 	g.Eventually(func() bool { return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(host), host)) }, 30*time.Second).Should(BeTrue())
@@ -296,21 +279,21 @@ func TestEngineRestartMidProvisioning(t *testing.T) {
 	lab := startLab(t, e, 1)
 	m := lab.Machines[0]
 	img := newImageServer(t, 2<<20, true)
-	host := createHost(t, lab, 0, ns, true, func(h *metal3v1.BareMetalHost) { h.Spec.Image = img.image(); h.Spec.Online = true })
+	host := createHost(t, lab, 0, ns, true, func(h *metal3v1.BareMetalHost) { h.Spec.Image = img.Image(); h.Spec.Online = true })
 	waitState(t, host, metal3v1.StateProvisioning)
-	g.Eventually(img.downloads.Load, 30*time.Second).Should(BeEquivalentTo(1))
+	g.Eventually(img.Downloads.Load, 30*time.Second).Should(BeEquivalentTo(1))
 	boots := m.Boots()
 
-	e.stop()
-	e2 := startEngine(t, e.addr, e.key, e.logs)
-	close(img.gate) // the download completes while the new engine runs
+	e.Stop()
+	e2 := startEngine(t, e.Addr, e.Key, e.Logs)
+	close(img.Gate) // the download completes while the new engine runs
 	waitState(t, host, metal3v1.StateProvisioned)
-	g.Expect(img.downloads.Load()).To(BeEquivalentTo(1), "the image was downloaded and written once")
+	g.Expect(img.Downloads.Load()).To(BeEquivalentTo(1), "the image was downloaded and written once")
 	g.Expect(m.Boots()).To(Equal(boots+1), "only the final boot from disk")
 	_ = e2
-	written := make([]byte, len(img.data))
+	written := make([]byte, len(img.Data))
 	_, _ = m.DiskByName("/dev/sda").ReadAt(written, 0)
-	g.Expect(written).To(Equal(img.data))
+	g.Expect(written).To(Equal(img.Data))
 }
 
 // TestBadImageChecksum surfaces the agent's failure as a provisioning error.
@@ -321,7 +304,7 @@ func TestBadImageChecksum(t *testing.T) {
 	lab := startLab(t, e, 1)
 	img := newImageServer(t, 1<<20, false)
 	host := createHost(t, lab, 0, ns, true, func(h *metal3v1.BareMetalHost) {
-		h.Spec.Image = img.image()
+		h.Spec.Image = img.Image()
 		h.Spec.Image.Checksum = strings.Repeat("0", 64)
 		h.Spec.Online = true
 	})
@@ -342,7 +325,7 @@ func TestVirtualMediaFault(t *testing.T) {
 	m := lab.Machines[0]
 	m.SetMediaFault(true)
 	img := newImageServer(t, 1<<20, false)
-	host := createHost(t, lab, 0, ns, true, func(h *metal3v1.BareMetalHost) { h.Spec.Image = img.image(); h.Spec.Online = true })
+	host := createHost(t, lab, 0, ns, true, func(h *metal3v1.BareMetalHost) { h.Spec.Image = img.Image(); h.Spec.Online = true })
 	g.Eventually(func(g Gomega) {
 		h := get(g, host)
 		g.Expect(h.Status.ErrorType).To(Equal(metal3v1.ProvisioningError))
@@ -385,7 +368,7 @@ func TestBadNetworkData(t *testing.T) {
 	lab := startLab(t, e, 1)
 	img := newImageServer(t, 1<<20, false)
 	host := createHost(t, lab, 0, ns, true, func(h *metal3v1.BareMetalHost) {
-		h.Spec.Image, h.Spec.Online = img.image(), true
+		h.Spec.Image, h.Spec.Online = img.Image(), true
 		h.Spec.PreprovisioningNetworkDataName = "net"
 	})
 	errorMessage := func(g Gomega) string { return get(g, host).Status.ErrorMessage }

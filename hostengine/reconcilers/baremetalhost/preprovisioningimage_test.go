@@ -40,7 +40,7 @@ func newPPIServer(t *testing.T, e *engine) *ppiServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := deployapi.BootConfig{Lookup: &deployapi.Lookup{EngineURL: e.deployURL, Scope: ppiPath, Token: deployapi.SignLookupToken(e.key, ppiPath, time.Now().Add(time.Hour))}}
+	cfg := deployapi.BootConfig{Lookup: &deployapi.Lookup{EngineURL: e.DeployURL, Scope: ppiPath, Token: deployapi.SignLookupToken(e.Key, ppiPath, time.Now().Add(time.Hour))}}
 	s := &ppiServer{}
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != ppiPath {
@@ -154,17 +154,17 @@ func TestLookup(t *testing.T) {
 	waitState(t, host, metal3v1.StateAvailable)
 	lookup := func(scope, token string, macs ...string) (int, string) {
 		body, _ := json.Marshal(deployapi.LookupRequest{Scope: scope, Token: token, MACs: macs})
-		resp, err := http.Post(e.deployURL+deployapi.LookupPath, "application/json", bytes.NewReader(body))
+		resp, err := http.Post(e.DeployURL+deployapi.LookupPath, "application/json", bytes.NewReader(body))
 		g.Expect(err).NotTo(HaveOccurred())
 		defer resp.Body.Close()
 		var buf bytes.Buffer
 		_, _ = buf.ReadFrom(resp.Body)
 		return resp.StatusCode, buf.String()
 	}
-	good := deployapi.SignLookupToken(e.key, ppiPath, time.Now().Add(time.Hour))
-	code, _ := lookup(ppiPath, deployapi.SignLookupToken(e.key, "/other.iso", time.Now().Add(time.Hour)), m.Hardware.NICs[0].MAC)
+	good := deployapi.SignLookupToken(e.Key, ppiPath, time.Now().Add(time.Hour))
+	code, _ := lookup(ppiPath, deployapi.SignLookupToken(e.Key, "/other.iso", time.Now().Add(time.Hour)), m.Hardware.NICs[0].MAC)
 	g.Expect(code).To(Equal(http.StatusUnauthorized), "another image's credential")
-	code, msg := lookup(ppiPath, deployapi.SignLookupToken(e.key, ppiPath, time.Now().Add(-time.Minute)), m.Hardware.NICs[0].MAC)
+	code, msg := lookup(ppiPath, deployapi.SignLookupToken(e.Key, ppiPath, time.Now().Add(-time.Minute)), m.Hardware.NICs[0].MAC)
 	g.Expect(code).To(Equal(http.StatusUnauthorized), "an expired credential")
 	g.Expect(msg).To(ContainSubstring("the image's URL has expired"))
 	code, msg = lookup(ppiPath, good, m.Hardware.NICs[0].MAC)
@@ -184,7 +184,7 @@ func TestLookup(t *testing.T) {
 	g.Expect(code).To(Equal(http.StatusNotFound))
 
 	// A deploy: the engine boots the image; the machine cannot read it.
-	update(t, host, func(h *metal3v1.BareMetalHost) { h.Spec.Image, h.Spec.Online = img.image(), true })
+	update(t, host, func(h *metal3v1.BareMetalHost) { h.Spec.Image, h.Spec.Online = img.Image(), true })
 	g.Eventually(func(g Gomega) {
 		h := get(g, host)
 		g.Expect(h.Status.DeployAgent).NotTo(BeNil())
@@ -198,9 +198,9 @@ func TestLookup(t *testing.T) {
 	var cfg deployapi.BootConfig
 	g.Expect(json.Unmarshal([]byte(msg), &cfg)).To(Succeed())
 	g.Expect(cfg.HostID).To(HavePrefix(ns + "~" + host.Name + "~"))
-	g.Expect(cfg.EngineURL).To(Equal(e.deployURL))
+	g.Expect(cfg.EngineURL).To(Equal(e.DeployURL))
 	g.Expect(msg).NotTo(ContainSubstring(`"token"`), "a ticket, not a token")
-	ticketGen, err := deployapi.VerifyTicket(e.key, cfg.HostID, cfg.Ticket, time.Now())
+	ticketGen, err := deployapi.VerifyTicket(e.Key, cfg.HostID, cfg.Ticket, time.Now())
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(ticketGen).To(Equal(gen), "for the host's current request")
 	code, _ = lookup(ppiPath, good, "00:00:00:00:00:01")

@@ -30,7 +30,7 @@ import (
 func exchange(t *testing.T, e *engine, hostID, ticket, session string) (int, deployapi.TokenResponse) {
 	t.Helper()
 	body, _ := json.Marshal(deployapi.TokenRequest{Session: session})
-	code, out := testenv.Call(t, http.MethodPost, e.deployURL+"/deploy/v1/hosts/"+hostID+"/token", ticket, body)
+	code, out := testenv.Call(t, http.MethodPost, e.DeployURL+"/deploy/v1/hosts/"+hostID+"/token", ticket, body)
 	var tr deployapi.TokenResponse
 	if code == http.StatusOK {
 		NewWithT(t).Expect(json.Unmarshal([]byte(out), &tr)).To(Succeed())
@@ -92,7 +92,7 @@ func TestSniffedMAC(t *testing.T) {
 	const ignitionCanary = "ignition-bearer-canary-8c1f"
 	ud := userDataSecret(t, ns, "bootstrap-user-data", `{"ignition":{"version":"3.4.0"},"note":"`+ignitionCanary+`"}`)
 	host := createHost(t, lab, 0, ns, false, func(h *metal3v1.BareMetalHost) {
-		h.Spec.Image, h.Spec.UserData, h.Spec.Online = img.image(), ud, true
+		h.Spec.Image, h.Spec.UserData, h.Spec.Online = img.Image(), ud, true
 		h.Spec.AutomatedCleaningMode = metal3v1.CleaningModeDisabled
 	})
 
@@ -102,7 +102,7 @@ func TestSniffedMAC(t *testing.T) {
 		g.Expect(rep).NotTo(BeNil())
 		g.Expect(rep.Phase).To(Equal(deployapi.PhaseRunning))
 	}, 60*time.Second).Should(Succeed())
-	g.Eventually(img.downloads.Load, 30*time.Second).Should(BeEquivalentTo(1))
+	g.Eventually(img.Downloads.Load, 30*time.Second).Should(BeEquivalentTo(1))
 	id, gen := deployserver.HostID(host), host.Status.DeployAgent.Request.Generation
 	sn.mu.Lock()
 	g.Expect(sn.hostInitrds).To(HaveLen(1), "the host booted once")
@@ -116,7 +116,7 @@ func TestSniffedMAC(t *testing.T) {
 	sn.mu.Unlock()
 
 	// Knowing the MAC: no boot script.
-	code, body := testenv.Call(t, http.MethodGet, e.deployURL+deployserver.PXEPath+mac, "", nil)
+	code, body := testenv.Call(t, http.MethodGet, e.DeployURL+deployserver.PXEPath+mac, "", nil)
 	g.Expect(code).To(Equal(http.StatusNotFound), body)
 	// Replaying the host initrd's URL: gone.
 	code, _ = testenv.Call(t, http.MethodGet, initrdURL, "", nil)
@@ -126,7 +126,7 @@ func TestSniffedMAC(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	code, _ = exchange(t, e, id, cfg.Ticket, "attacker")
 	g.Expect(code).To(Equal(http.StatusConflict))
-	code, body = testenv.Call(t, http.MethodGet, e.deployURL+"/deploy/v1/hosts/"+id+"/instructions", cfg.Ticket, nil)
+	code, body = testenv.Call(t, http.MethodGet, e.DeployURL+"/deploy/v1/hosts/"+id+"/instructions", cfg.Ticket, nil)
 	g.Expect(code).To(Equal(http.StatusUnauthorized), "a ticket is no token")
 	g.Expect(body).NotTo(ContainSubstring(ignitionCanary))
 	g.Eventually(func(g Gomega) {
@@ -141,7 +141,7 @@ func TestSniffedMAC(t *testing.T) {
 	g.Expect(evs.Items).To(ContainElement(And(HaveField("Reason", deployserver.ReasonTokenAskedAgain), HaveField("Regarding.Name", host.Name))))
 
 	// The host's agent goes on and finishes.
-	close(img.gate)
+	close(img.Gate)
 	waitState(t, host, metal3v1.StateProvisioned)
 	disk := m.DiskByName("/dev/sda")
 	cd, ok, err := configdrive.Read(disk, disk.SizeBytes)
@@ -150,15 +150,15 @@ func TestSniffedMAC(t *testing.T) {
 	g.Expect(string(cd.UserData)).To(ContainSubstring(ignitionCanary), "the host got its user data")
 
 	// The agent's own token, replayed after its request ended: nothing.
-	code, body = testenv.Call(t, http.MethodGet, e.deployURL+"/deploy/v1/hosts/"+id+"/instructions", agentToken, nil)
+	code, body = testenv.Call(t, http.MethodGet, e.DeployURL+"/deploy/v1/hosts/"+id+"/instructions", agentToken, nil)
 	g.Expect(code).To(BeElementOf(http.StatusUnauthorized, http.StatusGone))
 	g.Expect(body).NotTo(ContainSubstring(ignitionCanary))
-	code, _ = testenv.Call(t, http.MethodGet, e.deployURL+deployserver.PXEPath+mac, "", nil)
+	code, _ = testenv.Call(t, http.MethodGet, e.DeployURL+deployserver.PXEPath+mac, "", nil)
 	g.Expect(code).To(Equal(http.StatusNotFound))
 
 	// No credential in the engine's logs or Events.
-	g.Expect(e.logs.String()).NotTo(ContainSubstring(agentToken))
-	g.Expect(e.logs.String()).NotTo(ContainSubstring(cfg.Ticket))
+	g.Expect(e.Logs.String()).NotTo(ContainSubstring(agentToken))
+	g.Expect(e.Logs.String()).NotTo(ContainSubstring(cfg.Ticket))
 	g.Expect(env.Client.List(ctx, evs, client.InNamespace(ns))).To(Succeed())
 	for _, ev := range evs.Items {
 		g.Expect(ev.Note).NotTo(ContainSubstring(agentToken))
@@ -186,7 +186,7 @@ func TestDuplicateBootMAC(t *testing.T) {
 	g.Eventually(func() bool { return time.Now().After(a.CreationTimestamp.Add(time.Second)) }).Should(BeTrue())
 	b, secret := lab.Host(lab.Machines[1], second, true)
 	b.Spec.BootMACAddress = strings.ToUpper(mac)
-	b.Spec.Image, b.Spec.Online = img.image(), true
+	b.Spec.Image, b.Spec.Online = img.Image(), true
 	b.Annotations = map[string]string{metal3v1.InspectAnnotation: metal3v1.InspectAnnotationValueDisabled}
 	g.Expect(env.Client.Create(context.Background(), secret)).To(Succeed())
 	if err := env.Client.Create(context.Background(), b); apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
@@ -201,7 +201,7 @@ func TestDuplicateBootMAC(t *testing.T) {
 	g.Expect(b.Status.ErrorType).To(Equal(metal3v1.ProvisioningError))
 	g.Expect(lab.Machines[1].Boots()).To(BeZero())
 
-	update(t, a, func(h *metal3v1.BareMetalHost) { h.Spec.Image, h.Spec.Online = img.image(), true })
+	update(t, a, func(h *metal3v1.BareMetalHost) { h.Spec.Image, h.Spec.Online = img.Image(), true })
 	waitState(t, a, metal3v1.StateProvisioned)
 	g.Expect(get(g, b).Status.Provisioning.State).To(Equal(metal3v1.StateProvisioning))
 }

@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,36 +12,10 @@ import (
 
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	"github.com/metalshift/metalshift/hostengine"
-	"github.com/metalshift/metalshift/internal/certs"
+	"github.com/metalshift/metalshift/hostengine/hostenginetest"
 	"github.com/metalshift/metalshift/internal/serving"
 	"github.com/metalshift/metalshift/sim"
 )
-
-// issueTLS writes a CA and a serving certificate of it for 127.0.0.1 and
-// more IPs, and returns the files and the CA's PEM.
-func issueTLS(t *testing.T, more ...string) (serving.TLSFiles, []byte) {
-	t.Helper()
-	ca, err := certs.NewCA("deploy-test-ca")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ips := []net.IP{net.ParseIP("127.0.0.1")}
-	for _, ip := range more {
-		ips = append(ips, net.ParseIP(ip))
-	}
-	leaf, err := certs.Issue(ca, certs.Spec{CommonName: "deploy-server", IPs: ips, Server: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	f := serving.TLSFiles{CertFile: filepath.Join(dir, "tls.crt"), KeyFile: filepath.Join(dir, "tls.key"), CAFile: filepath.Join(dir, "ca.crt")}
-	for path, data := range map[string][]byte{f.CertFile: leaf.Cert, f.KeyFile: leaf.Key, f.CAFile: ca.Cert} {
-		if err := os.WriteFile(path, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return f, ca.Cert
-}
 
 // startTLSEngine starts a host engine serving https with files, and plain
 // http for network boot, and a lab of n machines whose BMCs and firmware
@@ -63,7 +35,7 @@ func startTLSEngine(t *testing.T, files serving.TLSFiles, labCA []byte, n int) (
 	})
 	bootURL := "http://" + boot.Addr().String()
 	lab := sim.NewLab(sim.LabOptions{Hosts: n, Password: canary, BootURL: bootURL, CA: labCA, AgentPollInterval: 100 * time.Millisecond,
-		DiskSizeBytes: 64 << 30, MACOctet: byte(labCounter.Add(1))})
+		DiskSizeBytes: 64 << 30, MACOctet: byte(hostenginetest.NextMACOctet())})
 	if err := lab.Start("127.0.0.1:0"); err != nil {
 		t.Fatal(err)
 	}
@@ -83,8 +55,8 @@ func TestTLS(t *testing.T) {
 	e, lab, bootURL := startTLSEngine(t, files, ca, 2)
 	img := newImageServer(t, 1<<20, false)
 
-	vm := createHost(t, lab, 0, ns, true, func(h *metal3v1.BareMetalHost) { h.Spec.Image = img.image(); h.Spec.Online = true })
-	pxe := createHost(t, lab, 1, ns, false, func(h *metal3v1.BareMetalHost) { h.Spec.Image = img.image(); h.Spec.Online = true })
+	vm := createHost(t, lab, 0, ns, true, func(h *metal3v1.BareMetalHost) { h.Spec.Image = img.Image(); h.Spec.Online = true })
+	pxe := createHost(t, lab, 1, ns, false, func(h *metal3v1.BareMetalHost) { h.Spec.Image = img.Image(); h.Spec.Online = true })
 	waitState(t, vm, metal3v1.StateProvisioned)
 	waitState(t, pxe, metal3v1.StateProvisioned)
 	for _, m := range lab.Machines {
@@ -100,7 +72,7 @@ func TestTLS(t *testing.T) {
 		g.Expect(resp.StatusCode).To(Or(Equal(http.StatusNotFound), Equal(http.StatusMethodNotAllowed)), path)
 	}
 	// And the deploy server speaks nothing but TLS.
-	resp, err := http.Get("http://" + e.addr + "/images/deploy-kernel") //nolint:noctx // a test's loopback URL
+	resp, err := http.Get("http://" + e.Addr + "/images/deploy-kernel") //nolint:noctx // a test's loopback URL
 	if err == nil {
 		_ = resp.Body.Close()
 		g.Expect(resp.StatusCode).To(Equal(http.StatusBadRequest), "plain http to the https server")
@@ -120,12 +92,12 @@ func TestTLSWrongCA(t *testing.T) {
 	m := lab.Machines[0]
 	img := newImageServer(t, 1<<20, false)
 
-	host := createHost(t, lab, 0, ns, true, func(h *metal3v1.BareMetalHost) { h.Spec.Image = img.image(); h.Spec.Online = true })
+	host := createHost(t, lab, 0, ns, true, func(h *metal3v1.BareMetalHost) { h.Spec.Image = img.Image(); h.Spec.Online = true })
 	g.Eventually(func() []string { return lab.Firmware.Log(m.ID) }, time.Minute, 100*time.Millisecond).Should(
 		ContainElement(ContainSubstring("certificate signed by unknown authority")), func() string { d, _ := json.Marshal(get(g, host).Status); return string(d) })
 	g.Expect(strings.Join(lab.Firmware.Log(m.ID), "\n")).To(ContainSubstring("Deploy agent started"), "the BMC, trusting the right CA, read the ISO")
 	g.Expect(get(g, host).Status.Provisioning.State).To(Equal(metal3v1.StateProvisioning))
-	g.Expect(img.downloads.Load()).To(BeZero())
+	g.Expect(img.Downloads.Load()).To(BeZero())
 	for _, d := range m.Hardware.Disks {
 		g.Expect(d.Writes()).To(BeZero(), d.Name)
 	}
