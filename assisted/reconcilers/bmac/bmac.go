@@ -194,40 +194,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		}
 		return ctrl.Result{}, err
 	}
-	s.reportClusterReference(ie)
-	agents, err := r.agentsOf(ctx, host)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if r.ConvergedFlow {
-		agents = r.proven(host, agents)
-	}
-	var agent *agentinstallv1.Agent
-	switch len(agents) {
-	case 0:
-	case 1:
-		agent = &agents[0]
-		if err := r.reconcileAgent(ctx, host, ie, agent); err != nil {
-			// A lost conflict on the Agent: its change wakes the host again,
-			// and End's requeue makes sure.
-			return ctrl.Result{}, err
-		}
-	default:
-		// More than one Agent reports the host's boot MAC: all but one
-		// are machines that are not this host (or say they have its MAC).
-		// None is approved for it until a person deletes the others.
-		if agent, err = r.refuseClaims(ctx, host, agents); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	s.reconcileHost(r.ConvergedFlow, ie, agent)
-	return ctrl.Result{}, nil
+	s.ie = ie
+	return reconciler.Phases(ctx, s, r.reportClusterReference, r.pairAgent, r.reconcileHost)
 }
 
-// scope is one reconcile of a host: the host, as End will write it, and
-// the Events of its changes, recorded once they are written.
+// scope is one reconcile of a host: the host, as End will write it, its
+// InfraEnv and its Agent, and the Events of the host's changes, recorded
+// once they are written.
 type scope struct {
 	host   *metal3v1.BareMetalHost
+	ie     *agentinstallv1.InfraEnv
+	agent  *agentinstallv1.Agent
 	events []event
 }
 
@@ -235,6 +212,32 @@ type event struct{ typ, reason, msg string }
 
 func (s *scope) event(typ, reason, msg string) {
 	s.events = append(s.events, event{typ, reason, msg})
+}
+
+// pairAgent finds the host's Agent (s.agent), which it approves and gives
+// the host's settings, among those reporting the host's boot MAC.
+func (r *Reconciler) pairAgent(ctx context.Context, s *scope) (ctrl.Result, error) {
+	agents, err := r.agentsOf(ctx, s.host)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if r.ConvergedFlow {
+		agents = r.proven(s.host, agents)
+	}
+	switch len(agents) {
+	case 0:
+	case 1:
+		s.agent = &agents[0]
+		// A lost conflict on the Agent is a requeue (End's), besides the
+		// Agent's change waking the host.
+		return ctrl.Result{}, r.reconcileAgent(ctx, s.host, s.ie, s.agent)
+	default:
+		// More than one Agent reports the host's boot MAC: all but one
+		// are machines that are not this host (or say they have its MAC).
+		// None is approved for it until a person deletes the others.
+		s.agent, err = r.refuseClaims(ctx, s.host, agents)
+	}
+	return ctrl.Result{}, err
 }
 
 // agentsOf are the Agents of the host's namespace that report its boot MAC.
@@ -335,17 +338,17 @@ func (r *Reconciler) refuseClaims(ctx context.Context, host *metal3v1.BareMetalH
 // inspection or cleaning by the engine) until its Agent is there; it gets
 // the Agent's inventory as hardware details; once the install rebooted it
 // into its disk, the engine lets go of it.
-func (s *scope) reconcileHost(convergedFlow bool, ie *agentinstallv1.InfraEnv, agent *agentinstallv1.Agent) {
-	host := s.host
+func (r *Reconciler) reconcileHost(_ context.Context, s *scope) (ctrl.Result, error) {
+	host, ie, agent := s.host, s.ie, s.agent
 	if host.Annotations == nil {
 		host.Annotations = map[string]string{}
 	}
 	if _, detached := host.Annotations[metal3v1.DetachedAnnotation]; detached {
-		return
+		return ctrl.Result{}, nil
 	}
-	if convergedFlow {
+	if r.ConvergedFlow {
 		convergedHost(host)
-		return
+		return ctrl.Result{}, nil
 	}
 	host.Annotations[metal3v1.InspectAnnotation] = metal3v1.InspectAnnotationValueDisabled
 	host.Spec.AutomatedCleaningMode = metal3v1.CleaningModeDisabled
@@ -357,7 +360,7 @@ func (s *scope) reconcileHost(convergedFlow bool, ie *agentinstallv1.InfraEnv, a
 		host.Spec.Online = true
 	}
 	if agent == nil {
-		return
+		return ctrl.Result{}, nil
 	}
 	if hw := hardwareDetails(agent); hw != "" && host.Annotations[metal3v1.HardwareDetailsAnnotation] != hw {
 		host.Annotations[metal3v1.HardwareDetailsAnnotation] = hw
@@ -366,6 +369,7 @@ func (s *scope) reconcileHost(convergedFlow bool, ie *agentinstallv1.InfraEnv, a
 		host.Annotations[metal3v1.DetachedAnnotation] = detachedBy
 		s.event(corev1.EventTypeNormal, "Detached", fmt.Sprintf("Agent %s rebooted into its installed disk: the host engine no longer manages the host", agent.Name))
 	}
+	return ctrl.Result{}, nil
 }
 
 // convergedHost: the host's install is the custom deploy
@@ -558,16 +562,17 @@ func clusterReferenceCondition(host *metal3v1.BareMetalHost, ie *agentinstallv1.
 // reportClusterReference sets or removes the host's
 // ClusterReferenceCondition; End writes it, merged with the host engine's
 // conditions, and then records a Warning Event when it turned False.
-func (s *scope) reportClusterReference(ie *agentinstallv1.InfraEnv) {
+func (r *Reconciler) reportClusterReference(_ context.Context, s *scope) (ctrl.Result, error) {
 	host := s.host
-	c := clusterReferenceCondition(host, ie)
+	c := clusterReferenceCondition(host, s.ie)
 	if c == nil {
 		meta.RemoveStatusCondition(&host.Status.Conditions, ClusterReferenceCondition)
-		return
+		return ctrl.Result{}, nil
 	}
 	if meta.SetStatusCondition(&host.Status.Conditions, *c) && c.Status == metav1.ConditionFalse {
 		s.event(corev1.EventTypeWarning, c.Reason, c.Message)
 	}
+	return ctrl.Result{}, nil
 }
 
 // diskFromHints is the inventory disk the host's root device hints name
