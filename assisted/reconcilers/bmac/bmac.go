@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -312,6 +313,7 @@ func (r *Reconciler) refuseClaims(ctx context.Context, host *metal3v1.BareMetalH
 	for i := range agents {
 		names = append(names, agents[i].Name)
 	}
+	slices.Sort(names) // the cache lists in no set order
 	msg := fmt.Sprintf("Agents %s all report the boot MAC %s of BareMetalHost %s: none is approved for it. Delete the Agents of machines that are not this host",
 		strings.Join(names, ", "), host.Spec.BootMACAddress, host.Name)
 	var paired *agentinstallv1.Agent
