@@ -29,7 +29,12 @@
 // InfraEnv, a Provisioning) starts with Start instead of Begin: nothing
 // pauses it, and End writes what changed as patches of the changed fields
 // only, with no resourceVersion. Each status field has one writer, so two
-// writers of one object never undo each other's fields. A write that must
+// writers of one object never undo each other's fields. Start takes the
+// metav1 condition types the reconciler owns (OwnedConditions), merged
+// with other writers' conditions as Begin does; a status field that has
+// two writers all the same (a list of hive-style conditions another
+// component adds to) is written under the lock (LockStatus), End then
+// reporting a lost conflict for RequeueOnConflict. A write that must
 // hold an optimistic lock (an Update, a patch with a resourceVersion) turns
 // a conflict into a requeue with RequeueOnConflict: never a dropped write.
 //

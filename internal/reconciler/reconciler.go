@@ -2,10 +2,12 @@ package reconciler
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -31,6 +33,31 @@ type Run struct {
 	helper  *patch.Helper
 	owned   []string
 	patched bool
+
+	// c and before: a Run started with LockStatus writes without the
+	// helper, from the object as read.
+	c      client.Client
+	before client.Object
+}
+
+// Option is an option of Start.
+type Option func(*Run)
+
+// OwnedConditions are the condition types (metav1 conditions in
+// status.conditions) this reconciler writes: End patches them over any
+// other writer's, and merges the others' with its own.
+func OwnedConditions(types ...string) Option {
+	return func(r *Run) { r.owned = append(r.owned, types...) }
+}
+
+// LockStatus makes End write the status under an optimistic lock (with
+// the resourceVersion read): for a status field that has two writers,
+// such as a list of hive-style conditions another component adds to,
+// which a merge patch replaces whole. The status goes first; when it lost
+// a conflict nothing else is written and End reports the conflict, which
+// RequeueOnConflict turns into a requeue.
+func LockStatus() Option {
+	return func(r *Run) { r.before = r.obj.DeepCopyObject().(client.Object) }
 }
 
 // Begin starts the reconcile of obj, which belongs to cluster (nil when
@@ -59,12 +86,16 @@ func Begin(ctx context.Context, c client.Client, cluster *clusterv1.Cluster, obj
 // in another — without a resourceVersion: a writer of other fields of the
 // same object never conflicts with it, and none of its fields is replaced
 // by a stale copy. Each status field has one writer (docs/development.md).
-func Start(c client.Client, obj client.Object) (*Run, error) {
+func Start(c client.Client, obj client.Object, opts ...Option) (*Run, error) {
 	helper, err := patch.NewHelper(obj, c)
 	if err != nil {
 		return nil, err
 	}
-	return &Run{obj: obj, helper: helper}, nil
+	r := &Run{obj: obj, helper: helper, c: c}
+	for _, o := range opts {
+		o(r)
+	}
+	return r, nil
 }
 
 // End patches the object with what the reconcile changed. With *reterr
@@ -75,6 +106,10 @@ func (r *Run) End(ctx context.Context, reterr *error) {
 	if o, ok := r.obj.(interface{ SetObservedGeneration(int64) }); ok && *reterr == nil {
 		o.SetObservedGeneration(r.obj.GetGeneration())
 	}
+	if r.before != nil {
+		r.endLocked(ctx, reterr)
+		return
+	}
 	var opts []patch.Option
 	if len(r.owned) > 0 {
 		opts = append(opts, patch.WithOwnedConditions{Conditions: r.owned})
@@ -84,6 +119,65 @@ func (r *Run) End(ctx context.Context, reterr *error) {
 	if err != nil && !notFound(err) {
 		*reterr = kerrors.NewAggregate([]error{*reterr, err})
 	}
+}
+
+// endLocked writes the status with the resourceVersion read, then, when
+// that held, the rest (metadata and spec) as a merge patch of what changed.
+func (r *Run) endLocked(ctx context.Context, reterr *error) {
+	fail := func(err error) {
+		if *reterr == nil {
+			*reterr = err // unwrapped: RequeueOnConflict must see a conflict
+		} else {
+			*reterr = kerrors.NewAggregate([]error{*reterr, err})
+		}
+	}
+	diff, err := client.MergeFrom(r.before).Data(r.obj)
+	if err != nil {
+		fail(err)
+		return
+	}
+	changed := map[string]json.RawMessage{}
+	if err := json.Unmarshal(diff, &changed); err != nil {
+		fail(err)
+		return
+	}
+	if status, ok := changed["status"]; ok {
+		// The status alone, with the resourceVersion read; written from a
+		// copy, for the response not to undo the changes written next.
+		data, err := json.Marshal(map[string]any{"metadata": map[string]string{"resourceVersion": r.before.GetResourceVersion()}, "status": status})
+		if err != nil {
+			fail(err)
+			return
+		}
+		o := r.obj.DeepCopyObject().(client.Object)
+		err = r.c.Status().Patch(ctx, o, client.RawPatch(types.MergePatchType, data))
+		switch {
+		case apierrors.IsNotFound(err):
+			r.patched = false
+			return
+		case err != nil:
+			fail(err)
+			return
+		}
+		r.obj.SetResourceVersion(o.GetResourceVersion())
+	}
+	delete(changed, "status")
+	if len(changed) > 0 {
+		data, err := json.Marshal(changed)
+		if err != nil {
+			fail(err)
+			return
+		}
+		o := r.obj.DeepCopyObject().(client.Object)
+		if err := r.c.Patch(ctx, o, client.RawPatch(types.MergePatchType, data)); err != nil {
+			if !apierrors.IsNotFound(err) {
+				fail(err)
+			}
+			return
+		}
+		r.obj.SetResourceVersion(o.GetResourceVersion())
+	}
+	r.patched = true
 }
 
 // notFound tells whether every error in err, an aggregate of the patch

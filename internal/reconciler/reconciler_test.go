@@ -8,6 +8,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -183,4 +184,54 @@ func TestRequeueOnConflict(t *testing.T) {
 	res, err = RequeueOnConflict(ctrl.Result{RequeueAfter: time.Minute}, boom)
 	g.Expect(err).To(MatchError(boom))
 	g.Expect(res.RequeueAfter).To(Equal(time.Minute))
+}
+
+// TestLockStatus: a status list with two writers (hive-style conditions a
+// merge patch replaces whole) is written under the lock: from a stale
+// copy the write loses, nothing of it lands, and the conflict is a
+// requeue; the reconcile run again on the newer object keeps the other
+// writer's entry and lands its own.
+func TestLockStatus(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	ie := &agentinstallv1.InfraEnv{ObjectMeta: metav1.ObjectMeta{Name: "ie", Namespace: ns},
+		Spec: agentinstallv1.InfraEnvSpec{PullSecretRef: &corev1.LocalObjectReference{Name: "pull"}}}
+	g.Expect(env.Client.Create(ctx, ie)).To(Succeed())
+	stale := ie.DeepCopy()
+
+	// The other writer adds its condition.
+	other := agentinstallv1.Condition{Type: "Other", Status: "True", Reason: "Other", LastTransitionTime: metav1.Now()}
+	ie.Status.Conditions = append(ie.Status.Conditions, other)
+	g.Expect(env.Client.Status().Update(ctx, ie)).To(Succeed())
+
+	mine := agentinstallv1.Condition{Type: "Mine", Status: "True", Reason: "Mine", LastTransitionTime: metav1.Now()}
+	reconcile := func(o *agentinstallv1.InfraEnv) (ctrl.Result, error) {
+		run, err := Start(env.Client, o, LockStatus())
+		g.Expect(err).NotTo(HaveOccurred())
+		o.Annotations = map[string]string{"mine": "yes"}
+		o.Status.Conditions = append(o.Status.Conditions, mine)
+		var reterr error
+		run.End(ctx, &reterr)
+		return RequeueOnConflict(ctrl.Result{}, reterr)
+	}
+	get := func() *agentinstallv1.InfraEnv {
+		o := &agentinstallv1.InfraEnv{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(ie), o)).To(Succeed())
+		return o
+	}
+
+	res, err := reconcile(stale)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.RequeueAfter).To(Equal(ConflictRequeue), "the lost write is a requeue")
+	got := get()
+	g.Expect(got.Status.Conditions).To(HaveLen(1), "the stale list did not replace the other writer's")
+	g.Expect(got.Annotations).NotTo(HaveKey("mine"), "nothing else of a lost write lands")
+
+	res, err = reconcile(got)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.RequeueAfter).To(BeZero())
+	got = get()
+	g.Expect(got.Status.Conditions).To(ConsistOf(HaveField("Type", agentinstallv1.ConditionType("Other")), HaveField("Type", agentinstallv1.ConditionType("Mine"))))
+	g.Expect(got.Annotations).To(HaveKeyWithValue("mine", "yes"))
 }

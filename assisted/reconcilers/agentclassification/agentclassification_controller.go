@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -16,9 +15,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"sigs.k8s.io/cluster-api/util/finalizers"
-	"sigs.k8s.io/cluster-api/util/patch"
 
 	agentinstallv1 "github.com/metalshift/metalshift/api/agentinstall/v1beta1"
+	"github.com/metalshift/metalshift/internal/reconciler"
 )
 
 // Finalizer keeps an AgentClassification until no Agent carries its label
@@ -70,7 +69,7 @@ func (r *Reconciler) classificationsOf(ctx context.Context, o client.Object) []c
 
 // Reconcile counts an AgentClassification's Agents and, when it is being
 // deleted and none matches any more, lets it go.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
 	c := &agentinstallv1.AgentClassification{}
 	if err := r.Client.Get(ctx, req.NamespacedName, c); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -78,10 +77,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if added, err := finalizers.EnsureFinalizer(ctx, r.Client, c, Finalizer); err != nil || added {
 		return ctrl.Result{}, err
 	}
-	helper, err := patch.NewHelper(c, r.Client)
+	run, err := reconciler.Start(r.Client, c)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	defer run.End(ctx, &reterr)
 	agents := &agentinstallv1.AgentList{}
 	if err := r.Client.List(ctx, agents, client.InNamespace(c.Namespace)); err != nil {
 		return ctrl.Result{}, fmt.Errorf("listing the Agents: %w", err)
@@ -93,9 +93,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		controllerutil.RemoveFinalizer(c, Finalizer)
 	} else {
 		setStatus(&c.Status, matched, failed, r.Clock.Now())
-	}
-	if err := helper.Patch(ctx, c); err != nil && !apierrors.IsNotFound(err) {
-		return ctrl.Result{}, err
 	}
 	return ctrl.Result{}, nil
 }

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	agentinstallv1 "github.com/metalshift/metalshift/api/agentinstall/v1beta1"
+	"github.com/metalshift/metalshift/internal/reconciler"
 )
 
 // LabelReconciler is the label controller: it classifies an Agent by the
@@ -69,7 +70,7 @@ func (r *LabelReconciler) agentsOf(ctx context.Context, o client.Object) []ctrl.
 }
 
 // Reconcile sets an Agent's classification labels.
-func (r *LabelReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *LabelReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
 	a := &agentinstallv1.Agent{}
 	if err := r.Client.Get(ctx, req.NamespacedName, a); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -82,18 +83,20 @@ func (r *LabelReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("reading the inventory: %w", err)
 	}
-	before := a.DeepCopy()
+	// End writes the labels alone (a merge patch of what changed):
+	// whatever else changed meanwhile stays, and a newer inventory wakes
+	// the Agent again. The Agent's status is the Agent reconciler's.
+	run, err := reconciler.Start(r.Client, a)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	if a.Labels == nil {
 		a.Labels = map[string]string{}
 	}
-	if !Classify(ctx, a.Labels, classifications.Items, inventory) {
-		return ctrl.Result{}, nil
+	changed := Classify(ctx, a.Labels, classifications.Items, inventory)
+	run.End(ctx, &reterr)
+	if changed && run.Patched() {
+		ctrl.LoggerFrom(ctx).V(1).Info("Classified the Agent", "labels", a.Labels)
 	}
-	// A merge patch of the labels alone: whatever else changed meanwhile
-	// stays, and a newer inventory wakes the Agent again.
-	if err := r.Client.Patch(ctx, a, client.MergeFrom(before)); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	ctrl.LoggerFrom(ctx).V(1).Info("Classified the Agent", "labels", a.Labels)
-	return ctrl.Result{}, nil
+	return ctrl.Result{}, reterr
 }

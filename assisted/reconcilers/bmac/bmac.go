@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -34,6 +35,7 @@ import (
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	"github.com/metalshift/metalshift/assisted/pkg/hoststate"
 	rec "github.com/metalshift/metalshift/assisted/pkg/record"
+	"github.com/metalshift/metalshift/internal/reconciler"
 )
 
 // BareMetalHost annotations and labels of the integration, as upstream.
@@ -154,19 +156,34 @@ func hasMAC(a *agentinstallv1.Agent, mac string) bool {
 	return false
 }
 
-// Reconcile brings a labelled host and its Agent together.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+// Reconcile brings a labelled host and its Agent together. End writes
+// what it changed on the host: its finalizer, annotations and spec, and
+// its ClusterReferenceCondition (merged with the host engine's
+// conditions); the Events of those changes follow the write.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, reterr error) {
 	host := &metal3v1.BareMetalHost{}
 	if err := r.Client.Get(ctx, req.NamespacedName, host); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	run, err := reconciler.Start(r.Client, host, reconciler.OwnedConditions(ClusterReferenceCondition))
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	s := &scope{host: host}
+	defer func() {
+		run.End(ctx, &reterr)
+		res, reterr = reconciler.RequeueOnConflict(res, reterr)
+		if run.Patched() {
+			for _, e := range s.events {
+				r.event(host, e.typ, e.reason, e.msg)
+			}
+		}
+	}()
 	if host.DeletionTimestamp != nil {
 		return ctrl.Result{}, r.reconcileDelete(ctx, host)
 	}
 	ieName := host.Labels[agentinstallv1.InfraEnvNameLabel]
-	if err := r.ensureFinalizer(ctx, host, ieName != "" && host.Annotations[RemoveAgentAndNodeOnDeleteAnnotation] == "true"); err != nil {
-		return ctrl.Result{}, err
-	}
+	ensureFinalizer(host, ieName != "" && host.Annotations[RemoveAgentAndNodeOnDeleteAnnotation] == "true")
 	if ieName == "" {
 		return ctrl.Result{}, nil
 	}
@@ -178,43 +195,50 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, err
 	}
-	if requeue, err := r.reportClusterReference(ctx, host, ie); err != nil || requeue {
-		return ctrl.Result{RequeueAfter: time.Second}, err
-	}
-	agents, err := r.agentsOf(ctx, host)
+	s.ie = ie
+	return reconciler.Phases(ctx, s, r.reportClusterReference, r.pairAgent, r.reconcileHost)
+}
+
+// scope is one reconcile of a host: the host, as End will write it, its
+// InfraEnv and its Agent, and the Events of the host's changes, recorded
+// once they are written.
+type scope struct {
+	host   *metal3v1.BareMetalHost
+	ie     *agentinstallv1.InfraEnv
+	agent  *agentinstallv1.Agent
+	events []event
+}
+
+type event struct{ typ, reason, msg string }
+
+func (s *scope) event(typ, reason, msg string) {
+	s.events = append(s.events, event{typ, reason, msg})
+}
+
+// pairAgent finds the host's Agent (s.agent), which it approves and gives
+// the host's settings, among those reporting the host's boot MAC.
+func (r *Reconciler) pairAgent(ctx context.Context, s *scope) (ctrl.Result, error) {
+	agents, err := r.agentsOf(ctx, s.host)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if r.ConvergedFlow {
-		agents = r.proven(host, agents)
+		agents = r.proven(s.host, agents)
 	}
-	var agent *agentinstallv1.Agent
 	switch len(agents) {
 	case 0:
 	case 1:
-		agent = &agents[0]
-		if err := r.reconcileAgent(ctx, host, ie, agent); err != nil {
-			return ctrl.Result{}, err
-		}
+		s.agent = &agents[0]
+		// A lost conflict on the Agent is a requeue (End's), besides the
+		// Agent's change waking the host.
+		return ctrl.Result{}, r.reconcileAgent(ctx, s.host, s.ie, s.agent)
 	default:
 		// More than one Agent reports the host's boot MAC: all but one
 		// are machines that are not this host (or say they have its MAC).
 		// None is approved for it until a person deletes the others.
-		if agent, err = r.refuseClaims(ctx, host, agents); err != nil {
-			return ctrl.Result{}, err
-		}
+		s.agent, err = r.refuseClaims(ctx, s.host, agents)
 	}
-	before := host.DeepCopy()
-	r.reconcileHost(host, ie, agent)
-	if !reflect.DeepEqual(before.Spec, host.Spec) || !reflect.DeepEqual(before.Annotations, host.Annotations) {
-		if err := r.Client.Update(ctx, host); err != nil {
-			if apierrors.IsConflict(err) {
-				return ctrl.Result{RequeueAfter: time.Second}, nil
-			}
-			return ctrl.Result{}, err
-		}
-	}
-	return ctrl.Result{}, nil
+	return ctrl.Result{}, err
 }
 
 // agentsOf are the Agents of the host's namespace that report its boot MAC.
@@ -289,6 +313,7 @@ func (r *Reconciler) refuseClaims(ctx context.Context, host *metal3v1.BareMetalH
 	for i := range agents {
 		names = append(names, agents[i].Name)
 	}
+	slices.Sort(names) // the cache lists in no set order
 	msg := fmt.Sprintf("Agents %s all report the boot MAC %s of BareMetalHost %s: none is approved for it. Delete the Agents of machines that are not this host",
 		strings.Join(names, ", "), host.Spec.BootMACAddress, host.Name)
 	var paired *agentinstallv1.Agent
@@ -315,16 +340,17 @@ func (r *Reconciler) refuseClaims(ctx context.Context, host *metal3v1.BareMetalH
 // inspection or cleaning by the engine) until its Agent is there; it gets
 // the Agent's inventory as hardware details; once the install rebooted it
 // into its disk, the engine lets go of it.
-func (r *Reconciler) reconcileHost(host *metal3v1.BareMetalHost, ie *agentinstallv1.InfraEnv, agent *agentinstallv1.Agent) {
+func (r *Reconciler) reconcileHost(_ context.Context, s *scope) (ctrl.Result, error) {
+	host, ie, agent := s.host, s.ie, s.agent
 	if host.Annotations == nil {
 		host.Annotations = map[string]string{}
 	}
 	if _, detached := host.Annotations[metal3v1.DetachedAnnotation]; detached {
-		return
+		return ctrl.Result{}, nil
 	}
 	if r.ConvergedFlow {
 		convergedHost(host)
-		return
+		return ctrl.Result{}, nil
 	}
 	host.Annotations[metal3v1.InspectAnnotation] = metal3v1.InspectAnnotationValueDisabled
 	host.Spec.AutomatedCleaningMode = metal3v1.CleaningModeDisabled
@@ -336,15 +362,16 @@ func (r *Reconciler) reconcileHost(host *metal3v1.BareMetalHost, ie *agentinstal
 		host.Spec.Online = true
 	}
 	if agent == nil {
-		return
+		return ctrl.Result{}, nil
 	}
 	if hw := hardwareDetails(agent); hw != "" && host.Annotations[metal3v1.HardwareDetailsAnnotation] != hw {
 		host.Annotations[metal3v1.HardwareDetailsAnnotation] = hw
 	}
 	if installedToDisk(agent) {
 		host.Annotations[metal3v1.DetachedAnnotation] = detachedBy
-		r.event(host, corev1.EventTypeNormal, "Detached", fmt.Sprintf("Agent %s rebooted into its installed disk: the host engine no longer manages the host", agent.Name))
+		s.event(corev1.EventTypeNormal, "Detached", fmt.Sprintf("Agent %s rebooted into its installed disk: the host engine no longer manages the host", agent.Name))
 	}
+	return ctrl.Result{}, nil
 }
 
 // convergedHost: the host's install is the custom deploy
@@ -449,10 +476,9 @@ func (r *Reconciler) reconcileAgent(ctx context.Context, host *metal3v1.BareMeta
 	if reflect.DeepEqual(before.Labels, a.Labels) && reflect.DeepEqual(before.Spec, a.Spec) {
 		return nil
 	}
+	// An Update: the Agent's spec may change only while its install has
+	// not started, which its status as read tells; a conflict is a requeue.
 	if err := r.Client.Update(ctx, a); err != nil {
-		if apierrors.IsConflict(err) {
-			return nil // the Agent's change wakes the host again
-		}
 		return err
 	}
 	if !before.Spec.Approved {
@@ -535,26 +561,20 @@ func clusterReferenceCondition(host *metal3v1.BareMetalHost, ie *agentinstallv1.
 	return c
 }
 
-// reportClusterReference writes the host's ClusterReferenceCondition when
-// it changed, with an optimistically locked patch of the status (the host
-// engine writes its own conditions there); requeue after a conflict.
-func (r *Reconciler) reportClusterReference(ctx context.Context, host *metal3v1.BareMetalHost, ie *agentinstallv1.InfraEnv) (requeue bool, _ error) {
-	before := host.DeepCopy()
-	if c := clusterReferenceCondition(host, ie); c != nil {
-		if !meta.SetStatusCondition(&host.Status.Conditions, *c) {
-			return false, nil
-		}
-		if c.Status == metav1.ConditionFalse {
-			r.event(host, corev1.EventTypeWarning, c.Reason, c.Message)
-		}
-	} else if !meta.RemoveStatusCondition(&host.Status.Conditions, ClusterReferenceCondition) {
-		return false, nil
+// reportClusterReference sets or removes the host's
+// ClusterReferenceCondition; End writes it, merged with the host engine's
+// conditions, and then records a Warning Event when it turned False.
+func (r *Reconciler) reportClusterReference(_ context.Context, s *scope) (ctrl.Result, error) {
+	host := s.host
+	c := clusterReferenceCondition(host, s.ie)
+	if c == nil {
+		meta.RemoveStatusCondition(&host.Status.Conditions, ClusterReferenceCondition)
+		return ctrl.Result{}, nil
 	}
-	err := r.Client.Status().Patch(ctx, host, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
-	if apierrors.IsConflict(err) {
-		return true, nil
+	if meta.SetStatusCondition(&host.Status.Conditions, *c) && c.Status == metav1.ConditionFalse {
+		s.event(corev1.EventTypeWarning, c.Reason, c.Message)
 	}
-	return false, err
+	return ctrl.Result{}, nil
 }
 
 // diskFromHints is the inventory disk the host's root device hints name

@@ -19,18 +19,13 @@ import (
 )
 
 // ensureFinalizer holds the host for its cleanup when want, and lets go of
-// it otherwise (the annotation removed).
-func (r *Reconciler) ensureFinalizer(ctx context.Context, host *metal3v1.BareMetalHost, want bool) error {
-	has := controllerutil.ContainsFinalizer(host, Finalizer)
-	if want == has {
-		return nil
-	}
+// it otherwise (the annotation removed); End writes it.
+func ensureFinalizer(host *metal3v1.BareMetalHost, want bool) {
 	if want {
 		controllerutil.AddFinalizer(host, Finalizer)
 	} else {
 		controllerutil.RemoveFinalizer(host, Finalizer)
 	}
-	return r.Client.Update(ctx, host)
 }
 
 // reconcileDelete: a host annotated remove-agent-and-node-on-delete takes
@@ -59,8 +54,8 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, host *metal3v1.BareMet
 		}
 		r.event(host, corev1.EventTypeNormal, "AgentDeleted", fmt.Sprintf("Deleted Agent %s with its BareMetalHost (%s)", agent.Name, RemoveAgentAndNodeOnDeleteAnnotation))
 	}
-	controllerutil.RemoveFinalizer(host, Finalizer)
-	return r.Client.Update(ctx, host)
+	controllerutil.RemoveFinalizer(host, Finalizer) // End writes it
+	return nil
 }
 
 // deleteNode deletes the Agent's Node in its installed cluster, read with

@@ -7,7 +7,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
-	"sigs.k8s.io/cluster-api/util/finalizers"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -16,7 +15,7 @@ import (
 
 	hivev1 "github.com/metalshift/metalshift/api/hive/v1"
 	hiveextv1 "github.com/metalshift/metalshift/api/hiveext/v1beta1"
-	rec "github.com/metalshift/metalshift/assisted/pkg/record"
+	"github.com/metalshift/metalshift/internal/reconciler"
 )
 
 // Finalizer keeps a ClusterDeployment until its AgentClusterInstall is gone.
@@ -64,50 +63,60 @@ func installRef(cd *hivev1.ClusterDeployment) string {
 }
 
 // Reconcile adds the finalizer, or tears the install down.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
 	cd := &hivev1.ClusterDeployment{}
 	if err := r.Client.Get(ctx, req.NamespacedName, cd); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if !cd.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, r.reconcileDelete(ctx, cd)
-	}
-	if installRef(cd) == "" {
+	if cd.DeletionTimestamp.IsZero() && installRef(cd) == "" {
 		return ctrl.Result{}, nil
 	}
-	_, err := finalizers.EnsureFinalizer(ctx, r.Client, cd, Finalizer)
-	return ctrl.Result{}, err
+	// The finalizer is this reconciler's only write to the
+	// ClusterDeployment: End patches it alone.
+	run, err := reconciler.Start(r.Client, cd)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if cd.DeletionTimestamp.IsZero() {
+		controllerutil.AddFinalizer(cd, Finalizer)
+		run.End(ctx, &reterr)
+		return ctrl.Result{}, reterr
+	}
+	released, err := r.reconcileDelete(ctx, cd)
+	reterr = err
+	run.End(ctx, &reterr)
+	if released && run.Patched() {
+		r.Recorder.Event(cd, corev1.EventTypeNormal, "Deprovisioned", "The agent-based install is torn down; the installed cluster, if any, is left as it is")
+	}
+	return ctrl.Result{}, reterr
 }
 
 // reconcileDelete deletes the ClusterDeployment's AgentClusterInstall and,
-// once it is gone, removes the finalizer. Deleting the ClusterDeployment
-// while its AgentClusterInstall is deleted again wakes this through the
-// watch on AgentClusterInstalls.
-func (r *Reconciler) reconcileDelete(ctx context.Context, cd *hivev1.ClusterDeployment) error {
+// once it is gone, removes the finalizer (released). Deleting the
+// ClusterDeployment while its AgentClusterInstall is deleted again wakes
+// this through the watch on AgentClusterInstalls.
+func (r *Reconciler) reconcileDelete(ctx context.Context, cd *hivev1.ClusterDeployment) (released bool, _ error) {
 	if !controllerutil.ContainsFinalizer(cd, Finalizer) {
-		return nil
+		return false, nil
 	}
 	if name := installRef(cd); name != "" {
 		aci := &hiveextv1.AgentClusterInstall{}
 		err := r.Client.Get(ctx, types.NamespacedName{Namespace: cd.Namespace, Name: name}, aci)
 		if err != nil && !apierrors.IsNotFound(err) {
-			return err
+			return false, err
 		}
 		if err == nil {
 			if !aci.DeletionTimestamp.IsZero() {
-				return nil // waiting for it to go
+				return false, nil // waiting for it to go
 			}
 			if err := r.Client.Delete(ctx, aci); err != nil {
-				return client.IgnoreNotFound(err)
+				return false, client.IgnoreNotFound(err)
 			}
 			r.Recorder.Eventf(cd, corev1.EventTypeNormal, "AgentClusterInstallDeleted",
 				"Deleted AgentClusterInstall %s with the ClusterDeployment; waiting until it is gone", name)
-			return nil
+			return false, nil
 		}
 	}
-	if err := rec.RemoveFinalizer(ctx, r.Client, cd, Finalizer); err != nil {
-		return err
-	}
-	r.Recorder.Event(cd, corev1.EventTypeNormal, "Deprovisioned", "The agent-based install is torn down; the installed cluster, if any, is left as it is")
-	return nil
+	controllerutil.RemoveFinalizer(cd, Finalizer)
+	return true, nil
 }

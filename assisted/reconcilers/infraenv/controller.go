@@ -7,21 +7,19 @@ package infraenv
 import (
 	"context"
 	"errors"
-	"reflect"
 	"slices"
 	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
-	"sigs.k8s.io/cluster-api/util/finalizers"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 
 	agentinstallv1 "github.com/metalshift/metalshift/api/agentinstall/v1beta1"
@@ -30,6 +28,7 @@ import (
 	"github.com/metalshift/metalshift/assisted/pkg/conditions"
 	rec "github.com/metalshift/metalshift/assisted/pkg/record"
 	"github.com/metalshift/metalshift/assisted/server"
+	"github.com/metalshift/metalshift/internal/reconciler"
 )
 
 // Annotations recording the current image: its digest and when its URLs expire.
@@ -94,20 +93,34 @@ func (r *Reconciler) infraEnvsOfNamespace(ctx context.Context, o client.Object) 
 	return reqs
 }
 
-// Reconcile keeps an InfraEnv's image URLs current.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+// Reconcile keeps an InfraEnv's image URLs current. End writes what it
+// changed: the status under the lock (its conditions are a list the agent
+// service adds to, ManualBootCondition, which a stale copy must not
+// replace), then the annotations and the finalizer; a lost conflict is a
+// requeue.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, reterr error) {
 	ie := &agentinstallv1.InfraEnv{}
 	if err := r.Client.Get(ctx, req.NamespacedName, ie); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if ie.DeletionTimestamp != nil {
-		return ctrl.Result{}, r.reconcileDelete(ctx, ie)
-	}
-	if added, err := finalizers.EnsureFinalizer(ctx, r.Client, ie, Finalizer); err != nil || added {
+	run, err := reconciler.Start(r.Client, ie, reconciler.LockStatus())
+	if err != nil {
 		return ctrl.Result{}, err
 	}
+	url := ie.Status.ISODownloadURL
+	defer func() {
+		run.End(ctx, &reterr)
+		res, reterr = reconciler.RequeueOnConflict(res, reterr)
+		if run.Patched() && url != ie.Status.ISODownloadURL && ie.Status.ISODownloadURL != "" {
+			r.Recorder.Event(ie, corev1.EventTypeNormal, "ImageCreated", "The discovery image was created")
+		}
+	}()
+	if ie.DeletionTimestamp != nil {
+		reconcileDelete(ie)
+		return ctrl.Result{}, nil
+	}
+	controllerutil.AddFinalizer(ie, Finalizer)
 	now := r.Clock.Now()
-	before := ie.DeepCopy()
 	ie.Status.AgentLabelSelector = metav1.LabelSelector{MatchLabels: map[string]string{agentinstallv1.InfraEnvNameLabel: ie.Name}}
 	if r.EventsURL != nil {
 		ie.Status.InfraEnvDebugInfo.EventsURL = r.EventsURL("infra_env_id", string(ie.UID))
@@ -123,21 +136,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		ie.Status.Conditions = slices.DeleteFunc(ie.Status.Conditions, func(c agentinstallv1.Condition) bool {
 			return string(c.Type) == server.ManualBootCondition
 		})
-	}
-	if !reflect.DeepEqual(before.Annotations, ie.Annotations) {
-		status := ie.Status
-		if err := r.Client.Update(ctx, ie); err != nil {
-			return conflictRequeue(err)
-		}
-		ie.Status = status
-	}
-	if !reflect.DeepEqual(before.Status, ie.Status) {
-		if err := r.Client.Status().Update(ctx, ie); err != nil {
-			return conflictRequeue(err)
-		}
-		if before.Status.ISODownloadURL != ie.Status.ISODownloadURL && ie.Status.ISODownloadURL != "" {
-			r.Recorder.Event(ie, corev1.EventTypeNormal, "ImageCreated", "The discovery image was created")
-		}
 	}
 	return ctrl.Result{RequeueAfter: requeue}, nil
 }
@@ -205,14 +203,4 @@ func setCondition(list *[]agentinstallv1.Condition, c conditions.Cond, now time.
 	}
 	*list = append(*list, agentinstallv1.Condition{Type: agentinstallv1.ConditionType(c.Type), Status: c.Status, Reason: c.Reason,
 		Message: c.Message, LastTransitionTime: metav1.NewTime(now)})
-}
-
-// conflictRequeue looks again soon after a write lost to another (the
-// InfraEnv changed since it was read: a user's edit, the object just
-// created), without reporting an error; other errors are returned.
-func conflictRequeue(err error) (ctrl.Result, error) {
-	if apierrors.IsConflict(err) {
-		return ctrl.Result{RequeueAfter: time.Second}, nil
-	}
-	return ctrl.Result{}, err
 }

@@ -1,10 +1,9 @@
 package infraenv
 
 import (
-	"context"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	agentinstallv1 "github.com/metalshift/metalshift/api/agentinstall/v1beta1"
-	rec "github.com/metalshift/metalshift/assisted/pkg/record"
 )
 
 // Finalizer keeps an InfraEnv until the service has released it. Its
@@ -13,7 +12,7 @@ import (
 // removing the finalizer: deleting an InfraEnv deletes nothing else.
 const Finalizer = "infraenv.agent-install.openshift.io/ai-deprovision"
 
-// reconcileDelete releases a deleted InfraEnv.
-func (r *Reconciler) reconcileDelete(ctx context.Context, ie *agentinstallv1.InfraEnv) error {
-	return rec.RemoveFinalizer(ctx, r.Client, ie, Finalizer)
+// reconcileDelete releases a deleted InfraEnv (End writes it).
+func reconcileDelete(ie *agentinstallv1.InfraEnv) {
+	controllerutil.RemoveFinalizer(ie, Finalizer)
 }

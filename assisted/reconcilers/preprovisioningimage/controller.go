@@ -11,7 +11,6 @@ package preprovisioningimage
 import (
 	"context"
 	"fmt"
-	"reflect"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -32,6 +31,7 @@ import (
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	"github.com/metalshift/metalshift/assisted/reconcilers/infraenv"
 	"github.com/metalshift/metalshift/assisted/server"
+	"github.com/metalshift/metalshift/internal/reconciler"
 )
 
 // Finalizer is upstream's on the PreprovisioningImages it serves.
@@ -92,8 +92,10 @@ func (r *Reconciler) imagesOfInfraEnv(ctx context.Context, o client.Object) []re
 	return reqs
 }
 
-// Reconcile serves one PreprovisioningImage.
-func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+// Reconcile serves one PreprovisioningImage. End writes what it changed:
+// the finalizer, the status (this reconciler is its only writer; the host
+// engine writes the spec).
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (_ reconcile.Result, reterr error) {
 	ppi := &metal3v1.PreprovisioningImage{}
 	if err := r.Client.Get(ctx, req.NamespacedName, ppi); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
@@ -103,40 +105,26 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if client.IgnoreNotFound(err) != nil {
 		return reconcile.Result{}, err
 	}
+	run, rerr := reconciler.Start(r.Client, ppi)
+	if rerr != nil {
+		return reconcile.Result{}, rerr
+	}
 	ieName := host.Labels[agentinstallv1.InfraEnvNameLabel]
 	if apierrors.IsNotFound(err) || ieName == "" || !ppi.DeletionTimestamp.IsZero() {
 		// Not ours (or no longer): nothing to deprovision, let it go.
-		return reconcile.Result{}, r.release(ctx, ppi)
+		controllerutil.RemoveFinalizer(ppi, Finalizer)
+		run.End(ctx, &reterr)
+		return reconcile.Result{}, reterr
 	}
-	if !controllerutil.ContainsFinalizer(ppi, Finalizer) {
-		controllerutil.AddFinalizer(ppi, Finalizer)
-		if err := r.Client.Update(ctx, ppi); err != nil {
-			return reconcile.Result{}, client.IgnoreNotFound(err)
-		}
-	}
+	controllerutil.AddFinalizer(ppi, Finalizer)
 	before := ppi.Status.DeepCopy()
-	if err := r.serve(ctx, ppi, ieName); err != nil {
-		return reconcile.Result{}, err
-	}
-	if reflect.DeepEqual(before, &ppi.Status) {
-		return reconcile.Result{}, nil
-	}
-	if err := r.Client.Status().Update(ctx, ppi); err != nil && !apierrors.IsConflict(err) {
-		return reconcile.Result{}, client.IgnoreNotFound(err)
-	}
-	if meta.IsStatusConditionTrue(ppi.Status.Conditions, metal3v1.ImageReadyCondition) &&
-		!meta.IsStatusConditionTrue(before.Conditions, metal3v1.ImageReadyCondition) && r.Recorder != nil {
+	reterr = r.serve(ctx, ppi, ieName)
+	run.End(ctx, &reterr)
+	if reterr == nil && run.Patched() && r.Recorder != nil && meta.IsStatusConditionTrue(ppi.Status.Conditions, metal3v1.ImageReadyCondition) &&
+		!meta.IsStatusConditionTrue(before.Conditions, metal3v1.ImageReadyCondition) {
 		r.Recorder.Eventf(ppi, corev1.EventTypeNormal, ReasonInfraEnvAvailable, "The image of InfraEnv %s serves host %s", ieName, host.Name)
 	}
-	return reconcile.Result{}, nil
-}
-
-// release removes the finalizer.
-func (r *Reconciler) release(ctx context.Context, ppi *metal3v1.PreprovisioningImage) error {
-	if !controllerutil.RemoveFinalizer(ppi, Finalizer) {
-		return nil
-	}
-	return client.IgnoreNotFound(r.Client.Update(ctx, ppi))
+	return reconcile.Result{}, reterr
 }
 
 // serve fills the image's status from the InfraEnv: its ISO once it is a

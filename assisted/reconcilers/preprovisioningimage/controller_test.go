@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	agentinstallv1 "github.com/metalshift/metalshift/api/agentinstall/v1beta1"
 	deployapi "github.com/metalshift/metalshift/api/deploy/v1"
@@ -135,4 +137,50 @@ func TestLeavesOtherImagesAlone(t *testing.T) {
 		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(labelled), labelled)).To(Succeed())
 		return labelled.Finalizers
 	}, 30*time.Second).ShouldNot(ContainElement(preprovisioningimage.Finalizer))
+}
+
+// TestStatusWriteLandsOverAnotherWriter: the host engine writes the
+// image's spec while this reconciler works from the copy it read; the
+// status the reconcile made still lands (it used to be dropped on the
+// conflict, with no requeue). The reconciler runs here on a client that
+// shows it the host labelled and the image with its finalizer, and
+// changes the image's spec behind its read; the manager's reconciler,
+// seeing the host unlabelled, writes no status on this image.
+func TestStatusWriteLandsOverAnotherWriter(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	ppi := hostWithImage(g, ns, "host-0", nil, "")
+	key := client.ObjectKeyFromObject(ppi)
+	direct, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Client.Scheme()})
+	g.Expect(err).NotTo(HaveOccurred())
+	c := interceptor.NewClient(direct, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, k client.ObjectKey, o client.Object, opts ...client.GetOption) error {
+			if err := c.Get(ctx, k, o, opts...); err != nil {
+				return err
+			}
+			switch o := o.(type) {
+			case *metal3v1.BareMetalHost:
+				o.Labels = map[string]string{agentinstallv1.InfraEnvNameLabel: "lab"}
+			case *metal3v1.PreprovisioningImage:
+				// As after an earlier reconcile of this reconciler's.
+				o.Finalizers = []string{preprovisioningimage.Finalizer}
+				// The other writer, after the read.
+				other := o.DeepCopy()
+				other.Finalizers = nil
+				other.Spec.Architecture = "x86_64"
+				if err := env.Client.Update(ctx, other); err != nil {
+					return err
+				}
+				g.Expect(other.ResourceVersion).NotTo(Equal(o.ResourceVersion))
+			}
+			return nil
+		},
+	})
+	r := &preprovisioningimage.Reconciler{Client: c}
+	res, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: key})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res).To(BeZero())
+	g.Expect(ready(g, ppi)).To(Equal("False " + preprovisioningimage.ReasonWaitingForInfraEnvImage + ": InfraEnv " + ns + "/lab not found"))
+	g.Expect(ppi.Spec.Architecture).To(Equal("x86_64"), "the other writer's spec stays")
 }

@@ -20,6 +20,7 @@ import (
 	configv1 "github.com/metalshift/metalshift/api/config/v1"
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	"github.com/metalshift/metalshift/clusterbaremetal/pkg/metal3"
+	"github.com/metalshift/metalshift/internal/reconciler"
 )
 
 // +kubebuilder:rbac:groups=metal3.io,resources=provisionings,verbs=get;list;watch;update;patch
@@ -111,20 +112,30 @@ func controlPlaneAddresses() predicate.Predicate {
 
 // scope is what one reconcile has read so far.
 type scope struct {
-	// co is the baremetal ClusterOperator, as read at the start.
+	// co is the baremetal ClusterOperator, as read at the start; its
+	// status is written by End.
 	co *configv1.ClusterOperator
 	// platform is the cluster's platform.
 	platform configv1.PlatformType
 	// prov is the Provisioning singleton; nil when there is none.
 	prov *metal3v1.Provisioning
+	// provRun writes the Provisioning (its finalizer, its status) once
+	// the reconcile is done; nil when there is none, or it is paused.
+	provRun *reconciler.Run
 	// deployment is the metal3 Deployment once applied; nil while another
 	// owner holds it or it is being replaced.
 	deployment *appsv1.Deployment
+	// rep is what to report on the ClusterOperator; nil writes nothing.
+	rep *report
 }
 
 // Reconcile brings the metal3 Deployment and the baremetal ClusterOperator
-// in line with the platform and the Provisioning singleton.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+// in line with the platform and the Provisioning singleton. The
+// ClusterOperator's status and the Provisioning (finalizer, status) are
+// written at the end, as patches of what changed: the ClusterOperator
+// first, so that a deleted Provisioning is let go only once the
+// ClusterOperator says what the operator deployed is gone.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, reterr error) {
 	if req.Name != metal3v1.ProvisioningSingletonName || req.Namespace != "" {
 		return ctrl.Result{}, nil // upstream ignores any other Provisioning
 	}
@@ -133,12 +144,23 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if s.co, err = r.ensureClusterOperator(ctx); err != nil {
 		return ctrl.Result{}, err
 	}
+	coRun, err := reconciler.Start(r.Client, s.co)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	defer func() {
+		coRun.End(ctx, &reterr)
+		if s.provRun != nil && (s.prov.DeletionTimestamp.IsZero() || coRun.Patched()) {
+			s.provRun.End(ctx, &reterr)
+		}
+	}()
 	if s.platform, err = r.platform(ctx); err != nil {
 		return ctrl.Result{}, err
 	}
-	rep, res, err := r.run(ctx, s)
-	if err != nil || rep == nil {
+	res, err = r.run(ctx, s)
+	if err != nil || s.rep == nil {
 		return res, err
 	}
-	return res, r.writeClusterOperator(ctx, s.co, *rep)
+	r.setClusterOperatorStatus(ctx, s.co, *s.rep)
+	return res, nil
 }

@@ -21,69 +21,49 @@ import (
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	"github.com/metalshift/metalshift/clusterbaremetal/pkg/metal3"
 	"github.com/metalshift/metalshift/clusterbaremetal/pkg/provisioning"
+	"github.com/metalshift/metalshift/internal/reconciler"
 )
 
 // AppliedAtAnnotation on the metal3 Deployment is when the operator last
 // wrote it (RFC 3339); the rollout timeout counts from there.
 const AppliedAtAnnotation = "metalshift.io/applied-at"
 
-// run decides what to report, in upstream's order: platform, Provisioning,
-// pause, deletion, finalizer, validation, the Deployment, its rollout. A
-// nil report writes nothing.
-func (r *Reconciler) run(ctx context.Context, s *scope) (*report, ctrl.Result, error) {
+// run decides what to report (s.rep), in upstream's order: platform,
+// Provisioning, pause, deletion, finalizer, validation, then the phases:
+// the signing key, the deploy server's TLS, the Deployment, its rollout.
+func (r *Reconciler) run(ctx context.Context, s *scope) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	if !provisioning.Enabled(s.platform) {
-		return &report{reason: ReasonUnsupportedPlatform, message: MessageUnsupportedPlatform}, ctrl.Result{}, nil
+		s.rep = &report{reason: ReasonUnsupportedPlatform, message: MessageUnsupportedPlatform}
+		return ctrl.Result{}, nil
 	}
 	prov := &metal3v1.Provisioning{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: metal3v1.ProvisioningSingletonName}, prov); apierrors.IsNotFound(err) {
-		return &report{reason: ReasonWaitingForProvisioningCR, message: MessageWaiting}, ctrl.Result{}, nil
+		s.rep = &report{reason: ReasonWaitingForProvisioningCR, message: MessageWaiting}
+		return ctrl.Result{}, nil
 	} else if err != nil {
-		return nil, ctrl.Result{}, err
+		return ctrl.Result{}, err
 	}
 	s.prov = prov
 	if _, paused := prov.Annotations[metal3v1.ProvisioningPausedAnnotation]; paused {
 		log.Info("Provisioning CR paused", "annotation", metal3v1.ProvisioningPausedAnnotation)
-		return nil, ctrl.Result{RequeueAfter: pausedRequeue}, nil
+		return ctrl.Result{RequeueAfter: pausedRequeue}, nil
+	}
+	var err error
+	if s.provRun, err = reconciler.Start(r.Client, prov); err != nil {
+		return ctrl.Result{}, err
 	}
 	if !prov.DeletionTimestamp.IsZero() {
-		return r.reconcileDelete(ctx, s)
+		return ctrl.Result{}, r.reconcileDelete(ctx, s)
 	}
-	if controllerutil.AddFinalizer(prov, metal3v1.ProvisioningFinalizer) {
-		if err := r.Client.Update(ctx, prov); err != nil {
-			return nil, ctrl.Result{}, err
-		}
-	}
+	controllerutil.AddFinalizer(prov, metal3v1.ProvisioningFinalizer)
 	if err := provisioning.Validate(&prov.Spec, provisioning.AllowedModes(s.platform)); err != nil {
 		r.Recorder.Eventf(prov, nil, corev1.EventTypeWarning, ReasonInvalidConfiguration, "Validate", "%s", err.Error())
 		// A user fixes the spec; retrying would change nothing.
-		return &report{reason: ReasonInvalidConfiguration, message: err.Error(), progress: MessageInvalid}, ctrl.Result{}, nil
+		s.rep = &report{reason: ReasonInvalidConfiguration, message: err.Error(), progress: MessageInvalid}
+		return ctrl.Result{}, nil
 	}
-	if err := r.ensureSigningKey(ctx); err != nil {
-		return nil, ctrl.Result{}, err
-	}
-	renewIn, err := r.ensureDeployTLS(ctx, s)
-	if err != nil {
-		return nil, ctrl.Result{}, err
-	}
-	standDown, err := r.ensureDeployment(ctx, s)
-	if err != nil {
-		return nil, ctrl.Result{}, err
-	}
-	if standDown {
-		return &report{reason: ReasonSyncing, progress: MessageStandingDown}, ctrl.Result{}, nil
-	}
-	if s.deployment == nil { // being replaced: its deletion wakes us
-		return &report{reason: ReasonSyncing, progress: r.progressMessage(s)}, ctrl.Result{}, nil
-	}
-	if err := r.writeProvisioningStatus(ctx, s); err != nil {
-		return nil, ctrl.Result{}, err
-	}
-	rep, requeue := r.rollout(s)
-	if requeue == 0 || renewIn < requeue {
-		requeue = renewIn
-	}
-	return &rep, ctrl.Result{RequeueAfter: requeue}, nil
+	return reconciler.Phases(ctx, s, r.ensureSigningKey, r.ensureDeployTLS, r.ensureDeployment, r.reportRollout)
 }
 
 // platform reads the cluster's platform from the Infrastructure "cluster".
@@ -99,7 +79,7 @@ func (r *Reconciler) platform(ctx context.Context) (configv1.PlatformType, error
 
 // ensureSigningKey creates the operand's signing key once; it is never
 // rotated, so that the URLs hosts hold stay valid.
-func (r *Reconciler) ensureSigningKey(ctx context.Context) error {
+func (r *Reconciler) ensureSigningKey(ctx context.Context, _ *scope) (ctrl.Result, error) {
 	_, err := r.ensureSecret(ctx, metal3.SigningKeySecret, corev1.SecretTypeOpaque, func() (map[string][]byte, error) {
 		data := make([]byte, 48)
 		if _, err := rand.Read(data); err != nil {
@@ -107,7 +87,7 @@ func (r *Reconciler) ensureSigningKey(ctx context.Context) error {
 		}
 		return map[string][]byte{metal3.SigningKeyKey: data}, nil
 	})
-	return err
+	return ctrl.Result{}, err
 }
 
 // ensureDeployTLS makes the deploy server's CA once (never rotated: hosts
@@ -115,7 +95,12 @@ func (r *Reconciler) ensureSigningKey(ctx context.Context) error {
 // hosts may reach it at (metal3.ServingIPs) when it is missing, no longer
 // holds exactly them, or is due for renewal. It returns how long until the
 // certificate is due.
-func (r *Reconciler) ensureDeployTLS(ctx context.Context, s *scope) (time.Duration, error) {
+func (r *Reconciler) ensureDeployTLS(ctx context.Context, s *scope) (ctrl.Result, error) {
+	renewIn, err := r.deployTLS(ctx, s)
+	return ctrl.Result{RequeueAfter: renewIn}, err
+}
+
+func (r *Reconciler) deployTLS(ctx context.Context, s *scope) (time.Duration, error) {
 	now := r.Clock.Now()
 	ca, err := r.ensureSecret(ctx, metal3.DeployCASecret, corev1.SecretTypeTLS, func() (map[string][]byte, error) { return metal3.NewDeployCA(now) })
 	if err != nil {
@@ -170,12 +155,26 @@ func (r *Reconciler) ensureSecret(ctx context.Context, name string, typ corev1.S
 	return secret, nil
 }
 
-// ensureDeployment creates or updates the metal3 Deployment, which then is
+// ensureDeployment applies the metal3 Deployment; while another owner
+// holds it, or it is being replaced, it reports syncing.
+func (r *Reconciler) ensureDeployment(ctx context.Context, s *scope) (ctrl.Result, error) {
+	standDown, err := r.applyDeployment(ctx, s)
+	switch {
+	case err != nil:
+	case standDown:
+		s.rep = &report{reason: ReasonSyncing, progress: MessageStandingDown}
+	case s.deployment == nil: // being replaced: its deletion wakes us
+		s.rep = &report{reason: ReasonSyncing, progress: r.progressMessage(s)}
+	}
+	return ctrl.Result{}, err
+}
+
+// applyDeployment creates or updates the metal3 Deployment, which then is
 // s.deployment. It stands down (true) while the Deployment has another
 // owner, i.e. lacks the owned annotation; once the annotation is there it
 // takes the Deployment over, replacing it when its selector (immutable)
 // is not the operator's.
-func (r *Reconciler) ensureDeployment(ctx context.Context, s *scope) (bool, error) {
+func (r *Reconciler) applyDeployment(ctx context.Context, s *scope) (bool, error) {
 	desired := metal3.Deployment(s.prov, r.Operand)
 	if err := controllerutil.SetControllerReference(s.prov, desired, r.Client.Scheme()); err != nil {
 		return false, err
@@ -215,19 +214,21 @@ func (r *Reconciler) ensureDeployment(ctx context.Context, s *scope) (bool, erro
 	return false, r.Client.Update(ctx, current)
 }
 
-// writeProvisioningStatus records the generation acted on and the
-// Deployment's generation after the operator's write.
-func (r *Reconciler) writeProvisioningStatus(ctx context.Context, s *scope) error {
-	before := s.prov.DeepCopy()
+// reportRollout records on the Provisioning the generation acted on and
+// the Deployment's generation after the operator's write, and reports the
+// rollout; nothing while there is no Deployment of the operator's.
+func (r *Reconciler) reportRollout(_ context.Context, s *scope) (ctrl.Result, error) {
+	if s.deployment == nil {
+		return ctrl.Result{}, nil
+	}
 	s.prov.Status.ObservedGeneration = s.prov.Generation
 	s.prov.Status.Generations = []metal3v1.GenerationStatus{{
 		Group: "apps", Resource: "deployments", Namespace: metal3.Namespace, Name: metal3.DeploymentName,
 		LastGeneration: s.deployment.Generation,
 	}}
-	if equality.Semantic.DeepEqual(before.Status, s.prov.Status) {
-		return nil
-	}
-	return r.Client.Status().Patch(ctx, s.prov, client.MergeFrom(before))
+	rep, requeue := r.rollout(s)
+	s.rep = &rep
+	return ctrl.Result{RequeueAfter: requeue}, nil
 }
 
 // rollout reports the Deployment's rollout: DeployComplete once its
@@ -262,27 +263,25 @@ func (r *Reconciler) progressMessage(s *scope) string {
 }
 
 // reconcileDelete removes what the operator deployed (not a Deployment
-// another owner holds), reports it, and lets the Provisioning go.
-func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (*report, ctrl.Result, error) {
+// another owner holds), reports it, and lets the Provisioning go once the
+// report is written.
+func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) error {
+	s.rep = &report{reason: ReasonResourceNotFound, progress: MessageDeleted}
 	if !controllerutil.ContainsFinalizer(s.prov, metal3v1.ProvisioningFinalizer) {
-		return &report{reason: ReasonResourceNotFound, progress: MessageDeleted}, ctrl.Result{}, nil
+		return nil
 	}
 	d := &appsv1.Deployment{}
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: metal3.Namespace, Name: metal3.DeploymentName}, d)
 	if err != nil && !apierrors.IsNotFound(err) {
-		return nil, ctrl.Result{}, err
+		return err
 	}
 	if _, owned := d.Annotations[metal3.OwnedAnnotation]; err == nil && owned {
 		if err := r.Client.Delete(ctx, d, client.Preconditions{UID: &d.UID}); client.IgnoreNotFound(err) != nil {
-			return nil, ctrl.Result{}, err
+			return err
 		}
 	}
-	rep := report{reason: ReasonResourceNotFound, progress: MessageDeleted}
-	if err := r.writeClusterOperator(ctx, s.co, rep); err != nil {
-		return nil, ctrl.Result{}, err
-	}
 	controllerutil.RemoveFinalizer(s.prov, metal3v1.ProvisioningFinalizer)
-	return nil, ctrl.Result{}, r.Client.Update(ctx, s.prov)
+	return nil
 }
 
 // ensureClusterOperator returns the baremetal ClusterOperator, creating it
@@ -300,21 +299,18 @@ func (r *Reconciler) ensureClusterOperator(ctx context.Context) (*configv1.Clust
 	return co, nil
 }
 
-// writeClusterOperator writes the ClusterOperator's status for rep, when it
-// changes: the conditions, the related objects, and the operator's version
-// once it has settled at it.
-func (r *Reconciler) writeClusterOperator(ctx context.Context, co *configv1.ClusterOperator, rep report) error {
-	before := co.DeepCopy()
+// setClusterOperatorStatus sets the ClusterOperator's status for rep (End
+// writes it when it changed): the conditions, the related objects, and
+// the operator's version once it has settled at it. The operator is the
+// only writer of this status.
+func (r *Reconciler) setClusterOperatorStatus(ctx context.Context, co *configv1.ClusterOperator, rep report) {
+	before := co.Status.DeepCopy()
 	co.Status.Conditions = setConditions(co.Status.Conditions, conditions(rep), r.Clock.Now())
 	co.Status.RelatedObjects = relatedObjects()
 	if settled(rep) {
 		co.Status.Versions = []configv1.OperandVersion{{Name: "operator", Version: r.Operand.Version}}
 	}
-	if equality.Semantic.DeepEqual(before.Status, co.Status) {
-		return nil
+	if !equality.Semantic.DeepEqual(*before, co.Status) {
+		ctrl.LoggerFrom(ctx).Info("ClusterOperator status", "reason", rep.reason, "message", rep.message, "progress", rep.progress)
 	}
-	ctrl.LoggerFrom(ctx).Info("ClusterOperator status", "reason", rep.reason, "message", rep.message, "progress", rep.progress)
-	// A merge patch: the operator is the only writer of this status, and
-	// its reconciles of the singleton never overlap.
-	return r.Client.Status().Patch(ctx, co, client.MergeFrom(before))
 }

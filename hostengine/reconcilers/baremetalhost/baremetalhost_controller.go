@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -25,13 +24,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	"sigs.k8s.io/cluster-api/util/patch"
 	"sigs.k8s.io/cluster-api/util/predicates"
 
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	"github.com/metalshift/metalshift/hostengine/deployserver"
 	"github.com/metalshift/metalshift/hostengine/pkg/provisioner"
 	"github.com/metalshift/metalshift/internal/metrics"
+	"github.com/metalshift/metalshift/internal/reconciler"
 )
 
 // credentialsIndex indexes hosts by the name of their credentials Secret.
@@ -44,7 +43,7 @@ type Reconciler struct {
 	// Direct reads and writes hosts without the cache. A state handler
 	// acts on hardware, and a cached copy older than this reconciler's own
 	// last write would make it act twice (boot the deploy agent again,
-	// write the disk again); the patch helper must compare against the
+	// write the disk again); End must compare against the
 	// same fresh copy.
 	Direct client.Client
 	// APIReader reads Secrets, which the manager does not cache.
@@ -148,19 +147,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if deleting && !controllerutil.ContainsFinalizer(host, metal3v1.BareMetalHostFinalizer) {
 		return ctrl.Result{}, nil
 	}
-	helper, err := patch.NewHelper(host, r.Direct)
+	// End writes what the state's handler changed, compared with the
+	// fresh copy read: the engine's conditions merged with other writers'
+	// (BMAC's), the rest as patches of the changed fields; a transition's
+	// metric is recorded once it is written.
+	run, err := reconciler.Start(r.Direct, host, reconciler.OwnedConditions(ownedConditions...))
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	from := host.Status.Provisioning.State
 	defer func() {
 		setConditions(host)
-		err := helper.Patch(ctx, host, patch.WithOwnedConditions{Conditions: ownedConditions})
-		switch {
-		case err == nil:
+		run.End(ctx, &reterr)
+		if run.Patched() {
 			recordWrittenTransition(host, from)
-		case !apierrors.IsNotFound(err):
-			reterr = kerrors.NewAggregate([]error{reterr, err})
 		}
 	}()
 	controllerutil.AddFinalizer(host, metal3v1.BareMetalHostFinalizer)

@@ -74,9 +74,13 @@ func (r *Reconciler) ensurePreprovisioningImage(ctx context.Context, s *hostScop
 	}
 	s.ppi = ppi
 	if ppi.Spec.NetworkDataName != want.NetworkDataName || ppi.Spec.Architecture != want.Architecture || len(ppi.Spec.AcceptFormats) == 0 {
+		// A merge patch of the spec, which the engine alone writes (the
+		// provider writes the status): no other writer's change makes it
+		// conflict, and none is undone.
 		ppi = ppi.DeepCopy()
+		before := ppi.DeepCopy()
 		ppi.Spec = want
-		if err := r.Client.Update(ctx, ppi); err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+		if err := r.Client.Patch(ctx, ppi, client.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("updating PreprovisioningImage %s: %w", host.Name, err)
 		}
 	}
