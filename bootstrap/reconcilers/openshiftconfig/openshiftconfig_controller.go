@@ -29,7 +29,7 @@ import (
 	bootstrapv1 "github.com/metalshift/metalshift/api/bootstrap/v1alpha1"
 	bootstrapnode "github.com/metalshift/metalshift/api/bootstrapnode/v1"
 	"github.com/metalshift/metalshift/bootstrap/ignitionserver"
-	"github.com/metalshift/metalshift/bootstrap/pkg/ignition"
+	"github.com/metalshift/metalshift/internal/ignition"
 	"github.com/metalshift/metalshift/internal/reconciler"
 )
 

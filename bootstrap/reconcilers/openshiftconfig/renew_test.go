@@ -18,7 +18,7 @@ import (
 
 	bootstrapv1 "github.com/metalshift/metalshift/api/bootstrap/v1alpha1"
 	"github.com/metalshift/metalshift/bootstrap/ignitionserver"
-	"github.com/metalshift/metalshift/bootstrap/pkg/ignition"
+	"github.com/metalshift/metalshift/internal/ignition"
 )
 
 // TestServedTokenIsRenewed: while its Machine waits for infrastructure, a
