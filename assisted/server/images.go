@@ -98,7 +98,6 @@ func (s *Server) serveImage(w http.ResponseWriter, r *http.Request) {
 		http.ServeContent(w, r, isoFile, s.opts.Images.ModTime, iso)
 	case ipxeFile:
 		w.Header().Set("Content-Type", "text/plain")
-		//nolint:gosec // not HTML: an iPXE script, an initrd or an Ignition config, with their content types
 		_, _ = w.Write([]byte(imageservice.DeployIPXEScript(s.signed(ie, digest, kernelFile, exp), s.signed(ie, digest, initrdFile, exp),
 			s.signed(ie, digest, configFile, exp))))
 	case kernelFile:
@@ -111,7 +110,6 @@ func (s *Server) serveImage(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, err.Error(), http.StatusConflict)
 			return
 		}
-		//nolint:gosec // not HTML: an iPXE script, an initrd or an Ignition config, with their content types
 		_, _ = w.Write(data)
 	default:
 		http.NotFound(w, r)
