@@ -50,7 +50,7 @@ generate: ## Generate deepcopy code, CRDs, RBAC and webhook configurations, and 
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 	$(CONTROLLER_GEN) crd:maxDescLen=0,allowDangerousTypes=true paths=./api/... output:crd:artifacts:config=config/crd/bases
 	@rm -rf config/rbac
-	@# One role per clusterctl provider (internal/providers), from the RBAC
+	@# One role per clusterctl provider (manager/providers), from the RBAC
 	@# markers of the packages of its components only; the metal provider
 	@# runs the bare-metal operator's webhook, not its controller.
 	$(CONTROLLER_GEN) rbac:roleName=metalshift-infrastructure-metal-manager paths="./hostengine/...;./infrastructure/metal/...;./clusterbaremetal/webhooks/..." output:rbac:artifacts:config=config/rbac/infrastructure-metal

@@ -7,12 +7,12 @@
 // key) and sets the components up. The hub-wide flags are Options.
 //
 // The package also runs the upstream Cluster API core, unmodified, as the
-// components CAPICore and CAPIWebhooks, and holds HostWebhooks and
-// AgentInstallWebhooks for tests.
+// components CAPICore and CAPIWebhooks.
 //
 // Each metalshift component declares itself in its package's setup.go
 // (hostengine.Component, bootstrap.Component, ...); package manager lists
 // the hub's components, and tests pick the ones they run. This package
-// holds no reconciler logic and imports no component's setup or
-// reconcilers: reconciler tests import it through internal/testenv.
+// holds no reconciler logic and imports no component package (not even a
+// component's webhooks): reconciler tests import it through
+// internal/testenv, which also runs the components' admission webhooks.
 package component

@@ -15,7 +15,7 @@ import (
 	bootstrapnode "github.com/metalshift/metalshift/api/bootstrapnode/v1"
 	controlplanev1 "github.com/metalshift/metalshift/api/controlplane/v1alpha1"
 	installconfig "github.com/metalshift/metalshift/api/installconfig/v1"
-	"github.com/metalshift/metalshift/bootstrap/pkg/ignition"
+	"github.com/metalshift/metalshift/internal/ignition"
 )
 
 // Secrets of the install-config that must not leave the hub, except the

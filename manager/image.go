@@ -1,9 +1,9 @@
 package manager
 
 // The manager's container image, which `make images` builds (hack/images)
-// and a production hub's Deployments run (internal/providers); the
+// and a production hub's Deployments run (manager/providers); the
 // simulator's installed clusters run its containers in process
-// (internal/simruntime).
+// (cmd/metalshift/simruntime).
 const (
 	// ImageRepository is the repository of the manager's image; its tags
 	// are metalshift's versions (v0.1.0). A registry of one's own keeps

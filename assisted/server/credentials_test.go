@@ -18,8 +18,8 @@ import (
 
 	agentinstallv1 "github.com/metalshift/metalshift/api/agentinstall/v1beta1"
 	assistedapi "github.com/metalshift/metalshift/api/assisted/v2"
+	"github.com/metalshift/metalshift/assisted/pkg/conditions"
 	"github.com/metalshift/metalshift/assisted/pkg/hoststate"
-	"github.com/metalshift/metalshift/assisted/server"
 )
 
 const (
@@ -375,7 +375,7 @@ func TestManualBoot(t *testing.T) {
 	g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(ie), cur)).To(Succeed())
 	var msg string
 	for _, c := range cur.Status.Conditions {
-		if string(c.Type) == server.ManualBootCondition {
+		if string(c.Type) == conditions.ManualBootCondition {
 			msg = c.Message
 		}
 	}

@@ -98,7 +98,6 @@ func (s *Server) serveImage(w http.ResponseWriter, r *http.Request) {
 		http.ServeContent(w, r, isoFile, s.opts.Images.ModTime, iso)
 	case ipxeFile:
 		w.Header().Set("Content-Type", "text/plain")
-		//nolint:gosec // not HTML: an iPXE script, an initrd or an Ignition config, with their content types
 		_, _ = w.Write([]byte(imageservice.DeployIPXEScript(s.signed(ie, digest, kernelFile, exp), s.signed(ie, digest, initrdFile, exp),
 			s.signed(ie, digest, configFile, exp))))
 	case kernelFile:
@@ -111,7 +110,6 @@ func (s *Server) serveImage(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, err.Error(), http.StatusConflict)
 			return
 		}
-		//nolint:gosec // not HTML: an iPXE script, an initrd or an Ignition config, with their content types
 		_, _ = w.Write(data)
 	default:
 		http.NotFound(w, r)
@@ -155,10 +153,10 @@ func (s *Server) DiscoveryConfig(ctx context.Context, ie *agentinstallv1.InfraEn
 	}
 	d.CACert = pemOf(s.opts.CA)
 	cfg := deployapi.BootConfig{Discovery: d}
-	if ConvergedImage(ie) {
+	if agentinstallv1.ConvergedImage(ie) {
 		if s.opts.DeployURL == "" {
 			return cfg, "", record.InputError(fmt.Errorf("InfraEnv %s is annotated %s, but the agent service does not know the host engine's deploy URL (--agent-service-deploy-url)",
-				ie.Name, EnableIronicAgentAnnotation))
+				ie.Name, agentinstallv1.EnableIronicAgentAnnotation))
 		}
 		cfg.Lookup = &deployapi.Lookup{EngineURL: s.opts.DeployURL, Scope: ImageScope(ie)}
 		cfg.CACert = pemOf(s.opts.DeployCA) // the deploy agent's, for the lookup and its host's API
@@ -189,18 +187,6 @@ func (s *Server) DiscoveryConfig(ctx context.Context, ie *agentinstallv1.InfraEn
 		return cfg, "", record.InputError(err)
 	}
 	return cfg, digest, nil
-}
-
-// EnableIronicAgentAnnotation "true" on an InfraEnv makes its image one
-// for the converged flow: booted by the host engine from a host's
-// PreprovisioningImage, its agent finds its host at the engine by MAC
-// address and installs when the host's custom deploy start_assisted_install
-// runs. Such an image does nothing when booted by hand.
-const EnableIronicAgentAnnotation = "infraenv.agent-install.openshift.io/enable-ironic-agent"
-
-// ConvergedImage tells whether ie's image is a converged-flow image.
-func ConvergedImage(ie *agentinstallv1.InfraEnv) bool {
-	return ie.Annotations[EnableIronicAgentAnnotation] == "true"
 }
 
 // ImageScope is the scope of the lookup credential of ie's image: the path

@@ -93,7 +93,6 @@ func (s *Server) files(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/vnd.coreos.ignition+json")
 	w.Header().Set("Cache-Control", "no-store")
-	//nolint:gosec // not HTML: an iPXE script, an initrd or an Ignition config, with their content types
 	_, _ = w.Write(data)
 }
 

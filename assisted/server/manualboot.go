@@ -15,14 +15,7 @@ import (
 
 	agentinstallv1 "github.com/metalshift/metalshift/api/agentinstall/v1beta1"
 	assistedapi "github.com/metalshift/metalshift/api/assisted/v2"
-)
-
-// ManualBootCondition on an InfraEnv whose converged-flow image a machine
-// booted by hand (metalshift's; upstream's InfraEnv has only ImageCreated):
-// True, reason ManualBootReason, the machine and what to do in the message.
-const (
-	ManualBootCondition = "ImageBootedByHand"
-	ManualBootReason    = "NeedsHostEngine"
+	"github.com/metalshift/metalshift/assisted/pkg/conditions"
 )
 
 // maxManualBootMACs caps the MAC addresses a manual-boot report may carry
@@ -62,7 +55,7 @@ func (s *Server) manualBoot(w http.ResponseWriter, r *http.Request) {
 		}
 		var known []string
 		for _, c := range cur.Status.Conditions {
-			if string(c.Type) == ManualBootCondition && c.Status == corev1.ConditionTrue {
+			if string(c.Type) == conditions.ManualBootCondition && c.Status == corev1.ConditionTrue {
 				known = macPattern.FindAllString(c.Message, -1)
 			}
 		}
@@ -79,7 +72,7 @@ func (s *Server) manualBoot(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if msg != "" {
-		s.event(ie, corev1.EventTypeWarning, ManualBootReason, manualBootMessage(macs, ie.Name))
+		s.event(ie, corev1.EventTypeWarning, conditions.ManualBootReason, manualBootMessage(macs, ie.Name))
 		logf(ctx, "Converged-flow image booted by hand", "infraEnv", ie.Namespace+"/"+ie.Name, "macs", strings.Join(macs, ", "))
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -118,16 +111,16 @@ func manualBootMessage(macs []string, ieName string) string {
 	return fmt.Sprintf("Machines with MAC %s booted this InfraEnv's discovery image by hand. The image of an InfraEnv annotated %s: \"true\" "+
 		"(the converged flow) is booted by the host engine for BareMetalHosts labelled %s=%s, and the machine waits for one: "+
 		"create or label a BareMetalHost with its boot MAC, or boot machines by hand from an InfraEnv without such hosts",
-		strings.Join(macs, ", "), EnableIronicAgentAnnotation, agentinstallv1.InfraEnvNameLabel, ieName)
+		strings.Join(macs, ", "), agentinstallv1.EnableIronicAgentAnnotation, agentinstallv1.InfraEnvNameLabel, ieName)
 }
 
 // setManualBootCondition sets ManualBootCondition True with msg, keeping
 // its transition time when it was True already.
 func setManualBootCondition(ie *agentinstallv1.InfraEnv, msg string, now metav1.Time) {
-	cond := agentinstallv1.Condition{Type: ManualBootCondition, Status: corev1.ConditionTrue, Reason: ManualBootReason,
+	cond := agentinstallv1.Condition{Type: conditions.ManualBootCondition, Status: corev1.ConditionTrue, Reason: conditions.ManualBootReason,
 		Message: msg, LastTransitionTime: now}
 	for i, c := range ie.Status.Conditions {
-		if string(c.Type) == ManualBootCondition {
+		if string(c.Type) == conditions.ManualBootCondition {
 			if c.Status == corev1.ConditionTrue {
 				cond.LastTransitionTime = c.LastTransitionTime
 			}

@@ -187,17 +187,6 @@ func (s *Server) RenewIn(expiry time.Time) time.Duration {
 	return expiry.Add(-s.ttl / 2).Sub(s.clock.Now())
 }
 
-// TokenExpiry reads when a token expires, without checking it: for
-// scheduling its renewal, never for trusting it.
-func TokenExpiry(token string) (time.Time, bool) {
-	exp, _, ok := strings.Cut(token, ".")
-	unix, err := strconv.ParseInt(exp, 10, 64)
-	if !ok || err != nil || strconv.FormatInt(unix, 10) != exp {
-		return time.Time{}, false
-	}
-	return time.Unix(unix, 0), true
-}
-
 // signature is the HMAC of the token's fields, each prefixed with its
 // length, so that no two lists of fields sign alike.
 func (s *Server) signature(parts ...string) string {
@@ -223,7 +212,7 @@ func (s *Server) verify(token, namespace, name string) (types.UID, time.Time, er
 	if len(parts) != 3 || !validUID(parts[1]) {
 		return "", time.Time{}, errors.New("invalid token")
 	}
-	expiry, ok := TokenExpiry(token)
+	expiry, ok := ignitionapi.TokenExpiry(token)
 	if !ok || !hmac.Equal([]byte(parts[2]), []byte(s.signature(namespace, name, parts[1], parts[0]))) {
 		return "", time.Time{}, errors.New("invalid token")
 	}

@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ignitionapi "github.com/metalshift/metalshift/api/ignition/v1"
 )
 
 // logLines collects log lines.
@@ -91,7 +93,7 @@ func TestTokenExpires(t *testing.T) {
 	token, expiry := ts.SignedToken(ts.served.Namespace, ts.served.Name, ts.owner)
 	g.Expect(expiry).To(Equal(start.Add(time.Hour)))
 	g.Expect(ts.token()).To(Equal(token), "the same second, the same token")
-	got, ok := TokenExpiry(token)
+	got, ok := ignitionapi.TokenExpiry(token)
 	g.Expect(ok).To(BeTrue())
 	g.Expect(got).To(BeTemporally("==", expiry))
 
@@ -198,7 +200,7 @@ func TestTokenTTL(t *testing.T) {
 	g.Expect(err).To(MatchError(ContainSubstring("negative")))
 	_, err = New(Options{Key: []byte("0123456789abcdef"), BaseURL: "http://x", FetchWindow: -time.Second})
 	g.Expect(err).To(MatchError(ContainSubstring("negative")))
-	_, ok := TokenExpiry("garbage")
+	_, ok := ignitionapi.TokenExpiry("garbage")
 	g.Expect(ok).To(BeFalse())
 }
 
@@ -215,9 +217,9 @@ func FuzzVerify(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, token, name, owner string, at uint, flip byte) {
-		_, _ = TokenExpiry(token)
+		_, _ = ignitionapi.TokenExpiry(token)
 		if got, _, err := s.verify(token, "ns", "n"); err == nil {
-			exp, _ := TokenExpiry(token)
+			exp, _ := ignitionapi.TokenExpiry(token)
 			if token != s.tokenAt("ns", "n", got, exp) || clk.Now().After(exp) {
 				t.Fatalf("%q verified, but is not a token the server made", token)
 			}

@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
-	"github.com/metalshift/metalshift/internal/simruntime"
+	"github.com/metalshift/metalshift/cmd/metalshift/simruntime"
 	"github.com/metalshift/metalshift/localcp"
 	"github.com/metalshift/metalshift/sim"
 	"github.com/metalshift/metalshift/sim/cluster"

@@ -13,7 +13,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/metalshift/metalshift/internal/providers"
+	"github.com/metalshift/metalshift/manager/providers"
 )
 
 func main() {

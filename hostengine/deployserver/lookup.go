@@ -8,27 +8,12 @@ import (
 	"net/url"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deployapi "github.com/metalshift/metalshift/api/deploy/v1"
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 )
-
-// PreprovisioningImageURL returns the ISO the host's PreprovisioningImage
-// serves: its status.imageUrl when its Ready condition is True and its
-// format is iso; "" otherwise.
-func PreprovisioningImageURL(ppi *metal3v1.PreprovisioningImage) string {
-	if ppi == nil || ppi.Status.ImageUrl == "" || ppi.Status.Format != metal3v1.ImageFormatISO {
-		return ""
-	}
-	if c := meta.FindStatusCondition(ppi.Status.Conditions, metal3v1.ImageReadyCondition); c == nil || c.Status != metav1.ConditionTrue {
-		return ""
-	}
-	return ppi.Status.ImageUrl
-}
 
 // ImageScope is the scope of a lookup credential for an image at rawURL:
 // the URL's path.
@@ -78,7 +63,7 @@ func (s *Server) lookup(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	switch {
-	case host == nil || Request(host) == nil || !awaitingAgent(host) && Token(host) == nil:
+	case host == nil || host.DeployAgentRequest() == nil || !awaitingAgent(host) && host.DeployAgentToken() == nil:
 		http.Error(w, fmt.Sprintf("no BareMetalHost with MAC address %s boots this image now: it is booted by the host engine for a host whose PreprovisioningImage serves it, not by hand",
 			strings.Join(req.MACs, ", ")), http.StatusNotFound)
 		return
@@ -116,7 +101,7 @@ func (s *Server) hostsServing(ctx context.Context, req deployapi.LookupRequest) 
 			}
 			continue
 		}
-		if u := PreprovisioningImageURL(ppi); u != "" && ImageScope(u) == req.Scope {
+		if u := ppi.ReadyISOURL(); u != "" && ImageScope(u) == req.Scope {
 			out = append(out, h)
 		}
 	}

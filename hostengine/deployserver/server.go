@@ -162,35 +162,8 @@ func (s *Server) signedURL(base, path, id, gen string, exp time.Time) string {
 	return base + path + "?" + deployapi.SignHostURLQuery(s.key, path, id, gen, exp)
 }
 
-// Request returns the host's current deploy agent request, or nil.
-func Request(host *metal3v1.BareMetalHost) *metal3v1.DeployAgentRequest {
-	if host.Status.DeployAgent == nil {
-		return nil
-	}
-	return host.Status.DeployAgent.Request
-}
-
-// Report returns the agent's report for the host's current request, or nil.
-func Report(host *metal3v1.BareMetalHost) *metal3v1.DeployAgentReport {
-	req := Request(host)
-	if req == nil || host.Status.DeployAgent.Report == nil || host.Status.DeployAgent.Report.Generation != req.Generation {
-		return nil
-	}
-	return host.Status.DeployAgent.Report
-}
-
-// Token returns the record of the agent token handed out for the host's
-// current request, or nil while none was.
-func Token(host *metal3v1.BareMetalHost) *metal3v1.DeployAgentToken {
-	req := Request(host)
-	if req == nil || host.Status.DeployAgent.Token == nil || host.Status.DeployAgent.Token.Generation != req.Generation {
-		return nil
-	}
-	return host.Status.DeployAgent.Token
-}
-
 func generation(host *metal3v1.BareMetalHost) string {
-	if req := Request(host); req != nil {
+	if req := host.DeployAgentRequest(); req != nil {
 		return req.Generation
 	}
 	return ""
@@ -201,8 +174,8 @@ func generation(host *metal3v1.BareMetalHost) string {
 // the request's token yet: the only time a boot configuration with the
 // request's ticket is handed out by MAC address or lookup.
 func awaitingAgent(host *metal3v1.BareMetalHost) bool {
-	req := Request(host)
-	return req != nil && (req.BootStartedAt != nil || req.BootedAt != nil) && Token(host) == nil && Report(host) == nil
+	req := host.DeployAgentRequest()
+	return req != nil && (req.BootStartedAt != nil || req.BootedAt != nil) && host.DeployAgentToken() == nil && host.DeployAgentReport() == nil
 }
 
 // networkBoots: the engine boots host's deploy image over the network
@@ -217,7 +190,7 @@ func networkBoots(host *metal3v1.BareMetalHost) bool {
 // ended reports whether the current request's report is final: its token
 // is refused from then on.
 func ended(host *metal3v1.BareMetalHost) bool {
-	rep := Report(host)
+	rep := host.DeployAgentReport()
 	return rep != nil && rep.Phase != deployapi.PhaseRunning
 }
 
@@ -314,7 +287,7 @@ func (s *Server) imageHost(w http.ResponseWriter, r *http.Request, spent bool) (
 	case generation(host) != u.Generation || ended(host):
 		http.Error(w, fmt.Sprintf("this image is for request %s, which is not the host's current request", u.Generation), http.StatusGone)
 		return nil, u, false
-	case spent && Token(host) != nil:
+	case spent && host.DeployAgentToken() != nil:
 		http.Error(w, fmt.Sprintf("the deploy agent of request %s has its token: its boot configuration is not served again", u.Generation), http.StatusGone)
 		return nil, u, false
 	}
@@ -429,7 +402,7 @@ func (s *Server) agentHost(w http.ResponseWriter, r *http.Request) (*metal3v1.Ba
 	}
 	var rec *metal3v1.DeployAgentToken
 	if host != nil {
-		rec = Token(host)
+		rec = host.DeployAgentToken()
 	}
 	// An unknown host, no token handed out, another request's or host's
 	// token: the same answer.
@@ -437,11 +410,11 @@ func (s *Server) agentHost(w http.ResponseWriter, r *http.Request) (*metal3v1.Ba
 		http.Error(w, "invalid agent token: it is not the token of the host's current request", http.StatusUnauthorized)
 		return nil, nil, nil, false
 	}
-	if rep := Report(host); ended(host) {
+	if rep := host.DeployAgentReport(); ended(host) {
 		http.Error(w, fmt.Sprintf("request %s ended %s: its token is no longer accepted", rec.Generation, rep.Phase), http.StatusGone)
 		return nil, nil, nil, false
 	}
-	return host, Request(host), rec, true
+	return host, host.DeployAgentRequest(), rec, true
 }
 
 func (s *Server) instructions(w http.ResponseWriter, r *http.Request) {
@@ -460,7 +433,7 @@ func (s *Server) instructions(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) instructionsFor(ctx context.Context, host *metal3v1.BareMetalHost) (*deployapi.Instructions, error) {
-	req := Request(host)
+	req := host.DeployAgentRequest()
 	switch {
 	case req.Action == deployapi.ActionClean, req.Action == deployapi.ActionInspect:
 		return &deployapi.Instructions{Action: req.Action, Generation: req.Generation}, nil
@@ -561,7 +534,7 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("reports of request %s come from the boot of the agent its token was handed to", rep.Generation), http.StatusConflict)
 		return
 	}
-	prev := Report(host)
+	prev := host.DeployAgentReport()
 	if prev != nil && prev.Session != rep.Session {
 		http.Error(w, fmt.Sprintf("request %s was claimed by another boot of the agent", rep.Generation), http.StatusConflict)
 		return

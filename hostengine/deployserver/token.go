@@ -94,7 +94,7 @@ func (s *Server) checkTicketRequest(w http.ResponseWriter, r *http.Request, host
 	case ended(host):
 		http.Error(w, fmt.Sprintf("request %s ended", gen), http.StatusGone)
 		return false
-	case Token(host) != nil:
+	case host.DeployAgentToken() != nil:
 		s.refuse(r.Context(), host, r.RemoteAddr)
 		http.Error(w, fmt.Sprintf("the agent token of request %s was handed out already; it is handed out once", gen), http.StatusConflict)
 		return false
@@ -125,7 +125,7 @@ func (s *Server) issue(ctx context.Context, host *metal3v1.BareMetalHost, gen, s
 // resourceVersion, read again from the API after a conflict (the cache may
 // be behind the agent's last report).
 func (s *Server) refuse(ctx context.Context, host *metal3v1.BareMetalHost, source string) {
-	rec := Token(host)
+	rec := host.DeployAgentToken()
 	if s.recorder != nil {
 		s.recorder.Eventf(host, nil, corev1.EventTypeWarning, ReasonTokenAskedAgain, "IssueAgentToken",
 			"The agent token of request %s was asked for again from %s; it was handed out to %s at %s, and is handed out once. "+
@@ -143,7 +143,7 @@ func (s *Server) refuse(ctx context.Context, host *metal3v1.BareMetalHost, sourc
 			}
 			host = fresh
 		}
-		if rec = Token(host); rec == nil || rec.Generation != gen {
+		if rec = host.DeployAgentToken(); rec == nil || rec.Generation != gen {
 			return // the request changed meanwhile: its record is gone
 		}
 		base := host.DeepCopy()

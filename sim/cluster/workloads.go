@@ -19,10 +19,10 @@ import (
 	"k8s.io/utils/ptr"
 
 	configv1 "github.com/metalshift/metalshift/api/config/v1"
+	operatormanifests "github.com/metalshift/metalshift/clusterbaremetal/manifests"
 	"github.com/metalshift/metalshift/config"
 	"github.com/metalshift/metalshift/internal/manifest"
 	"github.com/metalshift/metalshift/localcp"
-	operatormanifests "github.com/metalshift/metalshift/clusterbaremetal/manifests"
 )
 
 // baremetalOperator is the ClusterOperator the bare-metal operator reports.

@@ -20,7 +20,7 @@ const (
 	// credential for the agent service's REST API, or
 	// AgentHostCredentialEnded once its install step succeeded. Removing
 	// it ends the credential.
-	AgentHostCredentialAnnotation = "metalshift.io/host-credential-sha256"
+	AgentHostCredentialAnnotation = "metalshift.io/host-credential-sha256" //nolint:gosec // an annotation's name, not a credential
 	// AgentHostCredentialEnded is AgentHostCredentialAnnotation's value
 	// once the host's credential has ended.
 	AgentHostCredentialEnded = "ended"

@@ -9,6 +9,18 @@ import (
 // Agents of hosts booted from its image (status.agentLabelSelector).
 const InfraEnvNameLabel = "infraenvs.agent-install.openshift.io"
 
+// EnableIronicAgentAnnotation "true" on an InfraEnv makes its image one
+// for the converged flow: booted by the host engine from a host's
+// PreprovisioningImage, its agent finds its host at the engine by MAC
+// address and installs when the host's custom deploy start_assisted_install
+// runs. Such an image does nothing when booted by hand.
+const EnableIronicAgentAnnotation = "infraenv.agent-install.openshift.io/enable-ironic-agent"
+
+// ConvergedImage tells whether ie's image is a converged-flow image.
+func ConvergedImage(ie *InfraEnv) bool {
+	return ie.Annotations[EnableIronicAgentAnnotation] == "true"
+}
+
 // IPXEScriptType chooses the iPXE script the InfraEnv serves.
 // +kubebuilder:validation:Enum="";DiscoveryImageAlways;BootOrderControl
 type IPXEScriptType string

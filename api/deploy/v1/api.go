@@ -16,7 +16,7 @@ const (
 	StatusPath       = "/deploy/v1/hosts/%s/status"
 	// TokenPath is where the agent exchanges its boot's ticket for the
 	// request's agent token (POST, see TokenRequest).
-	TokenPath = "/deploy/v1/hosts/%s/token"
+	TokenPath = "/deploy/v1/hosts/%s/token" //nolint:gosec // a URL path, not a credential
 )
 
 // Actions the engine asks the agent to run.

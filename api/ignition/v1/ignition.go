@@ -5,6 +5,12 @@
 // machines (real, or the simulator's) rely on it.
 package ignitionapi
 
+import (
+	"strconv"
+	"strings"
+	"time"
+)
+
 // PathPrefix is where configs are served: PathPrefix<namespace>/<name>.
 const PathPrefix = "/ignition/v1/"
 
@@ -19,6 +25,17 @@ const ValueKey = "value"
 // "<unix expiry>.<owner UID>.<signature>", bound to the Secret's namespace,
 // name and controller owner's UID and to the expiry, and refused after it.
 const AuthorizationHeader = "Authorization"
+
+// TokenExpiry reads when a token expires, without checking it: for
+// scheduling its renewal, never for trusting it.
+func TokenExpiry(token string) (time.Time, bool) {
+	exp, _, ok := strings.Cut(token, ".")
+	unix, err := strconv.ParseInt(exp, 10, 64)
+	if !ok || err != nil || strconv.FormatInt(unix, 10) != exp {
+		return time.Time{}, false
+	}
+	return time.Unix(unix, 0), true
+}
 
 // FirstFetchAnnotation on a served Secret is when its config was first
 // fetched (RFC 3339), written by the server; it serves the config for a

@@ -610,6 +610,34 @@ func (h *BareMetalHost) WantsProvisioning() bool {
 	return (h.Spec.Image != nil && h.Spec.Image.URL != "") || (h.Spec.CustomDeploy != nil && h.Spec.CustomDeploy.Method != "")
 }
 
+// DeployAgentRequest returns the host's current deploy agent request, or nil.
+func (h *BareMetalHost) DeployAgentRequest() *DeployAgentRequest {
+	if h.Status.DeployAgent == nil {
+		return nil
+	}
+	return h.Status.DeployAgent.Request
+}
+
+// DeployAgentReport returns the agent's report for the host's current
+// request, or nil.
+func (h *BareMetalHost) DeployAgentReport() *DeployAgentReport {
+	req := h.DeployAgentRequest()
+	if req == nil || h.Status.DeployAgent.Report == nil || h.Status.DeployAgent.Report.Generation != req.Generation {
+		return nil
+	}
+	return h.Status.DeployAgent.Report
+}
+
+// DeployAgentToken returns the record of the agent token handed out for
+// the host's current request, or nil while none was.
+func (h *BareMetalHost) DeployAgentToken() *DeployAgentToken {
+	req := h.DeployAgentRequest()
+	if req == nil || h.Status.DeployAgent.Token == nil || h.Status.DeployAgent.Token.Generation != req.Generation {
+		return nil
+	}
+	return h.Status.DeployAgent.Token
+}
+
 // ProvisionedMatchesSpec reports whether what is on the host is what the spec asks for.
 func (h *BareMetalHost) ProvisionedMatchesSpec() bool {
 	st := h.Status.Provisioning

@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -94,4 +95,17 @@ type PreprovisioningImageList struct {
 
 func init() {
 	objectTypes = append(objectTypes, &PreprovisioningImage{}, &PreprovisioningImageList{})
+}
+
+// ReadyISOURL returns the ISO the PreprovisioningImage serves: its
+// status.imageUrl when its Ready condition is True and its format is iso;
+// "" otherwise, and for a nil image.
+func (p *PreprovisioningImage) ReadyISOURL() string {
+	if p == nil || p.Status.ImageUrl == "" || p.Status.Format != ImageFormatISO {
+		return ""
+	}
+	if c := meta.FindStatusCondition(p.Status.Conditions, ImageReadyCondition); c == nil || c.Status != metav1.ConditionTrue {
+		return ""
+	}
+	return p.Status.ImageUrl
 }

@@ -108,6 +108,15 @@ func unknownStatus(t, status string) Cond {
 	return cond(t, corev1.ConditionUnknown, ReasonUnknownStatus, withDetail(MsgUnknownStatus, status))
 }
 
+// ManualBootCondition on an InfraEnv whose converged-flow image a machine
+// booted by hand (metalshift's; upstream's InfraEnv has only ImageCreated):
+// True, reason ManualBootReason, the machine and what to do in the message.
+// The agent service sets it when such a machine reports.
+const (
+	ManualBootCondition = "ImageBootedByHand"
+	ManualBootReason    = "NeedsHostEngine"
+)
+
 // ImageCreated is an InfraEnv's ImageCreated condition after its image
 // was made (err nil) or not; inputError tells a user's error from an
 // internal one.

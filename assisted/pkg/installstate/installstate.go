@@ -21,8 +21,8 @@ import (
 	hivev1 "github.com/metalshift/metalshift/api/hive/v1"
 	hiveextv1 "github.com/metalshift/metalshift/api/hiveext/v1beta1"
 	installconfig "github.com/metalshift/metalshift/api/installconfig/v1"
-	"github.com/metalshift/metalshift/bootstrap/pkg/ignition"
 	"github.com/metalshift/metalshift/internal/certs"
+	"github.com/metalshift/metalshift/internal/ignition"
 )
 
 // Inputs are what the install state is made of.

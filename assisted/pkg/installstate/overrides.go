@@ -11,7 +11,7 @@ import (
 
 	installconfig "github.com/metalshift/metalshift/api/installconfig/v1"
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
-	"github.com/metalshift/metalshift/bootstrap/pkg/ignition"
+	"github.com/metalshift/metalshift/internal/ignition"
 )
 
 // InstallConfigOverridesAnnotation on an AgentClusterInstall holds JSON

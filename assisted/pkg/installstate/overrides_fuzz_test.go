@@ -12,7 +12,7 @@ import (
 	"github.com/coreos/ignition/v2/config/v3_4"
 
 	installconfig "github.com/metalshift/metalshift/api/installconfig/v1"
-	"github.com/metalshift/metalshift/bootstrap/pkg/ignition"
+	"github.com/metalshift/metalshift/internal/ignition"
 )
 
 // overridesCanary stands for a secret: "$S" in fuzzed overrides becomes it.

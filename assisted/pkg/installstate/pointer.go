@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	bootstrapnode "github.com/metalshift/metalshift/api/bootstrapnode/v1"
-	"github.com/metalshift/metalshift/bootstrap/pkg/ignition"
+	"github.com/metalshift/metalshift/internal/ignition"
 )
 
 // PointerIgnition is the Ignition of a host joining an installed cluster

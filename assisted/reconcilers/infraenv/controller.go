@@ -27,7 +27,6 @@ import (
 	hivev1 "github.com/metalshift/metalshift/api/hive/v1"
 	"github.com/metalshift/metalshift/assisted/pkg/conditions"
 	rec "github.com/metalshift/metalshift/assisted/pkg/record"
-	"github.com/metalshift/metalshift/assisted/server"
 	"github.com/metalshift/metalshift/internal/reconciler"
 )
 
@@ -130,11 +129,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		return ctrl.Result{}, err
 	}
 	setCondition(&ie.Status.Conditions, cond, now)
-	if !server.ConvergedImage(ie) {
+	if !agentinstallv1.ConvergedImage(ie) {
 		// A machine booted by hand waits no longer: the image is not the
 		// converged flow's any more.
 		ie.Status.Conditions = slices.DeleteFunc(ie.Status.Conditions, func(c agentinstallv1.Condition) bool {
-			return string(c.Type) == server.ManualBootCondition
+			return string(c.Type) == conditions.ManualBootCondition
 		})
 	}
 	return ctrl.Result{RequeueAfter: requeue}, nil

@@ -30,7 +30,6 @@ import (
 	deployapi "github.com/metalshift/metalshift/api/deploy/v1"
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	"github.com/metalshift/metalshift/assisted/reconcilers/infraenv"
-	"github.com/metalshift/metalshift/assisted/server"
 	"github.com/metalshift/metalshift/internal/reconciler"
 )
 
@@ -138,12 +137,12 @@ func (r *Reconciler) serve(ctx context.Context, ppi *metal3v1.PreprovisioningIma
 		notReady(ppi, ReasonWaitingForInfraEnvImage, fmt.Sprintf("InfraEnv %s/%s not found", ppi.Namespace, ieName))
 		return nil
 	}
-	if !server.ConvergedImage(ie) {
+	if !agentinstallv1.ConvergedImage(ie) {
 		patch := client.MergeFrom(ie.DeepCopy())
 		if ie.Annotations == nil {
 			ie.Annotations = map[string]string{}
 		}
-		ie.Annotations[server.EnableIronicAgentAnnotation] = "true"
+		ie.Annotations[agentinstallv1.EnableIronicAgentAnnotation] = "true"
 		if err := r.Client.Patch(ctx, ie, patch); err != nil {
 			return client.IgnoreNotFound(err)
 		}

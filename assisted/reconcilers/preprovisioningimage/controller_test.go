@@ -24,7 +24,6 @@ import (
 	deployapi "github.com/metalshift/metalshift/api/deploy/v1"
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	"github.com/metalshift/metalshift/assisted/reconcilers/preprovisioningimage"
-	"github.com/metalshift/metalshift/assisted/server"
 	"github.com/metalshift/metalshift/imageservice"
 )
 
@@ -78,7 +77,7 @@ func TestServesTheInfraEnvImage(t *testing.T) {
 	g.Eventually(func(g Gomega) string { return ready(g, ppi) }, 30*time.Second).Should(Equal(
 		"True " + preprovisioningimage.ReasonInfraEnvAvailable + ": Image has been created"))
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(ie), ie)).To(Succeed())
-	g.Expect(ie.Annotations).To(HaveKeyWithValue(server.EnableIronicAgentAnnotation, "true"))
+	g.Expect(ie.Annotations).To(HaveKeyWithValue(agentinstallv1.EnableIronicAgentAnnotation, "true"))
 	g.Expect(ppi.Status.ImageUrl).To(Equal(ie.Status.ISODownloadURL))
 	g.Expect(ppi.Status.Format).To(Equal(metal3v1.ImageFormatISO))
 	g.Expect(ppi.Status.Architecture).To(Equal("x86_64"))

@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -28,10 +29,26 @@ import (
 
 	bootstrapv1 "github.com/metalshift/metalshift/api/bootstrap/v1alpha1"
 	bootstrapnode "github.com/metalshift/metalshift/api/bootstrapnode/v1"
-	"github.com/metalshift/metalshift/bootstrap/ignitionserver"
-	"github.com/metalshift/metalshift/bootstrap/pkg/ignition"
+	ignitionapi "github.com/metalshift/metalshift/api/ignition/v1"
+	"github.com/metalshift/metalshift/internal/ignition"
 	"github.com/metalshift/metalshift/internal/reconciler"
 )
+
+// IgnitionServer serves configs too large for user data behind signed
+// tokens (api/ignition/v1): the bootstrap provider's ignition server.
+type IgnitionServer interface {
+	// URL is where the config in Secret namespace/name is served.
+	URL(namespace, name string) string
+	// CA is the PEM machines trust for URL; empty when they need none
+	// beyond their system roots.
+	CA() []byte
+	// SignedToken authorizes reading Secret namespace/name, whose
+	// controller has UID owner, until the time it returns.
+	SignedToken(namespace, name string, owner types.UID) (string, time.Time)
+	// RenewIn is how long until a token expiring at expiry should be
+	// replaced; zero or less means now.
+	RenewIn(expiry time.Time) time.Duration
+}
 
 // Reconciler reconciles OpenShiftConfigs.
 type Reconciler struct {
@@ -41,7 +58,7 @@ type Reconciler struct {
 
 	// IgnitionServer serves configs larger than MaxUserDataBytes; without
 	// one such configs are refused with a condition.
-	IgnitionServer *ignitionserver.Server
+	IgnitionServer IgnitionServer
 	// MaxUserDataBytes is the largest config put in user data as is; 0
 	// means DefaultMaxUserDataBytes.
 	MaxUserDataBytes int
@@ -158,7 +175,7 @@ func (r *Reconciler) fitUserData(ctx context.Context, cfg *bootstrapv1.OpenShift
 		return nil, 0, errInvalidSpec
 	}
 	s, err := r.writeOwnedSecret(ctx, cfg, cluster, cfg.Name+servedSuffix, corev1.SecretTypeOpaque,
-		map[string][]byte{"value": data}, ignitionserver.ServedLabel)
+		map[string][]byte{"value": data}, ignitionapi.ServedLabel)
 	if err != nil {
 		return nil, 0, fmt.Errorf("writing the served Ignition Secret: %w", err)
 	}
@@ -195,7 +212,7 @@ func (r *Reconciler) renewServedToken(ctx context.Context, cfg *bootstrapv1.Open
 	if !ok {
 		return ctrl.Result{}, nil // the config is the user data itself
 	}
-	if expiry, ok := ignitionserver.TokenExpiry(token); ok {
+	if expiry, ok := ignitionapi.TokenExpiry(token); ok {
 		if wait := r.IgnitionServer.RenewIn(expiry); wait > 0 {
 			return ctrl.Result{RequeueAfter: wait}, nil
 		}

@@ -17,8 +17,9 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	bootstrapv1 "github.com/metalshift/metalshift/api/bootstrap/v1alpha1"
+	ignitionapi "github.com/metalshift/metalshift/api/ignition/v1"
 	"github.com/metalshift/metalshift/bootstrap/ignitionserver"
-	"github.com/metalshift/metalshift/bootstrap/pkg/ignition"
+	"github.com/metalshift/metalshift/internal/ignition"
 )
 
 // TestServedTokenIsRenewed: while its Machine waits for infrastructure, a
@@ -84,7 +85,7 @@ func TestServedTokenIsRenewed(t *testing.T) {
 	g.Expect(res.RequeueAfter).To(Equal(30 * time.Minute))
 	second := token()
 	g.Expect(second).NotTo(Equal(first))
-	exp, ok := ignitionserver.TokenExpiry(second)
+	exp, ok := ignitionapi.TokenExpiry(second)
 	g.Expect(ok).To(BeTrue())
 	g.Expect(exp).To(BeTemporally("==", clk.Now().Add(time.Hour)))
 

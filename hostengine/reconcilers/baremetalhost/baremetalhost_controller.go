@@ -27,7 +27,6 @@ import (
 	"sigs.k8s.io/cluster-api/util/predicates"
 
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
-	"github.com/metalshift/metalshift/hostengine/deployserver"
 	"github.com/metalshift/metalshift/hostengine/pkg/provisioner"
 	"github.com/metalshift/metalshift/internal/metrics"
 	"github.com/metalshift/metalshift/internal/reconciler"
@@ -35,6 +34,16 @@ import (
 
 // credentialsIndex indexes hosts by the name of their credentials Secret.
 const credentialsIndex = "spec.bmc.credentialsName" //nolint:gosec // a field path, not a credential
+
+// DeployImages makes the deploy image of a host's current request: the
+// host engine's deploy server.
+type DeployImages interface {
+	// CheckBootConfig says what keeps the host's deploy image from being
+	// made or used.
+	CheckBootConfig(ctx context.Context, host *metal3v1.BareMetalHost) error
+	// DeployImage returns freshly signed URLs of the host's deploy image.
+	DeployImage(host *metal3v1.BareMetalHost) provisioner.DeployImage
+}
 
 // Reconciler reconciles BareMetalHosts.
 type Reconciler struct {
@@ -51,7 +60,7 @@ type Reconciler struct {
 	Recorder  events.EventRecorder
 	// Provisioners builds a driver from a BMC address and credentials.
 	Provisioners provisioner.Factory
-	Deploy       *deployserver.Server
+	Deploy       DeployImages
 	Clock        clock.Clock
 	// BackoffBase is the first retry delay after an error; it doubles per
 	// consecutive error up to BackoffCap. Defaults: 2s and 5m.

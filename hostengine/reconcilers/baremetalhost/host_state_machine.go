@@ -14,7 +14,6 @@ import (
 
 	deployapi "github.com/metalshift/metalshift/api/deploy/v1"
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
-	"github.com/metalshift/metalshift/hostengine/deployserver"
 	"github.com/metalshift/metalshift/hostengine/pkg/provisioner"
 )
 
@@ -174,7 +173,7 @@ func (r *Reconciler) inspectInBand(ctx context.Context, s *hostScope) actionResu
 	if res := r.request(s, deployapi.ActionInspect); res != nil {
 		return res
 	}
-	rep := deployserver.Report(s.host)
+	rep := s.host.DeployAgentReport()
 	switch {
 	case rep != nil && rep.Phase == deployapi.PhaseFailed:
 		s.setAgentBooted(false, "InspectFailed", rep.Message)
@@ -290,7 +289,7 @@ func (r *Reconciler) customDeploy(ctx context.Context, s *hostScope) actionResul
 // request and, once it reported the request done, boots the host from its
 // disk.
 func (r *Reconciler) awaitDeploy(ctx context.Context, s *hostScope) actionResult {
-	rep := deployserver.Report(s.host)
+	rep := s.host.DeployAgentReport()
 	if rep == nil || rep.Phase == deployapi.PhaseRunning {
 		return r.bootAgent(ctx, s, metal3v1.ProvisioningError)
 	}
@@ -356,7 +355,7 @@ func (r *Reconciler) bootLiveISO(ctx context.Context, s *hostScope) actionResult
 // not. A new request is written to the API before the agent is booted for
 // it (the next pass), so that whichever engine replica goes on finds it.
 func (r *Reconciler) request(s *hostScope, action string) actionResult {
-	req := deployserver.Request(s.host)
+	req := s.host.DeployAgentRequest()
 	if req != nil && req.Action == action && (action != deployapi.ActionDeploy || equality.Semantic.DeepEqual(req.Image, s.host.Spec.Image)) &&
 		(action != deployapi.ActionCustomDeploy || equality.Semantic.DeepEqual(req.CustomDeploy, s.host.Spec.CustomDeploy)) {
 		return nil
@@ -380,8 +379,8 @@ func (r *Reconciler) request(s *hostScope, action string) actionResult {
 // bootAgent boots the deploy image for the current request unless it was
 // booted for it already or its agent has claimed it, and waits for reports.
 func (r *Reconciler) bootAgent(ctx context.Context, s *hostScope, errType metal3v1.ErrorType) actionResult {
-	req := deployserver.Request(s.host)
-	rep := deployserver.Report(s.host)
+	req := s.host.DeployAgentRequest()
+	rep := s.host.DeployAgentReport()
 	switch {
 	case rep != nil:
 		// The agent runs: never boot it again for this request, or the
@@ -461,7 +460,7 @@ func (r *Reconciler) handleDeprovisioning(ctx context.Context, s *hostScope) act
 		if res := r.request(s, deployapi.ActionClean); res != nil {
 			return res
 		}
-		rep := deployserver.Report(s.host)
+		rep := s.host.DeployAgentReport()
 		switch {
 		case rep != nil && rep.Phase == deployapi.PhaseFailed:
 			s.setAgentBooted(false, "CleanFailed", rep.Message)

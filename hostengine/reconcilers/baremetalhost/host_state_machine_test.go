@@ -151,7 +151,7 @@ func TestHandleProvisioningBootsTheAgentOnce(t *testing.T) {
 	// The request is recorded (and written to the API) before anything is booted.
 	g.Expect(r.handleProvisioning(ctx, scopeFor(host, f))).To(Equal(actionWait{after: time.Millisecond}))
 	g.Expect(f.BootedDeploy).To(BeZero())
-	req := deployserver.Request(host)
+	req := host.DeployAgentRequest()
 	g.Expect(req).NotTo(BeNil())
 	g.Expect(req.Action).To(Equal("deploy"))
 	g.Expect(req.Generation).NotTo(BeEmpty())
@@ -176,7 +176,7 @@ func TestHandleProvisioningBootsTheAgentOnce(t *testing.T) {
 	g.Expect(f.BootedDeploy).To(Equal(1))
 	g.Expect(f.Media).To(HavePrefix("http://engine.example:6180/images/deploy.iso?host=ns~h~0c6b3e9a1234&gen=" + req.Generation + "&expires="))
 	g.Expect(req.BootedAt).NotTo(BeNil())
-	g.Expect(deployserver.Request(host).Generation).To(Equal(req.Generation), "the same request")
+	g.Expect(host.DeployAgentRequest().Generation).To(Equal(req.Generation), "the same request")
 
 	// A later pass (or another replica, which reads the status) waits.
 	clk.Step(10 * time.Minute)
@@ -191,7 +191,7 @@ func TestHandleProvisioningBootsTheAgentOnce(t *testing.T) {
 	g.Expect(res.(actionError).msg).To(ContainSubstring("did not report"))
 	g.Expect(host.Status.DeployAgent).To(BeNil())
 	g.Expect(r.handleProvisioning(ctx, scopeFor(host, f))).To(Equal(actionWait{after: time.Millisecond}))
-	g.Expect(deployserver.Request(host).Generation).NotTo(Equal(req.Generation))
+	g.Expect(host.DeployAgentRequest().Generation).NotTo(Equal(req.Generation))
 }
 
 func TestHandleProvisioningActsOnTheReportInTheStatus(t *testing.T) {
@@ -203,7 +203,7 @@ func TestHandleProvisioningActsOnTheReportInTheStatus(t *testing.T) {
 	f := &fixture.Fixture{}
 	ctx := context.Background()
 	g.Expect(r.handleProvisioning(ctx, scopeFor(host, f))).To(Equal(actionWait{after: time.Millisecond}))
-	gen := deployserver.Request(host).Generation
+	gen := host.DeployAgentRequest().Generation
 	now := metav1.NewTime(clk.Now())
 
 	// An engine that finds the request claimed by a running agent (it was

@@ -9,7 +9,6 @@ import (
 	"sigs.k8s.io/cluster-api/util/conditions"
 
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
-	"github.com/metalshift/metalshift/hostengine/deployserver"
 )
 
 // Conditions of a BareMetalHost and their reasons.
@@ -97,11 +96,11 @@ func setConditions(h *metal3v1.BareMetalHost) {
 // tokenCondition is the DeployAgentToken condition of h's current
 // request; nil without one.
 func tokenCondition(h *metal3v1.BareMetalHost) *metav1.Condition {
-	req := deployserver.Request(h)
+	req := h.DeployAgentRequest()
 	if req == nil {
 		return nil
 	}
-	tok := deployserver.Token(h)
+	tok := h.DeployAgentToken()
 	switch {
 	case tok == nil:
 		return &metav1.Condition{Type: DeployAgentTokenCondition, Status: metav1.ConditionFalse, Reason: ReasonTokenNotIssued,

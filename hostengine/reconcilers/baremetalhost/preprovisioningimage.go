@@ -12,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
-	"github.com/metalshift/metalshift/hostengine/deployserver"
 	"github.com/metalshift/metalshift/hostengine/pkg/provisioner"
 )
 
@@ -121,7 +120,7 @@ func (r *Reconciler) providedImage(s *hostScope) (string, actionResult) {
 		s.setAgentBooted(false, ReasonWaitingForImage, fmt.Sprintf("Waiting for PreprovisioningImage %s: %s: %s", ppi.Name, ready.Reason, ready.Message))
 		return "", wait(10 * time.Second) // its change wakes the host
 	}
-	url := deployserver.PreprovisioningImageURL(ppi)
+	url := ppi.ReadyISOURL()
 	if url == "" {
 		return "", fail(metal3v1.ProvisioningError, fmt.Sprintf("PreprovisioningImage %s is Ready but serves no ISO (format %q): the engine boots ISO images only", ppi.Name, ppi.Status.Format))
 	}

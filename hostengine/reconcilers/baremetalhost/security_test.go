@@ -98,7 +98,7 @@ func TestSniffedMAC(t *testing.T) {
 
 	// The host's agent has claimed its request and downloads the image.
 	g.Eventually(func(g Gomega) {
-		rep := deployserver.Report(get(g, host))
+		rep := get(g, host).DeployAgentReport()
 		g.Expect(rep).NotTo(BeNil())
 		g.Expect(rep.Phase).To(Equal(deployapi.PhaseRunning))
 	}, 60*time.Second).Should(Succeed())

@@ -14,9 +14,9 @@ import (
 	agentinstallv1 "github.com/metalshift/metalshift/api/agentinstall/v1beta1"
 	deployapi "github.com/metalshift/metalshift/api/deploy/v1"
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
+	"github.com/metalshift/metalshift/assisted/pkg/conditions"
 	"github.com/metalshift/metalshift/assisted/reconcilers/bmac"
 	"github.com/metalshift/metalshift/assisted/reconcilers/preprovisioningimage"
-	"github.com/metalshift/metalshift/assisted/server"
 )
 
 // restartHub stops the hub and starts it again with the converged flow on
@@ -70,7 +70,7 @@ func TestZTPConverged(t *testing.T) {
 	g.Expect(ppi.Finalizers).To(ContainElement(preprovisioningimage.Finalizer))
 	ie := &agentinstallv1.InfraEnv{}
 	g.Expect(env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, ie)).To(Succeed())
-	g.Expect(ie.Annotations).To(HaveKeyWithValue(server.EnableIronicAgentAnnotation, "true"))
+	g.Expect(ie.Annotations).To(HaveKeyWithValue(agentinstallv1.EnableIronicAgentAnnotation, "true"))
 	// The InfraEnv's URL may be minted again after the image was first
 	// ready (the annotation changes the image): the PreprovisioningImage
 	// follows it.
@@ -132,12 +132,12 @@ func TestZTPConverged(t *testing.T) {
 	g.Eventually(func() agentinstallv1.Condition {
 		_ = env.Client.Get(ctx, client.ObjectKeyFromObject(ie), ie)
 		for _, c := range ie.Status.Conditions {
-			if string(c.Type) == server.ManualBootCondition {
+			if string(c.Type) == conditions.ManualBootCondition {
 				return c
 			}
 		}
 		return agentinstallv1.Condition{}
-	}).Should(And(HaveField("Status", corev1.ConditionTrue), HaveField("Reason", server.ManualBootReason),
+	}).Should(And(HaveField("Status", corev1.ConditionTrue), HaveField("Reason", conditions.ManualBootReason),
 		HaveField("Message", And(ContainSubstring("Machines with MAC "+spare.Hardware.NICs[0].MAC),
 			ContainSubstring("booted this InfraEnv's discovery image by hand")))))
 	g.Expect(env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: spare.UUID}, &agentinstallv1.Agent{})).NotTo(Succeed())

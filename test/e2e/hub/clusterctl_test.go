@@ -44,9 +44,9 @@ import (
 
 	"github.com/metalshift/metalshift/imageservice"
 	"github.com/metalshift/metalshift/internal/certs"
-	"github.com/metalshift/metalshift/internal/providers"
 	"github.com/metalshift/metalshift/localcp"
 	"github.com/metalshift/metalshift/manager"
+	"github.com/metalshift/metalshift/manager/providers"
 )
 
 // ccVariables are the values of the clusterctl variables in

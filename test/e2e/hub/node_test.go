@@ -30,10 +30,10 @@ import (
 
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	"github.com/metalshift/metalshift/internal/ociimage"
-	"github.com/metalshift/metalshift/internal/providers"
 	"github.com/metalshift/metalshift/internal/testenv"
 	"github.com/metalshift/metalshift/localcp"
 	"github.com/metalshift/metalshift/manager"
+	"github.com/metalshift/metalshift/manager/providers"
 )
 
 // The real node's networks. Pods get addresses on a bridge, nodeBridge,

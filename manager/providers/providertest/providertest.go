@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/metalshift/metalshift/internal/providers"
+	"github.com/metalshift/metalshift/manager/providers"
 )
 
 // InstallRBAC creates, with the admin client c, the provider's namespace

@@ -190,7 +190,7 @@ var generateLine = regexp.MustCompile(`rbac:roleName=(\S+) paths="([^"]+)" outpu
 
 // componentPackages are the package trees of the manager's components.
 var componentPackages = map[string]string{
-	"host-engine": "baremetal", "infrastructure-metal": "infrastructure/metal", "baremetal-operator": "operator",
+	"host-engine": "hostengine", "infrastructure-metal": "infrastructure/metal", "baremetal-operator": "clusterbaremetal",
 	"bootstrap-openshift": "bootstrap", "controlplane-openshift": "controlplane", "agent-install": "assisted",
 }
 

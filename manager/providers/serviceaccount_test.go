@@ -39,14 +39,14 @@ import (
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	"github.com/metalshift/metalshift/assisted/reconcilers/bmac"
 	"github.com/metalshift/metalshift/assisted/reconcilers/infraenv"
+	operatormanifests "github.com/metalshift/metalshift/clusterbaremetal/manifests"
 	"github.com/metalshift/metalshift/config"
 	"github.com/metalshift/metalshift/installer"
 	"github.com/metalshift/metalshift/internal/certs"
-	"github.com/metalshift/metalshift/internal/providers"
-	"github.com/metalshift/metalshift/internal/providers/providertest"
 	"github.com/metalshift/metalshift/internal/testenv"
 	"github.com/metalshift/metalshift/manager"
-	operatormanifests "github.com/metalshift/metalshift/clusterbaremetal/manifests"
+	"github.com/metalshift/metalshift/manager/providers"
+	"github.com/metalshift/metalshift/manager/providers/providertest"
 )
 
 // TestProvidersAsServiceAccounts runs every provider's components in this

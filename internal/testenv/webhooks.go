@@ -1,4 +1,4 @@
-package component
+package testenv
 
 import (
 	"context"
@@ -10,23 +10,24 @@ import (
 	hiveextv1 "github.com/metalshift/metalshift/api/hiveext/v1beta1"
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	assistedwebhooks "github.com/metalshift/metalshift/assisted/webhooks"
+	"github.com/metalshift/metalshift/component"
 	"github.com/metalshift/metalshift/hostengine/webhooks"
 )
 
-// HostWebhooks is only metalshift's BareMetalHost admission webhook (the
+// hostWebhooks is only metalshift's BareMetalHost admission webhook (the
 // host engine registers it too), for environments that test reconcilers
 // without the host engine.
-var HostWebhooks = Component{
+var hostWebhooks = component.Component{
 	Name: "host-webhooks", AddToScheme: metal3v1.AddToScheme,
-	Setup: func(_ context.Context, hub *Hub) error {
+	Setup: func(_ context.Context, hub *component.Hub) error {
 		return (&webhooks.BareMetalHost{}).SetupWebhookWithManager(hub.Manager)
 	},
 }
 
-// AgentInstallWebhooks is only the agent-based install's admission
+// agentInstallWebhooks is only the agent-based install's admission
 // webhooks (the agent-install component registers them too), for
 // environments that test reconcilers without that component.
-var AgentInstallWebhooks = Component{
+var agentInstallWebhooks = component.Component{
 	Name: "agent-install-webhooks",
 	AddToScheme: func(s *runtime.Scheme) error {
 		for _, add := range []func(*runtime.Scheme) error{agentinstallv1.AddToScheme, hiveextv1.AddToScheme, hivev1.AddToScheme} {
@@ -36,7 +37,7 @@ var AgentInstallWebhooks = Component{
 		}
 		return nil
 	},
-	Setup: func(_ context.Context, hub *Hub) error {
+	Setup: func(_ context.Context, hub *component.Hub) error {
 		return assistedwebhooks.SetupWithManager(hub.Manager)
 	},
 }
