@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	agentinstallv1 "github.com/metalshift/metalshift/api/agentinstall/v1beta1"
+	"github.com/metalshift/metalshift/assisted/pkg/conditions"
 	"github.com/metalshift/metalshift/assisted/reconcilers/infraenv"
-	"github.com/metalshift/metalshift/assisted/server"
 	"github.com/metalshift/metalshift/internal/reconciler"
 )
 
@@ -29,7 +29,7 @@ func TestManualBootKept(t *testing.T) {
 	ctx := context.Background()
 	ns := env.Namespace(t)
 	ie := &agentinstallv1.InfraEnv{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "lab",
-		Annotations: map[string]string{server.EnableIronicAgentAnnotation: "true"}},
+		Annotations: map[string]string{agentinstallv1.EnableIronicAgentAnnotation: "true"}},
 		Spec: agentinstallv1.InfraEnvSpec{PullSecretRef: &corev1.LocalObjectReference{Name: "none"}}}
 	g.Expect(env.Client.Create(ctx, ie)).To(Succeed())
 	key := client.ObjectKeyFromObject(ie)
@@ -50,8 +50,8 @@ func TestManualBootKept(t *testing.T) {
 				if err := env.Client.Get(ctx, key, cur); err != nil {
 					return err
 				}
-				cur.Status.Conditions = append(cur.Status.Conditions, agentinstallv1.Condition{Type: server.ManualBootCondition,
-					Status: corev1.ConditionTrue, Reason: server.ManualBootReason, Message: "booted by hand", LastTransitionTime: metav1.Now()})
+				cur.Status.Conditions = append(cur.Status.Conditions, agentinstallv1.Condition{Type: conditions.ManualBootCondition,
+					Status: corev1.ConditionTrue, Reason: conditions.ManualBootReason, Message: "booted by hand", LastTransitionTime: metav1.Now()})
 				return env.Client.Status().Update(ctx, cur)
 			})
 		},
@@ -61,6 +61,6 @@ func TestManualBootKept(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.RequeueAfter).To(Equal(reconciler.ConflictRequeue), "the lost write is a requeue")
 	g.Expect(env.Client.Get(ctx, key, ie)).To(Succeed())
-	g.Expect(ie.Status.Conditions).To(ContainElement(HaveField("Type", agentinstallv1.ConditionType(server.ManualBootCondition))),
+	g.Expect(ie.Status.Conditions).To(ContainElement(HaveField("Type", agentinstallv1.ConditionType(conditions.ManualBootCondition))),
 		"the write from the stale copy did not replace the service's condition")
 }
