@@ -3,6 +3,8 @@ package v1beta1
 import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/metalshift/metalshift/api/assistedcommon"
 )
 
 // Annotations the service mirrors an Agent's state into.
@@ -124,7 +126,7 @@ type AgentStatus struct {
 	DebugInfo DebugInfo `json:"debugInfo,omitempty"`
 	// validationsInfo: the host validations' results by category.
 	// +optional
-	ValidationsInfo ValidationsStatus `json:"validationsInfo,omitempty"`
+	ValidationsInfo assistedcommon.ValidationsStatus `json:"validationsInfo,omitempty"`
 	// installation_disk_id is the disk chosen for the install.
 	// +optional
 	InstallationDiskID string `json:"installation_disk_id,omitempty"`
@@ -183,22 +185,6 @@ type DebugInfo struct {
 	// stateInfo explains state.
 	// +optional
 	StateInfo string `json:"stateInfo,omitempty"`
-}
-
-// ValidationsStatus maps a validation category to its results.
-type ValidationsStatus map[string]ValidationsResults
-
-// ValidationsResults are the results of a category's validations.
-type ValidationsResults []ValidationResult
-
-// ValidationResult is one validation's result.
-type ValidationResult struct {
-	// id of the validation.
-	ID string `json:"id"`
-	// status: success, failure, pending, error or disabled.
-	Status string `json:"status"`
-	// message for people.
-	Message string `json:"message"`
 }
 
 // DeprovisionInfo is the cluster a host is being removed from.

@@ -4,6 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/metalshift/metalshift/api/assistedcommon"
 	hivev1 "github.com/metalshift/metalshift/api/hive/v1"
 )
 
@@ -303,7 +304,7 @@ type AgentClusterInstallStatus struct {
 	PlatformType PlatformType `json:"platformType,omitempty"`
 	// validationsInfo: the cluster validations' results by category.
 	// +optional
-	ValidationsInfo ValidationsStatus `json:"validationsInfo,omitempty"`
+	ValidationsInfo assistedcommon.ValidationsStatus `json:"validationsInfo,omitempty"`
 }
 
 // ClusterProgressInfo is the install's progress.
@@ -327,22 +328,6 @@ type DebugInfo struct {
 	// stateInfo explains state.
 	// +optional
 	StateInfo string `json:"stateInfo,omitempty"`
-}
-
-// ValidationsStatus maps a validation category to its results.
-type ValidationsStatus map[string]ValidationsResults
-
-// ValidationsResults are the results of a category's validations.
-type ValidationsResults []ValidationResult
-
-// ValidationResult is one validation's result.
-type ValidationResult struct {
-	// id of the validation.
-	ID string `json:"id"`
-	// status: success, failure, pending, error or disabled.
-	Status string `json:"status"`
-	// message for people.
-	Message string `json:"message"`
 }
 
 // +kubebuilder:object:root=true

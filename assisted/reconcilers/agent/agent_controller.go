@@ -214,10 +214,10 @@ func (r *Reconciler) compute(a *agentinstallv1.Agent, c *record.Cluster, sibling
 		specErr = unbindError(a, c, state)
 	}
 	setKind(st, c, state)
-	st.ValidationsInfo = toStatus(v)
+	st.ValidationsInfo = v.Status()
 	conds := []conditions.Cond{conditions.AgentSpecSynced(specErr, specErr != nil)}
 	conds = append(conds, conditions.Agent(state, info, a.Spec.Approved, st.Progress.CurrentStage, v)...)
-	setConditions(&st.Conditions, conds, now)
+	conditions.Set(&st.Conditions, now, conds...)
 }
 
 // unbindError is the service's refusal of a day-1 host unbound in the
@@ -322,40 +322,6 @@ func diskPath(a *agentinstallv1.Agent, id string) string {
 		}
 	}
 	return ""
-}
-
-func toStatus(v validations.Results) agentinstallv1.ValidationsStatus {
-	out := agentinstallv1.ValidationsStatus{}
-	for cat, rs := range v {
-		list := agentinstallv1.ValidationsResults{}
-		for _, r := range rs {
-			list = append(list, agentinstallv1.ValidationResult{ID: r.ID, Status: r.Status, Message: r.Message})
-		}
-		out[cat] = list
-	}
-	return out
-}
-
-// setConditions sets conds in order, keeping transition times of
-// unchanged statuses and the Connected condition's heartbeat.
-func setConditions(list *[]agentinstallv1.Condition, conds []conditions.Cond, now time.Time) {
-	old := map[agentinstallv1.ConditionType]agentinstallv1.Condition{}
-	for _, c := range *list {
-		old[c.Type] = c
-	}
-	out := make([]agentinstallv1.Condition, 0, len(conds))
-	for _, c := range conds {
-		n := agentinstallv1.Condition{Type: agentinstallv1.ConditionType(c.Type), Status: c.Status, Reason: c.Reason, Message: c.Message,
-			LastTransitionTime: metav1.NewTime(now)}
-		if o, ok := old[n.Type]; ok {
-			n.LastHeartbeatTime = o.LastHeartbeatTime
-			if o.Status == n.Status && !o.LastTransitionTime.IsZero() {
-				n.LastTransitionTime = o.LastTransitionTime
-			}
-		}
-		out = append(out, n)
-	}
-	*list = out
 }
 
 // infraEnvUID is the UID of the InfraEnv that owns a, "" if none does.

@@ -15,6 +15,7 @@ import (
 
 	agentinstallv1 "github.com/metalshift/metalshift/api/agentinstall/v1beta1"
 	assistedapi "github.com/metalshift/metalshift/api/assisted/v2"
+	"github.com/metalshift/metalshift/api/assistedcommon"
 	hivev1 "github.com/metalshift/metalshift/api/hive/v1"
 	hiveextv1 "github.com/metalshift/metalshift/api/hiveext/v1beta1"
 	"github.com/metalshift/metalshift/assisted/pkg/hoststate"
@@ -59,7 +60,7 @@ func TestUnboundAgent(t *testing.T) {
 		var inv agentinstallv1.HardwareInventory
 		g.Expect(json.Unmarshal([]byte(a.Annotations[agentinstallv1.AgentInventoryAnnotation]), &inv)).To(Succeed())
 		g.Expect(inv.Hostname).To(Equal("worker-0"))
-		var v agentinstallv1.ValidationsStatus
+		var v assistedcommon.ValidationsStatus
 		g.Expect(json.Unmarshal([]byte(a.Annotations[agentinstallv1.AgentValidationsInfoAnnotation]), &v)).To(Succeed())
 		g.Expect(v).To(Equal(a.Status.ValidationsInfo))
 	}).Should(Succeed())

@@ -119,7 +119,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: aci.Namespace, Name: aci.Spec.ClusterDeploymentRef.Name}, cd); err != nil {
 		if apierrors.IsNotFound(err) {
 			_, err := r.writeStatus(ctx, aci, func(st *hiveextv1.AgentClusterInstallStatus) {
-				setACIConditions(st, []conditions.Cond{conditions.ACISpecSynced(fmt.Errorf("ClusterDeployment %s not found", aci.Spec.ClusterDeploymentRef.Name), false)}, r.Clock.Now())
+				conditions.SetInstall(&st.Conditions, r.Clock.Now(), conditions.ACISpecSynced(fmt.Errorf("ClusterDeployment %s not found", aci.Spec.ClusterDeploymentRef.Name), false))
 			})
 			return ctrl.Result{}, err
 		}
@@ -371,9 +371,9 @@ func (in *install) writeStatus(ctx context.Context, state, info string, v valida
 	written, err := in.r.writeStatus(ctx, c.ACI, func(st *hiveextv1.AgentClusterInstallStatus) {
 		st.DebugInfo.State, st.DebugInfo.StateInfo = state, info
 		st.Progress.TotalPercentage = clusterstate.ProgressFor(state, in.hosts, c.SNO())
-		st.ValidationsInfo = toStatus(v)
+		st.ValidationsInfo = v.Status()
 		st.ControlPlaneAgentsDiscovered, st.WorkerAgentsDiscovered = counts.Masters, counts.Workers
-		setACIConditions(st, conds, in.now)
+		conditions.SetInstall(&st.Conditions, in.now, conds...)
 	})
 	if err != nil {
 		return err
@@ -409,41 +409,4 @@ func (r *Reconciler) writeStatus(ctx context.Context, aci *hiveextv1.AgentCluste
 		r.Recorder.Eventf(aci, typ, "ClusterStatusUpdated", "Updated status of the cluster to %s (%s)", to, aci.Status.DebugInfo.StateInfo)
 	}
 	return true, nil
-}
-
-func toStatus(v validations.Results) hiveextv1.ValidationsStatus {
-	out := hiveextv1.ValidationsStatus{}
-	for cat, rs := range v {
-		list := hiveextv1.ValidationsResults{}
-		for _, r := range rs {
-			list = append(list, hiveextv1.ValidationResult{ID: r.ID, Status: r.Status, Message: r.Message})
-		}
-		out[cat] = list
-	}
-	return out
-}
-
-// setACIConditions sets conds in order, keeping the transition times of
-// unchanged statuses.
-func setACIConditions(st *hiveextv1.AgentClusterInstallStatus, conds []conditions.Cond, now time.Time) {
-	old := map[string]hivev1.ClusterInstallCondition{}
-	for _, c := range st.Conditions {
-		old[c.Type] = c
-	}
-	out := make([]hivev1.ClusterInstallCondition, 0, len(conds))
-	for _, c := range conds {
-		n := hivev1.ClusterInstallCondition{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message,
-			LastTransitionTime: metav1.NewTime(now), LastProbeTime: metav1.NewTime(now)}
-		if o, ok := old[c.Type]; ok {
-			n.LastProbeTime = o.LastProbeTime
-			if o.Status == n.Status {
-				n.LastTransitionTime = o.LastTransitionTime
-			}
-			if o.Status != n.Status || o.Reason != n.Reason || o.Message != n.Message {
-				n.LastProbeTime = metav1.NewTime(now)
-			}
-		}
-		out = append(out, n)
-	}
-	st.Conditions = out
 }

@@ -116,7 +116,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	setCondition(&ie.Status.Conditions, cond, now)
+	conditions.Set(&ie.Status.Conditions, now, cond)
 	if !server.ConvergedImage(ie) {
 		// A machine booted by hand waits no longer: the image is not the
 		// converged flow's any more.
@@ -190,21 +190,6 @@ func (r *Reconciler) image(ctx context.Context, ie *agentinstallv1.InfraEnv, now
 func clearImage(ie *agentinstallv1.InfraEnv) {
 	ie.Status.ISODownloadURL, ie.Status.CreatedTime = "", nil
 	ie.Status.BootArtifacts = agentinstallv1.BootArtifacts{}
-}
-
-func setCondition(list *[]agentinstallv1.Condition, c conditions.Cond, now time.Time) {
-	for i := range *list {
-		o := &(*list)[i]
-		if string(o.Type) == c.Type {
-			if o.Status != c.Status {
-				o.LastTransitionTime = metav1.NewTime(now)
-			}
-			o.Status, o.Reason, o.Message = c.Status, c.Reason, c.Message
-			return
-		}
-	}
-	*list = append(*list, agentinstallv1.Condition{Type: agentinstallv1.ConditionType(c.Type), Status: c.Status, Reason: c.Reason,
-		Message: c.Message, LastTransitionTime: metav1.NewTime(now)})
 }
 
 // conflictRequeue looks again soon after a write lost to another (the
