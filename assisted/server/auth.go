@@ -260,9 +260,15 @@ func (s *Server) hostProof(w http.ResponseWriter, r *http.Request, ie *agentinst
 	return p.Host(), true
 }
 
-// annotate sets one annotation of a with a merge patch.
-func (s *Server) annotate(ctx context.Context, a *agentinstallv1.Agent, key, value string) error {
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{key: value}}})
+// annotate sets annotations of a, key then value, with a merge patch of
+// those keys only (no resourceVersion: no conflict with the writers of
+// other fields); a becomes the Agent as written.
+func (s *Server) annotate(ctx context.Context, a *agentinstallv1.Agent, kv ...string) error {
+	set := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		set[kv[i]] = kv[i+1]
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": set}})
 	if err != nil {
 		return err
 	}

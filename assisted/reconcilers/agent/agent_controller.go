@@ -6,14 +6,14 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
-	"reflect"
 	"sort"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	events "k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/cluster-api/util/finalizers"
@@ -33,6 +33,7 @@ import (
 	"github.com/metalshift/metalshift/assisted/pkg/record"
 	"github.com/metalshift/metalshift/assisted/pkg/validations"
 	"github.com/metalshift/metalshift/internal/metrics"
+	"github.com/metalshift/metalshift/internal/reconciler"
 )
 
 // DisconnectedAfter is how long an agent may stay silent before its host
@@ -95,61 +96,55 @@ func (r *Reconciler) agentsOfACI(ctx context.Context, o client.Object) []ctrl.Re
 	return reqs
 }
 
-// Reconcile computes an Agent's status.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+// Reconcile computes an Agent's status: the fields this reconciler owns
+// (docs/agent-install.md, status ownership), written by reconciler.End as
+// patches of what changed.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, reterr error) {
 	a := &agentinstallv1.Agent{}
 	if err := r.Client.Get(ctx, req.NamespacedName, a); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if a.DeletionTimestamp != nil {
-		return ctrl.Result{}, r.reconcileDelete(ctx, a)
+		return reconciler.RequeueOnConflict(ctrl.Result{}, r.reconcileDelete(ctx, a))
 	}
 	if added, err := finalizers.EnsureFinalizer(ctx, r.Client, a, Finalizer); err != nil || added {
-		return ctrl.Result{}, err
+		return reconciler.RequeueOnConflict(ctrl.Result{}, err)
 	}
 	c, err := record.ForAgent(ctx, r.Client, a)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	now := r.Clock.Now()
-	before := a.DeepCopy()
 	var siblings []agentinstallv1.Agent
+	version := ""
 	if c != nil {
 		if siblings, err = record.Agents(ctx, r.Client, c.CD); err != nil {
 			return ctrl.Result{}, err
 		}
-	}
-	version := ""
-	if c != nil {
 		if is, err := record.ImageSet(ctx, r.Client, c); err == nil {
 			version = record.OpenshiftVersion(is.Spec.ReleaseImage)
 		}
 	}
+	run, err := reconciler.Start(r.Client, a)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	from, registration := a.Status.DebugInfo.State, record.PendingRegistration(a)
+	defer func() {
+		run.End(ctx, &reterr)
+		if run.Patched() {
+			r.recordTransition(a, from)
+			if err := r.registrationApplied(ctx, a, registration); err != nil {
+				reterr = err
+			}
+		}
+		res, reterr = reconciler.RequeueOnConflict(res, reterr)
+	}()
+	now := r.Clock.Now()
 	r.compute(a, c, siblings, version, now)
 	if ie := infraEnvUID(a); r.EventsURL != nil && ie != "" {
 		a.Status.DebugInfo.EventsURL = r.EventsURL("infra_env_id", ie, "host_id", a.Name)
 	}
-	if !reflect.DeepEqual(before.Status, a.Status) {
-		if err := r.Client.Status().Update(ctx, a); err != nil {
-			if apierrors.IsConflict(err) {
-				return ctrl.Result{RequeueAfter: time.Second}, nil
-			}
-			return ctrl.Result{}, err
-		}
-		if from, to := before.Status.DebugInfo.State, a.Status.DebugInfo.State; from != to && r.Recorder != nil {
-			typ := corev1.EventTypeNormal
-			if to == hoststate.StatusError || to == hoststate.StatusDisconnected || to == hoststate.StatusDisconnectedUnbound {
-				typ = corev1.EventTypeWarning
-			}
-			r.Recorder.Eventf(a, typ, "HostStatusUpdated", "Host %s: updated status from %s to %s (%s)",
-				record.Hostname(a), orNone(from), to, a.Status.DebugInfo.StateInfo)
-		}
-	}
-	if record.MirrorAnnotations(a) {
-		if err := r.Client.Update(ctx, a); err != nil && !apierrors.IsConflict(err) {
-			return ctrl.Result{}, err
-		}
-	}
+	record.MirrorAnnotations(a)
 	// Look again when the agent would be disconnected.
 	if last := record.LastContact(a); !last.IsZero() {
 		if wait := r.disconnectedAfter() - now.Sub(last); wait > 0 {
@@ -159,9 +154,43 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{RequeueAfter: time.Minute}, nil
 }
 
+// recordTransition records the host's state change, once written.
+func (r *Reconciler) recordTransition(a *agentinstallv1.Agent, from string) {
+	to := a.Status.DebugInfo.State
+	if from == to || r.Recorder == nil {
+		return
+	}
+	typ := corev1.EventTypeNormal
+	if to == hoststate.StatusError || to == hoststate.StatusDisconnected || to == hoststate.StatusDisconnectedUnbound {
+		typ = corev1.EventTypeWarning
+	}
+	r.Recorder.Eventf(a, typ, "HostStatusUpdated", "Host %s: updated status from %s to %s (%s)",
+		record.Hostname(a), orNone(from), to, a.Status.DebugInfo.StateInfo)
+}
+
+// registrationApplied records, once the state it made is written, that
+// the agent's registration was applied (record.RegistrationAppliedAnnotation):
+// after the status, so that a failure in between applies it again (to the
+// state it made: the same result) rather than never.
+func (r *Reconciler) registrationApplied(ctx context.Context, a *agentinstallv1.Agent, registration string) error {
+	if registration == "" {
+		return nil
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{record.RegistrationAppliedAnnotation: registration}}})
+	if err != nil {
+		return err
+	}
+	return client.IgnoreNotFound(r.Client.Patch(ctx, a, client.RawPatch(types.MergePatchType, patch)))
+}
+
 // compute sets a's status from its record and cluster.
 func (r *Reconciler) compute(a *agentinstallv1.Agent, c *record.Cluster, siblings []agentinstallv1.Agent, version string, now time.Time) {
 	st := &a.Status
+	if record.PendingRegistration(a) != "" {
+		// The agent registered (again) since: its host starts over, or,
+		// restarted mid-install, is in error.
+		st.DebugInfo.State, st.DebugInfo.StateInfo = record.State(a), ""
+	}
 	hasInventory := st.Inventory.ReportTime != nil
 	if c != nil {
 		st.Role = agentinstallv1.HostRole(suggestRole(a, c, siblings))
