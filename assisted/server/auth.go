@@ -17,6 +17,7 @@ import (
 	agentinstallv1 "github.com/metalshift/metalshift/api/agentinstall/v1beta1"
 	assistedapi "github.com/metalshift/metalshift/api/assisted/v2"
 	"github.com/metalshift/metalshift/assisted/pkg/hoststate"
+	"github.com/metalshift/metalshift/assisted/pkg/record"
 )
 
 // Host credentials. The InfraEnv's key (X-Secret-Key, in every copy of its
@@ -180,7 +181,7 @@ func credentialOf(a *agentinstallv1.Agent, cred string) error {
 // finished tells whether a's install is over: its agent has nothing more
 // to ask the service.
 func finished(a *agentinstallv1.Agent) bool {
-	switch a.Status.DebugInfo.State {
+	switch record.State(a) {
 	case hoststate.StatusInstalled, hoststate.StatusAddedToExistingCluster:
 		return true
 	}
@@ -192,7 +193,7 @@ func finished(a *agentinstallv1.Agent) bool {
 // install ran), and the host has to boot the discovery image again, with
 // no credential of the earlier boot.
 func reclaimable(a *agentinstallv1.Agent) bool {
-	switch a.Status.DebugInfo.State {
+	switch record.State(a) {
 	case hoststate.StatusUnbindingPendingUserAction, hoststate.StatusReclaiming, hoststate.StatusReclaimingRebooting:
 		return true
 	}
