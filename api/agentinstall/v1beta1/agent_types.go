@@ -101,7 +101,13 @@ type IgnitionEndpointTokenReference struct {
 	Name string `json:"name"`
 }
 
-// AgentStatus is the host as the service sees it.
+// AgentStatus is the host as the service sees it. Each field has one
+// writer, which writes it alone as a merge patch (docs/agent-install.md,
+// status ownership): the Agent reconciler the state (debugInfo), the
+// conditions, validationsInfo, role, installation_disk_id and kind; the
+// agent service the agent's reports (inventory, ntpSources, and progress
+// until the host's install step ends); the AgentClusterInstall reconciler
+// bootstrap, csrStatus and the progress read from the installed cluster.
 type AgentStatus struct {
 	// bootstrap is true on the host that bootstraps the cluster.
 	// +optional

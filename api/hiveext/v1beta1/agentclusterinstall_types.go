@@ -255,7 +255,9 @@ type LoadBalancer struct {
 	Type string `json:"type,omitempty"`
 }
 
-// AgentClusterInstallStatus is the install's progress as the service sees it.
+// AgentClusterInstallStatus is the install's progress as the service sees
+// it. The AgentClusterInstall reconciler is the one writer of every field
+// (docs/agent-install.md, status ownership).
 type AgentClusterInstallStatus struct {
 	// conditions, hive's shape.
 	// +optional
