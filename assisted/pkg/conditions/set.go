@@ -16,6 +16,7 @@ import (
 // appended; the other types are kept. The one writer of the list calls it
 // (docs/agent-install.md, status ownership).
 func Set(list *[]agentinstallv1.Condition, now time.Time, conds ...Cond) {
+	now = stored(now)
 	for _, c := range conds {
 		n := agentinstallv1.Condition{Type: agentinstallv1.ConditionType(c.Type), Status: c.Status, Reason: c.Reason, Message: c.Message,
 			LastTransitionTime: metav1.NewTime(now)}
@@ -37,6 +38,7 @@ func Set(list *[]agentinstallv1.Condition, now time.Time, conds ...Cond) {
 // AgentClusterInstall's): lastProbeTime moves when anything but the times
 // changed.
 func SetInstall(list *[]hivev1.ClusterInstallCondition, now time.Time, conds ...Cond) {
+	now = stored(now)
 	for _, c := range conds {
 		n := hivev1.ClusterInstallCondition{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message,
 			LastTransitionTime: metav1.NewTime(now), LastProbeTime: metav1.NewTime(now)}
@@ -55,6 +57,12 @@ func SetInstall(list *[]hivev1.ClusterInstallCondition, now time.Time, conds ...
 		(*list)[i] = n
 	}
 }
+
+// stored is now as the API stores a condition's time (to the second): the
+// object in hand after its patch says what was written, and what is read
+// from the time (a metric of the install's duration) does not depend on
+// whether the object was read back.
+func stored(now time.Time) time.Time { return metav1.NewTime(now).Rfc3339Copy().Time }
 
 func index[T any](list []T, match func(T) bool) int {
 	for i, o := range list {

@@ -186,9 +186,12 @@ func (r *Reconciler) registrationApplied(ctx context.Context, a *agentinstallv1.
 // compute sets a's status from its record and cluster.
 func (r *Reconciler) compute(a *agentinstallv1.Agent, c *record.Cluster, siblings []agentinstallv1.Agent, version string, now time.Time) {
 	st := &a.Status
-	if record.PendingRegistration(a) != "" {
+	registered := record.PendingRegistration(a) != ""
+	if registered {
 		// The agent registered (again) since: its host starts over, or,
-		// restarted mid-install, is in error.
+		// restarted mid-install, is in error. That state is written as it
+		// is, as upstream's registration does; the next reconcile (this
+		// write wakes it) refreshes it.
 		st.DebugInfo.State, st.DebugInfo.StateInfo = record.State(a), ""
 	}
 	hasInventory := st.Inventory.ReportTime != nil
@@ -237,7 +240,10 @@ func (r *Reconciler) compute(a *agentinstallv1.Agent, c *record.Cluster, sibling
 	}
 	v := validations.Host(in)
 	facts.Validations = v
-	state, info := hoststate.Refresh(facts)
+	state, info := st.DebugInfo.State, st.DebugInfo.StateInfo
+	if !registered {
+		state, info = hoststate.Refresh(facts)
+	}
 	st.DebugInfo.State, st.DebugInfo.StateInfo = state, info
 	if specErr == nil {
 		specErr = unbindError(a, c, state)
