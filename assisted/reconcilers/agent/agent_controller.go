@@ -60,6 +60,9 @@ type Reconciler struct {
 	EventsURL func(filters ...string) string
 	// DisconnectedAfter overrides the const DisconnectedAfter when > 0.
 	DisconnectedAfter time.Duration
+	// live reads an Agent from the API rather than the cache
+	// (freshTransition); nil reads through Client.
+	live client.Reader
 }
 
 // +kubebuilder:rbac:groups=agent-install.openshift.io,resources=agents;agents/status,verbs=get;list;watch;create;update;patch;delete
@@ -69,6 +72,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
+	r.live = mgr.GetAPIReader()
 	if err := metrics.Add(mgr, []client.Object{&agentinstallv1.Agent{}}, newAgentCollector(mgr.GetCache())); err != nil {
 		return err
 	}
@@ -130,9 +134,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	}
 	from, registration := a.Status.DebugInfo.State, record.PendingRegistration(a)
 	defer func() {
+		fresh := r.freshTransition(ctx, a, from)
 		run.End(ctx, &reterr)
 		if run.Patched() {
-			r.recordTransition(a, from)
+			if fresh {
+				r.recordTransition(a, from)
+			}
 			if err := r.registrationApplied(ctx, a, registration); err != nil {
 				reterr = err
 			}
@@ -154,12 +161,28 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	return ctrl.Result{RequeueAfter: time.Minute}, nil
 }
 
+// freshTransition tells whether this reconcile moves the host out of
+// state from, as the API has it: a reconcile that started from a cached
+// copy older than the last write makes again (writing the same value) a
+// transition already made, whose Event is recorded once.
+func (r *Reconciler) freshTransition(ctx context.Context, a *agentinstallv1.Agent, from string) bool {
+	if from == a.Status.DebugInfo.State || r.Recorder == nil {
+		return false
+	}
+	reader := r.live
+	if reader == nil {
+		reader = r.Client
+	}
+	cur := &agentinstallv1.Agent{}
+	if err := reader.Get(ctx, client.ObjectKeyFromObject(a), cur); err != nil {
+		return true
+	}
+	return cur.Status.DebugInfo.State == from
+}
+
 // recordTransition records the host's state change, once written.
 func (r *Reconciler) recordTransition(a *agentinstallv1.Agent, from string) {
 	to := a.Status.DebugInfo.State
-	if from == to || r.Recorder == nil {
-		return
-	}
 	typ := corev1.EventTypeNormal
 	if to == hoststate.StatusError || to == hoststate.StatusDisconnected || to == hoststate.StatusDisconnectedUnbound {
 		typ = corev1.EventTypeWarning

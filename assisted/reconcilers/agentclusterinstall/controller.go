@@ -53,6 +53,9 @@ type Reconciler struct {
 	EventsURL func(filters ...string) string
 	// configMaps reads manifests ConfigMaps, live (setupManifests).
 	configMaps client.Reader
+	// live reads an install from the API rather than the cache
+	// (freshTransition); nil reads through Client.
+	live client.Reader
 }
 
 // +kubebuilder:rbac:groups=extensions.hive.openshift.io,resources=agentclusterinstalls;agentclusterinstalls/status,verbs=get;list;watch;update;patch
@@ -70,6 +73,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	if r.Spoke == nil {
 		r.Spoke = KubeconfigSpoke{}
 	}
+	r.live = mgr.GetAPIReader()
 	if err := r.setupManifests(mgr); err != nil {
 		return err
 	}
@@ -127,8 +131,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		if r.EventsURL != nil {
 			aci.Status.DebugInfo.EventsURL = r.EventsURL("cluster_id", string(aci.UID))
 		}
+		fresh := r.freshTransition(ctx, aci, from)
 		run.End(ctx, &reterr)
-		if run.Patched() {
+		if run.Patched() && fresh {
 			r.recordTransition(aci, from)
 			if in.c != nil {
 				in.observeInstalled(from)
@@ -153,12 +158,30 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	return in.run(ctx)
 }
 
+// freshTransition tells whether this reconcile moves the install out of
+// state from, as the API has it. Reconciles of one install run one at a
+// time, but one may start from a cached copy older than the last write
+// and make again (writing the same value) a transition already made: its
+// Event and the install-duration metric are recorded once, by the
+// reconcile that made it.
+func (r *Reconciler) freshTransition(ctx context.Context, aci *hiveextv1.AgentClusterInstall, from string) bool {
+	if from == aci.Status.DebugInfo.State {
+		return false
+	}
+	reader := r.live
+	if reader == nil {
+		reader = r.Client
+	}
+	cur := &hiveextv1.AgentClusterInstall{}
+	if err := reader.Get(ctx, client.ObjectKeyFromObject(aci), cur); err != nil {
+		return true
+	}
+	return cur.Status.DebugInfo.State == from
+}
+
 // recordTransition records the cluster's state change, once written.
 func (r *Reconciler) recordTransition(aci *hiveextv1.AgentClusterInstall, from string) {
 	to := aci.Status.DebugInfo.State
-	if from == to {
-		return
-	}
 	typ := corev1.EventTypeNormal
 	if to == clusterstate.StatusError {
 		typ = corev1.EventTypeWarning
