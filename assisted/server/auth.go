@@ -17,6 +17,7 @@ import (
 	agentinstallv1 "github.com/metalshift/metalshift/api/agentinstall/v1beta1"
 	assistedapi "github.com/metalshift/metalshift/api/assisted/v2"
 	"github.com/metalshift/metalshift/assisted/pkg/hoststate"
+	"github.com/metalshift/metalshift/assisted/pkg/record"
 )
 
 // Host credentials. The InfraEnv's key (X-Secret-Key, in every copy of its
@@ -180,7 +181,7 @@ func credentialOf(a *agentinstallv1.Agent, cred string) error {
 // finished tells whether a's install is over: its agent has nothing more
 // to ask the service.
 func finished(a *agentinstallv1.Agent) bool {
-	switch a.Status.DebugInfo.State {
+	switch record.State(a) {
 	case hoststate.StatusInstalled, hoststate.StatusAddedToExistingCluster:
 		return true
 	}
@@ -192,7 +193,7 @@ func finished(a *agentinstallv1.Agent) bool {
 // install ran), and the host has to boot the discovery image again, with
 // no credential of the earlier boot.
 func reclaimable(a *agentinstallv1.Agent) bool {
-	switch a.Status.DebugInfo.State {
+	switch record.State(a) {
 	case hoststate.StatusUnbindingPendingUserAction, hoststate.StatusReclaiming, hoststate.StatusReclaimingRebooting:
 		return true
 	}
@@ -260,9 +261,15 @@ func (s *Server) hostProof(w http.ResponseWriter, r *http.Request, ie *agentinst
 	return p.Host(), true
 }
 
-// annotate sets one annotation of a with a merge patch.
-func (s *Server) annotate(ctx context.Context, a *agentinstallv1.Agent, key, value string) error {
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{key: value}}})
+// annotate sets annotations of a, key then value, with a merge patch of
+// those keys only (no resourceVersion: no conflict with the writers of
+// other fields); a becomes the Agent as written.
+func (s *Server) annotate(ctx context.Context, a *agentinstallv1.Agent, kv ...string) error {
+	set := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		set[kv[i]] = kv[i+1]
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": set}})
 	if err != nil {
 		return err
 	}

@@ -20,6 +20,7 @@ import (
 	assistedapi "github.com/metalshift/metalshift/api/assisted/v2"
 	"github.com/metalshift/metalshift/assisted/pkg/conditions"
 	"github.com/metalshift/metalshift/assisted/pkg/hoststate"
+	"github.com/metalshift/metalshift/assisted/pkg/record"
 )
 
 const (
@@ -62,7 +63,7 @@ func TestRegister(t *testing.T) {
 	cred := newHost(g, in.ie, hostA)
 	a := agent(g, in.ns, hostA)
 	g.Expect(a.Annotations).To(HaveKeyWithValue(agentinstallv1.AgentHostCredentialAnnotation, assistedapi.HostKeyHash(cred)))
-	g.Expect(a.Status.DebugInfo.State).To(Equal(hoststate.StatusDiscovering))
+	g.Expect(record.State(a)).To(Equal(hoststate.StatusDiscovering), "the state the Agent reconciler makes of the registration")
 	ieID, hostID, err := assistedapi.ParseHostKey(key, cred)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect([]string{ieID, hostID}).To(Equal([]string{string(in.ie.UID), hostA}))
@@ -331,7 +332,7 @@ func TestReclaim(t *testing.T) {
 	a = agent(g, ns, hostA)
 	g.Expect(a.Annotations).To(HaveKeyWithValue(agentinstallv1.AgentHostCredentialAnnotation, assistedapi.HostKeyHash(renewed)))
 	g.Expect(a.Spec.Approved).To(BeFalse())
-	g.Expect(a.Status.DebugInfo.State).To(Equal(hoststate.StatusDiscoveringUnbound))
+	g.Expect(record.State(a)).To(Equal(hoststate.StatusDiscoveringUnbound), "the state the Agent reconciler makes of the registration")
 	g.Eventually(func() []string { return events(g, a) }).Should(ContainElement(
 		"Normal ReclaimRegistered: Host " + hostA + ", unbound after its installation, registered again from its InfraEnv's discovery image: " +
 			"it has a new credential and must be approved again (x1)"))

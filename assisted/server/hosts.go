@@ -18,7 +18,6 @@ import (
 
 	agentinstallv1 "github.com/metalshift/metalshift/api/agentinstall/v1beta1"
 	assistedapi "github.com/metalshift/metalshift/api/assisted/v2"
-	"github.com/metalshift/metalshift/assisted/pkg/hoststate"
 	"github.com/metalshift/metalshift/assisted/pkg/record"
 )
 
@@ -52,17 +51,14 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	agent, err := s.updateAgent(ctx, key, func(a *agentinstallv1.Agent) bool {
-		bound := a.Spec.ClusterDeploymentName != nil && record.AgentClusterReference(a) == nil
-		a.Status.DebugInfo.State = hoststate.Register(a.Status.DebugInfo.State, bound)
-		a.Status.DebugInfo.StateInfo = ""
-		if a.Status.Kind == "" {
-			a.Status.Kind = assistedapi.KindHost
-		}
-		record.SetLastContact(a, now)
-		return true
-	})
-	if err != nil {
+	// The registration and the contact are the service's to record; the
+	// Agent reconciler applies the registration to the host's state
+	// (record.State is that state meanwhile).
+	stamp := agent.DeepCopy()
+	record.SetRegistered(stamp, now)
+	record.SetLastContact(stamp, now)
+	if err := s.annotate(ctx, agent, record.RegisteredAnnotation, stamp.Annotations[record.RegisteredAnnotation],
+		record.LastContactAnnotation, stamp.Annotations[record.LastContactAnnotation]); err != nil {
 		apiError(w, http.StatusInternalServerError, err.Error())
 		return
 	}
@@ -260,8 +256,14 @@ func newAgent(ie *agentinstallv1.InfraEnv, hostID string) *agentinstallv1.Agent 
 
 // host is the REST view of an Agent.
 func (s *Server) host(ctx context.Context, ie *agentinstallv1.InfraEnv, a *agentinstallv1.Agent) assistedapi.Host {
-	h := assistedapi.Host{ID: a.Name, InfraEnvID: string(ie.UID), Kind: a.Status.Kind, Status: a.Status.DebugInfo.State,
+	h := assistedapi.Host{ID: a.Name, InfraEnvID: string(ie.UID), Kind: a.Status.Kind, Status: record.State(a),
 		StatusInfo: a.Status.DebugInfo.StateInfo, Role: record.Role(a), Bootstrap: a.Status.Bootstrap, RequestedHostname: record.Hostname(a)}
+	if h.Kind == "" {
+		h.Kind = assistedapi.KindHost // status.kind until the Agent reconciler sets it
+	}
+	if record.PendingRegistration(a) != "" {
+		h.StatusInfo = ""
+	}
 	if c, err := record.ForAgent(ctx, s.opts.Client, a); err == nil && c != nil {
 		h.ClusterID = c.ID()
 	}
@@ -274,25 +276,27 @@ func (s *Server) agent(w http.ResponseWriter, r *http.Request) (*agentinstallv1.
 	return s.hostCredential(w, r, r.PathValue("ie"), r.PathValue("host"))
 }
 
-// updateAgent applies change to the latest Agent's status and writes it
-// when change says it changed something, retrying conflicts: the agent
-// controller and other replicas write the same object. It returns the
-// Agent as written.
-func (s *Server) updateAgent(ctx context.Context, key types.NamespacedName, change func(*agentinstallv1.Agent) bool) (*agentinstallv1.Agent, error) {
+// patchStatus records in an Agent's status what its agent reported:
+// change edits the Agent as the cache has it (an Agent just created is
+// looked for again until it is there) and tells whether it changed
+// anything; the change is written as a merge patch of the changed fields,
+// the service's own (inventory, ntpSources, progress), with no
+// resourceVersion: the Agent and AgentClusterInstall reconcilers write
+// other fields of the same status meanwhile, and none of them conflicts
+// with another. It returns the Agent as written.
+func (s *Server) patchStatus(ctx context.Context, key types.NamespacedName, change func(*agentinstallv1.Agent) bool) (*agentinstallv1.Agent, error) {
 	a := &agentinstallv1.Agent{}
-	// A NotFound is retried too: an Agent just created may not be in the
-	// cache yet.
-	err := retry.OnError(retry.DefaultBackoff, func(err error) bool { return apierrors.IsConflict(err) || apierrors.IsNotFound(err) }, func() error {
-		a = &agentinstallv1.Agent{}
-		if err := s.opts.Client.Get(ctx, key, a); err != nil {
-			return err
-		}
-		if !change(a) {
-			return nil
-		}
-		return s.opts.Client.Status().Update(ctx, a)
+	err := retry.OnError(retry.DefaultBackoff, apierrors.IsNotFound, func() error {
+		return s.opts.Client.Get(ctx, key, a)
 	})
-	return a, err
+	if err != nil {
+		return nil, err
+	}
+	before := a.DeepCopy()
+	if !change(a) {
+		return a, nil
+	}
+	return a, s.opts.Client.Status().Patch(ctx, a, client.MergeFrom(before))
 }
 
 func (s *Server) instructions(w http.ResponseWriter, r *http.Request) {
@@ -303,10 +307,9 @@ func (s *Server) instructions(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	now := s.opts.Clock.Now()
 	if now.Sub(record.LastContact(a)) >= s.opts.HeartbeatEvery {
-		if _, err := s.updateAgent(ctx, agentKey(a), func(a *agentinstallv1.Agent) bool {
-			record.SetLastContact(a, now)
-			return true
-		}); err != nil {
+		stamp := a.DeepCopy()
+		record.SetLastContact(stamp, now)
+		if err := s.annotate(ctx, a, record.LastContactAnnotation, stamp.Annotations[record.LastContactAnnotation]); err != nil {
 			apiError(w, http.StatusInternalServerError, err.Error())
 			return
 		}

@@ -75,9 +75,9 @@ func (s *Server) files(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if !installing(a.Status.DebugInfo.State) || !fetchStage(assistedapi.HostStage(a.Status.Progress.CurrentStage)) {
+	if !installing(record.State(a)) || !fetchStage(assistedapi.HostStage(a.Status.Progress.CurrentStage)) {
 		apiError(w, http.StatusConflict, fmt.Sprintf("host %s is not downloading its installation files (state %q, stage %q)",
-			a.Name, a.Status.DebugInfo.State, a.Status.Progress.CurrentStage))
+			a.Name, record.State(a), a.Status.Progress.CurrentStage))
 		return
 	}
 	ctx := r.Context()

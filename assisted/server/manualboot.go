@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -64,7 +63,7 @@ func (s *Server) manualBoot(w http.ResponseWriter, r *http.Request) {
 			return nil
 		}
 		msg = manualBootMessage(all, ie.Name)
-		setManualBootCondition(cur, msg, metav1.NewTime(s.opts.Clock.Now()))
+		conditions.Set(&cur.Status.Conditions, s.opts.Clock.Now(), conditions.Cond{Type: conditions.ManualBootCondition, Status: corev1.ConditionTrue, Reason: conditions.ManualBootReason, Message: msg})
 		return s.opts.Client.Status().Update(ctx, cur)
 	})
 	if err != nil {
@@ -112,21 +111,4 @@ func manualBootMessage(macs []string, ieName string) string {
 		"(the converged flow) is booted by the host engine for BareMetalHosts labelled %s=%s, and the machine waits for one: "+
 		"create or label a BareMetalHost with its boot MAC, or boot machines by hand from an InfraEnv without such hosts",
 		strings.Join(macs, ", "), agentinstallv1.EnableIronicAgentAnnotation, agentinstallv1.InfraEnvNameLabel, ieName)
-}
-
-// setManualBootCondition sets ManualBootCondition True with msg, keeping
-// its transition time when it was True already.
-func setManualBootCondition(ie *agentinstallv1.InfraEnv, msg string, now metav1.Time) {
-	cond := agentinstallv1.Condition{Type: conditions.ManualBootCondition, Status: corev1.ConditionTrue, Reason: conditions.ManualBootReason,
-		Message: msg, LastTransitionTime: now}
-	for i, c := range ie.Status.Conditions {
-		if string(c.Type) == conditions.ManualBootCondition {
-			if c.Status == corev1.ConditionTrue {
-				cond.LastTransitionTime = c.LastTransitionTime
-			}
-			ie.Status.Conditions[i] = cond
-			return
-		}
-	}
-	ie.Status.Conditions = append(ie.Status.Conditions, cond)
 }

@@ -27,7 +27,7 @@ func (s *Server) plan(ctx context.Context, ie *agentinstallv1.InfraEnv, a *agent
 	if steps.NextInstructionSeconds < 1 {
 		steps.NextInstructionSeconds = 1
 	}
-	state := a.Status.DebugInfo.State
+	state := record.State(a)
 	add := func(t assistedapi.StepType, arg any) {
 		st := assistedapi.Step{StepType: t, StepID: fmt.Sprintf("%s-%s", t, randomID())}
 		if arg != nil {
@@ -137,11 +137,11 @@ func (s *Server) stepReply(w http.ResponseWriter, r *http.Request) {
 			apiError(w, http.StatusBadRequest, "inventory: "+err.Error())
 			return
 		}
-		if !discoveryState(a.Status.DebugInfo.State) {
+		if !discoveryState(record.State(a)) {
 			// The hardware the install was planned with stays: a late or
 			// unasked inventory changes nothing (the hostname the hub
 			// expects the host's Node to have among others).
-			logf(ctx, "Inventory ignored: the host is past discovery", "agent", a.Name, "state", a.Status.DebugInfo.State)
+			logf(ctx, "Inventory ignored: the host is past discovery", "agent", a.Name, "state", record.State(a))
 			w.WriteHeader(http.StatusNoContent)
 			return
 		}
@@ -176,7 +176,7 @@ func (s *Server) stepReply(w http.ResponseWriter, r *http.Request) {
 	case assistedapi.StepInstall:
 		// The install wrote the disk and the host reboots into it: its
 		// agent has nothing more to ask, and its credential ends.
-		if installing(a.Status.DebugInfo.State) {
+		if installing(record.State(a)) {
 			if err := s.endCredential(ctx, a); err != nil {
 				apiError(w, http.StatusInternalServerError, err.Error())
 				return
@@ -189,7 +189,7 @@ func (s *Server) stepReply(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	if _, err := s.updateAgent(ctx, agentKey(a), change); err != nil {
+	if _, err := s.patchStatus(ctx, agentKey(a), change); err != nil {
 		apiError(w, http.StatusInternalServerError, err.Error())
 		return
 	}
@@ -230,7 +230,7 @@ func (s *Server) progress(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := metav1.NewTime(s.opts.Clock.Now())
-	if _, err := s.updateAgent(ctx, agentKey(a), func(a *agentinstallv1.Agent) bool {
+	if _, err := s.patchStatus(ctx, agentKey(a), func(a *agentinstallv1.Agent) bool {
 		return record.SetStage(a, p.CurrentStage, p.ProgressInfo, hoststate.Stages(role, bootstrap, sno),
 			hoststate.Percentage(role, bootstrap, sno, p.CurrentStage), now)
 	}); err != nil {

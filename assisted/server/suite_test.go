@@ -207,12 +207,20 @@ func agent(g Gomega, ns, name string) *agentinstallv1.Agent {
 	return a
 }
 
-// setStatus changes an Agent's status as the agent controller would, and
-// waits until the server sees it.
+// setStatus changes an Agent's status as the agent controller would —
+// the state it sets has applied the agent's last registration — and waits
+// until the server sees it.
 func setStatus(g Gomega, ns, name string, change func(*agentinstallv1.Agent)) {
+	ctx := context.Background()
 	a := agent(g, ns, name)
+	before := a.DeepCopy()
 	change(a)
-	g.Expect(env.Client.Status().Update(context.Background(), a)).To(Succeed())
+	g.Expect(env.Client.Status().Patch(ctx, a, client.MergeFrom(before))).To(Succeed())
+	if r := record.PendingRegistration(a); r != "" {
+		before := a.DeepCopy()
+		a.Annotations[record.RegistrationAppliedAnnotation] = r
+		g.Expect(env.Client.Patch(ctx, a, client.MergeFrom(before))).To(Succeed())
+	}
 	seen(g, a)
 }
 

@@ -3,6 +3,8 @@ package v1beta1
 import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/metalshift/metalshift/api/assistedcommon"
 )
 
 // Annotations the service mirrors an Agent's state into.
@@ -99,7 +101,13 @@ type IgnitionEndpointTokenReference struct {
 	Name string `json:"name"`
 }
 
-// AgentStatus is the host as the service sees it.
+// AgentStatus is the host as the service sees it. Each field has one
+// writer, which writes it alone as a merge patch (docs/agent-install.md,
+// status ownership): the Agent reconciler the state (debugInfo), the
+// conditions, validationsInfo, role, installation_disk_id and kind; the
+// agent service the agent's reports (inventory, ntpSources, and progress
+// until the host's install step ends); the AgentClusterInstall reconciler
+// bootstrap, csrStatus and the progress read from the installed cluster.
 type AgentStatus struct {
 	// bootstrap is true on the host that bootstraps the cluster.
 	// +optional
@@ -124,7 +132,7 @@ type AgentStatus struct {
 	DebugInfo DebugInfo `json:"debugInfo,omitempty"`
 	// validationsInfo: the host validations' results by category.
 	// +optional
-	ValidationsInfo ValidationsStatus `json:"validationsInfo,omitempty"`
+	ValidationsInfo assistedcommon.ValidationsStatus `json:"validationsInfo,omitempty"`
 	// installation_disk_id is the disk chosen for the install.
 	// +optional
 	InstallationDiskID string `json:"installation_disk_id,omitempty"`
@@ -183,22 +191,6 @@ type DebugInfo struct {
 	// stateInfo explains state.
 	// +optional
 	StateInfo string `json:"stateInfo,omitempty"`
-}
-
-// ValidationsStatus maps a validation category to its results.
-type ValidationsStatus map[string]ValidationsResults
-
-// ValidationsResults are the results of a category's validations.
-type ValidationsResults []ValidationResult
-
-// ValidationResult is one validation's result.
-type ValidationResult struct {
-	// id of the validation.
-	ID string `json:"id"`
-	// status: success, failure, pending, error or disabled.
-	Status string `json:"status"`
-	// message for people.
-	Message string `json:"message"`
 }
 
 // DeprovisionInfo is the cluster a host is being removed from.

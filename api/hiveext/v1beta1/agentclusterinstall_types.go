@@ -4,6 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/metalshift/metalshift/api/assistedcommon"
 	hivev1 "github.com/metalshift/metalshift/api/hive/v1"
 )
 
@@ -254,7 +255,9 @@ type LoadBalancer struct {
 	Type string `json:"type,omitempty"`
 }
 
-// AgentClusterInstallStatus is the install's progress as the service sees it.
+// AgentClusterInstallStatus is the install's progress as the service sees
+// it. The AgentClusterInstall reconciler is the one writer of every field
+// (docs/agent-install.md, status ownership).
 type AgentClusterInstallStatus struct {
 	// conditions, hive's shape.
 	// +optional
@@ -303,7 +306,7 @@ type AgentClusterInstallStatus struct {
 	PlatformType PlatformType `json:"platformType,omitempty"`
 	// validationsInfo: the cluster validations' results by category.
 	// +optional
-	ValidationsInfo ValidationsStatus `json:"validationsInfo,omitempty"`
+	ValidationsInfo assistedcommon.ValidationsStatus `json:"validationsInfo,omitempty"`
 }
 
 // ClusterProgressInfo is the install's progress.
@@ -327,22 +330,6 @@ type DebugInfo struct {
 	// stateInfo explains state.
 	// +optional
 	StateInfo string `json:"stateInfo,omitempty"`
-}
-
-// ValidationsStatus maps a validation category to its results.
-type ValidationsStatus map[string]ValidationsResults
-
-// ValidationsResults are the results of a category's validations.
-type ValidationsResults []ValidationResult
-
-// ValidationResult is one validation's result.
-type ValidationResult struct {
-	// id of the validation.
-	ID string `json:"id"`
-	// status: success, failure, pending, error or disabled.
-	Status string `json:"status"`
-	// message for people.
-	Message string `json:"message"`
 }
 
 // +kubebuilder:object:root=true

@@ -12,7 +12,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -21,6 +20,7 @@ import (
 	assistedapi "github.com/metalshift/metalshift/api/assisted/v2"
 	hivev1 "github.com/metalshift/metalshift/api/hive/v1"
 	hiveextv1 "github.com/metalshift/metalshift/api/hiveext/v1beta1"
+	"github.com/metalshift/metalshift/assisted/pkg/hoststate"
 	"github.com/metalshift/metalshift/assisted/pkg/validations"
 )
 
@@ -126,32 +126,66 @@ func Hostname(a *agentinstallv1.Agent) string {
 	return a.Status.Inventory.Hostname
 }
 
-// ConnectedCondition is the Agent condition whose lastHeartbeatTime
-// records the agent's last contact.
-const ConnectedCondition agentinstallv1.ConditionType = "Connected"
+// What the agent service records of an agent's calls, as annotations of
+// its Agent (metadata keys of the service's own: a status field has one
+// writer, and the Agent reconciler owns debugInfo.state and the
+// conditions that these facts drive; docs/agent-install.md, status
+// ownership).
+const (
+	// LastContactAnnotation is when the agent last called (RFC 3339).
+	LastContactAnnotation = "metalshift.io/last-contact"
+	// RegisteredAnnotation is when the agent last registered (RFC 3339,
+	// nanoseconds): the Agent reconciler applies a registration to the
+	// host's state once.
+	RegisteredAnnotation = "metalshift.io/registered"
+	// RegistrationAppliedAnnotation is the Agent reconciler's: the value of
+	// RegisteredAnnotation it applied to debugInfo.state last.
+	RegistrationAppliedAnnotation = "metalshift.io/registration-applied"
+)
 
 // LastContact is when the agent last contacted the service; zero when never.
 func LastContact(a *agentinstallv1.Agent) time.Time {
-	for _, c := range a.Status.Conditions {
-		if c.Type == ConnectedCondition {
-			return c.LastHeartbeatTime.Time
-		}
+	t, err := time.Parse(time.RFC3339Nano, a.Annotations[LastContactAnnotation])
+	if err != nil {
+		return time.Time{}
 	}
-	return time.Time{}
+	return t
 }
 
 // SetLastContact records a contact at now.
 func SetLastContact(a *agentinstallv1.Agent, now time.Time) {
-	for i := range a.Status.Conditions {
-		if a.Status.Conditions[i].Type == ConnectedCondition {
-			a.Status.Conditions[i].LastHeartbeatTime = metav1.NewTime(now)
-			return
-		}
+	setAnnotation(a, LastContactAnnotation, now.UTC().Format(time.RFC3339Nano))
+}
+
+// SetRegistered records a registration at now.
+func SetRegistered(a *agentinstallv1.Agent, now time.Time) {
+	setAnnotation(a, RegisteredAnnotation, now.UTC().Format(time.RFC3339Nano))
+}
+
+// PendingRegistration is the agent's registration the Agent reconciler
+// has not applied to the host's state yet, "" when none.
+func PendingRegistration(a *agentinstallv1.Agent) string {
+	if r := a.Annotations[RegisteredAnnotation]; r != a.Annotations[RegistrationAppliedAnnotation] {
+		return r
 	}
-	a.Status.Conditions = append(a.Status.Conditions, agentinstallv1.Condition{
-		Type: ConnectedCondition, Status: corev1.ConditionUnknown, Reason: "NotAvailable", Message: "Information not available",
-		LastHeartbeatTime: metav1.NewTime(now), LastTransitionTime: metav1.NewTime(now),
-	})
+	return ""
+}
+
+// State is the host's state: status.debugInfo.state, or what a pending
+// registration makes of it, which the Agent reconciler is about to write
+// (the service answers the agent with it at once).
+func State(a *agentinstallv1.Agent) string {
+	if PendingRegistration(a) == "" {
+		return a.Status.DebugInfo.State
+	}
+	return hoststate.Register(a.Status.DebugInfo.State, a.Spec.ClusterDeploymentName != nil && AgentClusterReference(a) == nil)
+}
+
+func setAnnotation(a *agentinstallv1.Agent, k, v string) {
+	if a.Annotations == nil {
+		a.Annotations = map[string]string{}
+	}
+	a.Annotations[k] = v
 }
 
 // Install-state Secret: what the service made when the install started.

@@ -5,7 +5,11 @@
 // a pure function of plain inputs: no Kubernetes client, no clock.
 package validations
 
-import "sort"
+import (
+	"sort"
+
+	"github.com/metalshift/metalshift/api/assistedcommon"
+)
 
 // Status is the outcome of one validation.
 type Status string
@@ -38,6 +42,20 @@ type Result struct {
 
 // Results maps a category to its results, sorted by ID.
 type Results map[string][]Result
+
+// Status is r as a status.validationsInfo, of an Agent or of an
+// AgentClusterInstall alike.
+func (r Results) Status() assistedcommon.ValidationsStatus {
+	out := assistedcommon.ValidationsStatus{}
+	for cat, rs := range r {
+		list := assistedcommon.ValidationsResults{}
+		for _, v := range rs {
+			list = append(list, assistedcommon.ValidationResult{ID: v.ID, Status: v.Status, Message: v.Message})
+		}
+		out[cat] = list
+	}
+	return out
+}
 
 // Failing returns the results that failed or could not be evaluated
 // (failure or error), in category then ID order.

@@ -6,14 +6,14 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
-	"reflect"
 	"sort"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	events "k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/cluster-api/util/finalizers"
@@ -33,6 +33,7 @@ import (
 	"github.com/metalshift/metalshift/assisted/pkg/record"
 	"github.com/metalshift/metalshift/assisted/pkg/validations"
 	"github.com/metalshift/metalshift/internal/metrics"
+	"github.com/metalshift/metalshift/internal/reconciler"
 )
 
 // DisconnectedAfter is how long an agent may stay silent before its host
@@ -59,6 +60,9 @@ type Reconciler struct {
 	EventsURL func(filters ...string) string
 	// DisconnectedAfter overrides the const DisconnectedAfter when > 0.
 	DisconnectedAfter time.Duration
+	// live reads an Agent from the API rather than the cache
+	// (freshTransition); nil reads through Client.
+	live client.Reader
 }
 
 // +kubebuilder:rbac:groups=agent-install.openshift.io,resources=agents;agents/status,verbs=get;list;watch;create;update;patch;delete
@@ -68,6 +72,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
+	r.live = mgr.GetAPIReader()
 	if err := metrics.Add(mgr, []client.Object{&agentinstallv1.Agent{}}, newAgentCollector(mgr.GetCache())); err != nil {
 		return err
 	}
@@ -95,61 +100,58 @@ func (r *Reconciler) agentsOfACI(ctx context.Context, o client.Object) []ctrl.Re
 	return reqs
 }
 
-// Reconcile computes an Agent's status.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+// Reconcile computes an Agent's status: the fields this reconciler owns
+// (docs/agent-install.md, status ownership), written by reconciler.End as
+// patches of what changed.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, reterr error) {
 	a := &agentinstallv1.Agent{}
 	if err := r.Client.Get(ctx, req.NamespacedName, a); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if a.DeletionTimestamp != nil {
-		return ctrl.Result{}, r.reconcileDelete(ctx, a)
+		return reconciler.RequeueOnConflict(ctrl.Result{}, r.reconcileDelete(ctx, a))
 	}
 	if added, err := finalizers.EnsureFinalizer(ctx, r.Client, a, Finalizer); err != nil || added {
-		return ctrl.Result{}, err
+		return reconciler.RequeueOnConflict(ctrl.Result{}, err)
 	}
 	c, err := record.ForAgent(ctx, r.Client, a)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	now := r.Clock.Now()
-	before := a.DeepCopy()
 	var siblings []agentinstallv1.Agent
+	version := ""
 	if c != nil {
 		if siblings, err = record.Agents(ctx, r.Client, c.CD); err != nil {
 			return ctrl.Result{}, err
 		}
-	}
-	version := ""
-	if c != nil {
 		if is, err := record.ImageSet(ctx, r.Client, c); err == nil {
 			version = record.OpenshiftVersion(is.Spec.ReleaseImage)
 		}
 	}
+	run, err := reconciler.Start(r.Client, a)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	from, registration := a.Status.DebugInfo.State, record.PendingRegistration(a)
+	defer func() {
+		fresh := r.freshTransition(ctx, a, from)
+		run.End(ctx, &reterr)
+		if run.Patched() {
+			if fresh {
+				r.recordTransition(a, from)
+			}
+			if err := r.registrationApplied(ctx, a, registration); err != nil {
+				reterr = err
+			}
+		}
+		res, reterr = reconciler.RequeueOnConflict(res, reterr)
+	}()
+	now := r.Clock.Now()
 	r.compute(a, c, siblings, version, now)
 	if ie := infraEnvUID(a); r.EventsURL != nil && ie != "" {
 		a.Status.DebugInfo.EventsURL = r.EventsURL("infra_env_id", ie, "host_id", a.Name)
 	}
-	if !reflect.DeepEqual(before.Status, a.Status) {
-		if err := r.Client.Status().Update(ctx, a); err != nil {
-			if apierrors.IsConflict(err) {
-				return ctrl.Result{RequeueAfter: time.Second}, nil
-			}
-			return ctrl.Result{}, err
-		}
-		if from, to := before.Status.DebugInfo.State, a.Status.DebugInfo.State; from != to && r.Recorder != nil {
-			typ := corev1.EventTypeNormal
-			if to == hoststate.StatusError || to == hoststate.StatusDisconnected || to == hoststate.StatusDisconnectedUnbound {
-				typ = corev1.EventTypeWarning
-			}
-			r.Recorder.Eventf(a, typ, "HostStatusUpdated", "Host %s: updated status from %s to %s (%s)",
-				record.Hostname(a), orNone(from), to, a.Status.DebugInfo.StateInfo)
-		}
-	}
-	if record.MirrorAnnotations(a) {
-		if err := r.Client.Update(ctx, a); err != nil && !apierrors.IsConflict(err) {
-			return ctrl.Result{}, err
-		}
-	}
+	record.MirrorAnnotations(a)
 	// Look again when the agent would be disconnected.
 	if last := record.LastContact(a); !last.IsZero() {
 		if wait := r.disconnectedAfter() - now.Sub(last); wait > 0 {
@@ -159,9 +161,62 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{RequeueAfter: time.Minute}, nil
 }
 
+// freshTransition tells whether this reconcile moves the host out of
+// state from, as the API has it: a reconcile that started from a cached
+// copy older than the last write makes again (writing the same value) a
+// transition already made, whose Event is recorded once.
+func (r *Reconciler) freshTransition(ctx context.Context, a *agentinstallv1.Agent, from string) bool {
+	if from == a.Status.DebugInfo.State || r.Recorder == nil {
+		return false
+	}
+	reader := r.live
+	if reader == nil {
+		reader = r.Client
+	}
+	cur := &agentinstallv1.Agent{}
+	if err := reader.Get(ctx, client.ObjectKeyFromObject(a), cur); err != nil {
+		return true
+	}
+	return cur.Status.DebugInfo.State == from
+}
+
+// recordTransition records the host's state change, once written.
+func (r *Reconciler) recordTransition(a *agentinstallv1.Agent, from string) {
+	to := a.Status.DebugInfo.State
+	typ := corev1.EventTypeNormal
+	if to == hoststate.StatusError || to == hoststate.StatusDisconnected || to == hoststate.StatusDisconnectedUnbound {
+		typ = corev1.EventTypeWarning
+	}
+	r.Recorder.Eventf(a, typ, "HostStatusUpdated", "Host %s: updated status from %s to %s (%s)",
+		record.Hostname(a), orNone(from), to, a.Status.DebugInfo.StateInfo)
+}
+
+// registrationApplied records, once the state it made is written, that
+// the agent's registration was applied (record.RegistrationAppliedAnnotation):
+// after the status, so that a failure in between applies it again (to the
+// state it made: the same result) rather than never.
+func (r *Reconciler) registrationApplied(ctx context.Context, a *agentinstallv1.Agent, registration string) error {
+	if registration == "" {
+		return nil
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{record.RegistrationAppliedAnnotation: registration}}})
+	if err != nil {
+		return err
+	}
+	return client.IgnoreNotFound(r.Client.Patch(ctx, a, client.RawPatch(types.MergePatchType, patch)))
+}
+
 // compute sets a's status from its record and cluster.
 func (r *Reconciler) compute(a *agentinstallv1.Agent, c *record.Cluster, siblings []agentinstallv1.Agent, version string, now time.Time) {
 	st := &a.Status
+	registered := record.PendingRegistration(a) != ""
+	if registered {
+		// The agent registered (again) since: its host starts over, or,
+		// restarted mid-install, is in error. That state is written as it
+		// is, as upstream's registration does; the next reconcile (this
+		// write wakes it) refreshes it.
+		st.DebugInfo.State, st.DebugInfo.StateInfo = record.State(a), ""
+	}
 	hasInventory := st.Inventory.ReportTime != nil
 	if c != nil {
 		st.Role = agentinstallv1.HostRole(suggestRole(a, c, siblings))
@@ -208,16 +263,19 @@ func (r *Reconciler) compute(a *agentinstallv1.Agent, c *record.Cluster, sibling
 	}
 	v := validations.Host(in)
 	facts.Validations = v
-	state, info := hoststate.Refresh(facts)
+	state, info := st.DebugInfo.State, st.DebugInfo.StateInfo
+	if !registered {
+		state, info = hoststate.Refresh(facts)
+	}
 	st.DebugInfo.State, st.DebugInfo.StateInfo = state, info
 	if specErr == nil {
 		specErr = unbindError(a, c, state)
 	}
 	setKind(st, c, state)
-	st.ValidationsInfo = toStatus(v)
+	st.ValidationsInfo = v.Status()
 	conds := []conditions.Cond{conditions.AgentSpecSynced(specErr, specErr != nil)}
 	conds = append(conds, conditions.Agent(state, info, a.Spec.Approved, st.Progress.CurrentStage, v)...)
-	setConditions(&st.Conditions, conds, now)
+	conditions.Set(&st.Conditions, now, conds...)
 }
 
 // unbindError is the service's refusal of a day-1 host unbound in the
@@ -322,40 +380,6 @@ func diskPath(a *agentinstallv1.Agent, id string) string {
 		}
 	}
 	return ""
-}
-
-func toStatus(v validations.Results) agentinstallv1.ValidationsStatus {
-	out := agentinstallv1.ValidationsStatus{}
-	for cat, rs := range v {
-		list := agentinstallv1.ValidationsResults{}
-		for _, r := range rs {
-			list = append(list, agentinstallv1.ValidationResult{ID: r.ID, Status: r.Status, Message: r.Message})
-		}
-		out[cat] = list
-	}
-	return out
-}
-
-// setConditions sets conds in order, keeping transition times of
-// unchanged statuses and the Connected condition's heartbeat.
-func setConditions(list *[]agentinstallv1.Condition, conds []conditions.Cond, now time.Time) {
-	old := map[agentinstallv1.ConditionType]agentinstallv1.Condition{}
-	for _, c := range *list {
-		old[c.Type] = c
-	}
-	out := make([]agentinstallv1.Condition, 0, len(conds))
-	for _, c := range conds {
-		n := agentinstallv1.Condition{Type: agentinstallv1.ConditionType(c.Type), Status: c.Status, Reason: c.Reason, Message: c.Message,
-			LastTransitionTime: metav1.NewTime(now)}
-		if o, ok := old[n.Type]; ok {
-			n.LastHeartbeatTime = o.LastHeartbeatTime
-			if o.Status == n.Status && !o.LastTransitionTime.IsZero() {
-				n.LastTransitionTime = o.LastTransitionTime
-			}
-		}
-		out = append(out, n)
-	}
-	*list = out
 }
 
 // infraEnvUID is the UID of the InfraEnv that owns a, "" if none does.

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	agentinstallv1 "github.com/metalshift/metalshift/api/agentinstall/v1beta1"
-	assistedapi "github.com/metalshift/metalshift/api/assisted/v2"
+	"github.com/metalshift/metalshift/api/assistedcommon"
 	hivev1 "github.com/metalshift/metalshift/api/hive/v1"
 	hiveextv1 "github.com/metalshift/metalshift/api/hiveext/v1beta1"
 	"github.com/metalshift/metalshift/assisted/pkg/hoststate"
@@ -59,7 +59,7 @@ func TestUnboundAgent(t *testing.T) {
 		var inv agentinstallv1.HardwareInventory
 		g.Expect(json.Unmarshal([]byte(a.Annotations[agentinstallv1.AgentInventoryAnnotation]), &inv)).To(Succeed())
 		g.Expect(inv.Hostname).To(Equal("worker-0"))
-		var v agentinstallv1.ValidationsStatus
+		var v assistedcommon.ValidationsStatus
 		g.Expect(json.Unmarshal([]byte(a.Annotations[agentinstallv1.AgentValidationsInfoAnnotation]), &v)).To(Succeed())
 		g.Expect(v).To(Equal(a.Status.ValidationsInfo))
 	}).Should(Succeed())
@@ -186,14 +186,15 @@ func register(g Gomega, ie *agentinstallv1.InfraEnv, id string, inv agentinstall
 	for _, edit := range edits {
 		edit(a)
 	}
+	// As the agent service records a registration: its annotations, then
+	// the inventory reported, in the status fields it owns.
+	record.SetRegistered(a, clk.Now())
+	record.SetLastContact(a, clk.Now())
 	g.Expect(env.Client.Create(ctx, a)).To(Succeed())
 	g.Eventually(func() error {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(a), a); err != nil {
 			return err
 		}
-		a.Status.DebugInfo.State = hoststate.Register(a.Status.DebugInfo.State, a.Spec.ClusterDeploymentName != nil)
-		a.Status.Kind = assistedapi.KindHost
-		record.SetLastContact(a, clk.Now())
 		now := metav1.NewTime(clk.Now())
 		inv.ReportTime = &now
 		a.Status.Inventory = inv

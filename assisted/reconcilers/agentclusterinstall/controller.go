@@ -10,7 +10,6 @@ package agentclusterinstall
 import (
 	"context"
 	"fmt"
-	"reflect"
 	"sort"
 	"strings"
 	"time"
@@ -20,7 +19,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/cluster-api/util/finalizers"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -40,6 +38,7 @@ import (
 	rec "github.com/metalshift/metalshift/assisted/pkg/record"
 	"github.com/metalshift/metalshift/assisted/pkg/validations"
 	"github.com/metalshift/metalshift/internal/metrics"
+	"github.com/metalshift/metalshift/internal/reconciler"
 )
 
 // Reconciler reconciles AgentClusterInstalls.
@@ -54,10 +53,14 @@ type Reconciler struct {
 	EventsURL func(filters ...string) string
 	// configMaps reads manifests ConfigMaps, live (setupManifests).
 	configMaps client.Reader
+	// live reads an install from the API rather than the cache
+	// (freshTransition); nil reads through Client.
+	live client.Reader
 }
 
 // +kubebuilder:rbac:groups=extensions.hive.openshift.io,resources=agentclusterinstalls;agentclusterinstalls/status,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=hive.openshift.io,resources=clusterdeployments;clusterdeployments/status,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=agent-install.openshift.io,resources=agents/status,verbs=patch
 // +kubebuilder:rbac:groups=hive.openshift.io,resources=clusterimagesets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=agent-install.openshift.io,resources=agentserviceconfigs,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create;update;delete
@@ -70,6 +73,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	if r.Spoke == nil {
 		r.Spoke = KubeconfigSpoke{}
 	}
+	r.live = mgr.GetAPIReader()
 	if err := r.setupManifests(mgr); err != nil {
 		return err
 	}
@@ -103,36 +107,86 @@ func (r *Reconciler) aciOfAgent(ctx context.Context, o client.Object) []ctrl.Req
 	return []ctrl.Request{{NamespacedName: client.ObjectKeyFromObject(c.ACI)}}
 }
 
-// Reconcile moves an install along.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+// Reconcile moves an install along. The fields of the install's status
+// are this reconciler's alone (docs/agent-install.md, status ownership):
+// reconciler.End writes what changed as patches of those fields.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, reterr error) {
 	aci := &hiveextv1.AgentClusterInstall{}
 	if err := r.Client.Get(ctx, req.NamespacedName, aci); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if aci.DeletionTimestamp != nil {
-		return r.reconcileDelete(ctx, aci)
+		return reconciler.RequeueOnConflict(r.reconcileDelete(ctx, aci))
 	}
 	if added, err := finalizers.EnsureFinalizer(ctx, r.Client, aci, Finalizer); err != nil || added {
-		return ctrl.Result{}, err
+		return reconciler.RequeueOnConflict(ctrl.Result{}, err)
 	}
-	cd := &hivev1.ClusterDeployment{}
-	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: aci.Namespace, Name: aci.Spec.ClusterDeploymentRef.Name}, cd); err != nil {
-		if apierrors.IsNotFound(err) {
-			_, err := r.writeStatus(ctx, aci, func(st *hiveextv1.AgentClusterInstallStatus) {
-				setACIConditions(st, []conditions.Cond{conditions.ACISpecSynced(fmt.Errorf("ClusterDeployment %s not found", aci.Spec.ClusterDeploymentRef.Name), false)}, r.Clock.Now())
-			})
-			return ctrl.Result{}, err
-		}
-		return ctrl.Result{}, err
-	}
-	c := &rec.Cluster{CD: cd, ACI: aci}
-	agents, err := rec.Agents(ctx, r.Client, cd)
+	run, err := reconciler.Start(r.Client, aci)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	sort.Slice(agents, func(i, j int) bool { return agents[i].Name < agents[j].Name })
-	in := &install{r: r, c: c, agents: agents, now: r.Clock.Now()}
+	in := &install{r: r, now: r.Clock.Now()}
+	from := aci.Status.DebugInfo.State
+	defer func() {
+		if r.EventsURL != nil {
+			aci.Status.DebugInfo.EventsURL = r.EventsURL("cluster_id", string(aci.UID))
+		}
+		fresh := r.freshTransition(ctx, aci, from)
+		run.End(ctx, &reterr)
+		if run.Patched() && fresh {
+			r.recordTransition(aci, from)
+			if in.c != nil {
+				in.observeInstalled(from)
+			}
+		}
+		res, reterr = reconciler.RequeueOnConflict(res, reterr)
+	}()
+	cd := &hivev1.ClusterDeployment{}
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: aci.Namespace, Name: aci.Spec.ClusterDeploymentRef.Name}, cd); err != nil {
+		if apierrors.IsNotFound(err) {
+			conditions.SetInstall(&aci.Status.Conditions, in.now,
+				conditions.ACISpecSynced(fmt.Errorf("ClusterDeployment %s not found", aci.Spec.ClusterDeploymentRef.Name), false))
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	in.c = &rec.Cluster{CD: cd, ACI: aci}
+	if in.agents, err = rec.Agents(ctx, r.Client, cd); err != nil {
+		return ctrl.Result{}, err
+	}
+	sort.Slice(in.agents, func(i, j int) bool { return in.agents[i].Name < in.agents[j].Name })
 	return in.run(ctx)
+}
+
+// freshTransition tells whether this reconcile moves the install out of
+// state from, as the API has it. Reconciles of one install run one at a
+// time, but one may start from a cached copy older than the last write
+// and make again (writing the same value) a transition already made: its
+// Event and the install-duration metric are recorded once, by the
+// reconcile that made it.
+func (r *Reconciler) freshTransition(ctx context.Context, aci *hiveextv1.AgentClusterInstall, from string) bool {
+	if from == aci.Status.DebugInfo.State {
+		return false
+	}
+	reader := r.live
+	if reader == nil {
+		reader = r.Client
+	}
+	cur := &hiveextv1.AgentClusterInstall{}
+	if err := reader.Get(ctx, client.ObjectKeyFromObject(aci), cur); err != nil {
+		return true
+	}
+	return cur.Status.DebugInfo.State == from
+}
+
+// recordTransition records the cluster's state change, once written.
+func (r *Reconciler) recordTransition(aci *hiveextv1.AgentClusterInstall, from string) {
+	to := aci.Status.DebugInfo.State
+	typ := corev1.EventTypeNormal
+	if to == clusterstate.StatusError {
+		typ = corev1.EventTypeWarning
+	}
+	r.Recorder.Eventf(aci, typ, "ClusterStatusUpdated", "Updated status of the cluster to %s (%s)", to, aci.Status.DebugInfo.StateInfo)
 }
 
 // install is one reconcile of an install.
@@ -224,7 +278,7 @@ func (in *install) run(ctx context.Context) (ctrl.Result, error) {
 			}
 		}
 	}
-	if err := in.writeStatus(ctx, state, info, v); err != nil {
+	if err := in.setStatus(ctx, state, info, v); err != nil {
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: requeue}, nil
@@ -322,17 +376,14 @@ func (in *install) prepare(ctx context.Context) error {
 			return err
 		}
 	}
-	return retry.RetryOnConflict(retry.DefaultBackoff, func() error {
-		a := &agentinstallv1.Agent{}
-		if err := in.r.Client.Get(ctx, client.ObjectKeyFromObject(bootstrap), a); err != nil {
-			return err
-		}
-		if a.Status.Bootstrap {
-			return nil
-		}
-		a.Status.Bootstrap = true
-		return in.r.Client.Status().Update(ctx, a)
-	})
+	// status.bootstrap is this reconciler's field of the Agent: a patch of
+	// it alone (the same master is chosen again until it is read back).
+	if bootstrap.Status.Bootstrap {
+		return nil
+	}
+	before := bootstrap.DeepCopy()
+	bootstrap.Status.Bootstrap = true
+	return in.r.Client.Status().Patch(ctx, bootstrap, client.MergeFrom(before))
 }
 
 // prepared tells whether the install state exists and a bootstrap master
@@ -360,90 +411,21 @@ func hostAddress(a *agentinstallv1.Agent) string {
 	return ""
 }
 
-// writeStatus writes the install's status and its mirror on the
-// ClusterDeployment.
-func (in *install) writeStatus(ctx context.Context, state, info string, v validations.Results) error {
+// setStatus sets the install's status (End writes it) and writes its
+// mirror on the ClusterDeployment.
+func (in *install) setStatus(ctx context.Context, state, info string, v validations.Results) error {
 	c := in.c
 	counts := in.counts
 	counts.Status, counts.StatusInfo, counts.V = state, info, v
 	conds := append([]conditions.Cond{conditions.ACISpecSynced(in.specErr, in.input)}, conditions.ACI(counts)...)
-	from := c.ACI.Status.DebugInfo.State
-	written, err := in.r.writeStatus(ctx, c.ACI, func(st *hiveextv1.AgentClusterInstallStatus) {
-		st.DebugInfo.State, st.DebugInfo.StateInfo = state, info
-		st.Progress.TotalPercentage = clusterstate.ProgressFor(state, in.hosts, c.SNO())
-		st.ValidationsInfo = toStatus(v)
-		st.ControlPlaneAgentsDiscovered, st.WorkerAgentsDiscovered = counts.Masters, counts.Workers
-		setACIConditions(st, conds, in.now)
-	})
-	if err != nil {
-		return err
-	}
-	if written {
-		in.observeInstalled(from)
-	}
-	return in.r.mirrorConditions(ctx, c.CD, c.ACI.Status.Conditions)
+	st := &c.ACI.Status
+	st.DebugInfo.State, st.DebugInfo.StateInfo = state, info
+	st.Progress.TotalPercentage = clusterstate.ProgressFor(state, in.hosts, c.SNO())
+	st.ValidationsInfo = v.Status()
+	st.ControlPlaneAgentsDiscovered, st.WorkerAgentsDiscovered = counts.Masters, counts.Workers
+	conditions.SetInstall(&st.Conditions, in.now, conds...)
+	return in.r.mirrorConditions(ctx, c.CD, st.Conditions)
 }
 
 // writeStatus applies change to the status and writes it when it changed;
 // written tells whether it did (a conflict leaves it to the next reconcile).
-func (r *Reconciler) writeStatus(ctx context.Context, aci *hiveextv1.AgentClusterInstall, change func(*hiveextv1.AgentClusterInstallStatus)) (written bool, _ error) {
-	before := aci.Status.DeepCopy()
-	change(&aci.Status)
-	if r.EventsURL != nil {
-		aci.Status.DebugInfo.EventsURL = r.EventsURL("cluster_id", string(aci.UID))
-	}
-	if reflect.DeepEqual(*before, aci.Status) {
-		return false, nil
-	}
-	if err := r.Client.Status().Update(ctx, aci); err != nil {
-		if apierrors.IsConflict(err) {
-			return false, nil
-		}
-		return false, err
-	}
-	if from, to := before.DebugInfo.State, aci.Status.DebugInfo.State; from != to {
-		typ := corev1.EventTypeNormal
-		if to == clusterstate.StatusError {
-			typ = corev1.EventTypeWarning
-		}
-		r.Recorder.Eventf(aci, typ, "ClusterStatusUpdated", "Updated status of the cluster to %s (%s)", to, aci.Status.DebugInfo.StateInfo)
-	}
-	return true, nil
-}
-
-func toStatus(v validations.Results) hiveextv1.ValidationsStatus {
-	out := hiveextv1.ValidationsStatus{}
-	for cat, rs := range v {
-		list := hiveextv1.ValidationsResults{}
-		for _, r := range rs {
-			list = append(list, hiveextv1.ValidationResult{ID: r.ID, Status: r.Status, Message: r.Message})
-		}
-		out[cat] = list
-	}
-	return out
-}
-
-// setACIConditions sets conds in order, keeping the transition times of
-// unchanged statuses.
-func setACIConditions(st *hiveextv1.AgentClusterInstallStatus, conds []conditions.Cond, now time.Time) {
-	old := map[string]hivev1.ClusterInstallCondition{}
-	for _, c := range st.Conditions {
-		old[c.Type] = c
-	}
-	out := make([]hivev1.ClusterInstallCondition, 0, len(conds))
-	for _, c := range conds {
-		n := hivev1.ClusterInstallCondition{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message,
-			LastTransitionTime: metav1.NewTime(now), LastProbeTime: metav1.NewTime(now)}
-		if o, ok := old[c.Type]; ok {
-			n.LastProbeTime = o.LastProbeTime
-			if o.Status == n.Status {
-				n.LastTransitionTime = o.LastTransitionTime
-			}
-			if o.Status != n.Status || o.Reason != n.Reason || o.Message != n.Message {
-				n.LastProbeTime = metav1.NewTime(now)
-			}
-		}
-		out = append(out, n)
-	}
-	st.Conditions = out
-}

@@ -90,7 +90,7 @@ func (in *install) approveCSRs(ctx context.Context) error {
 		return err
 	}
 	now := metav1.NewTime(in.now)
-	touched := map[*agentinstallv1.Agent]bool{}
+	touched := map[*agentinstallv1.Agent]*agentinstallv1.Agent{} // the Agents whose csrStatus changed, and before
 	for i := range list.Items {
 		csr := &list.Items[i]
 		if decided(csr) && !approvedBy(csr, CSRApprovalReason) {
@@ -133,14 +133,19 @@ func (in *install) approveCSRs(ctx context.Context) error {
 					at = c.LastUpdateTime
 				}
 			}
+			if touched[a] == nil {
+				touched[a] = a.DeepCopy()
+			}
 			a.Status.CSRStatus.ApprovedCSRs = append(a.Status.CSRStatus.ApprovedCSRs, agentinstallv1.CSRInfo{Name: csr.Name, Type: typ, ApprovedAt: at})
-			touched[a] = true
 		}
 	}
-	for a := range touched {
+	// status.csrStatus is this reconciler's field of the Agent: a patch of
+	// it alone. A record lost (the reconcile cut short) is made again from
+	// the installed cluster's CSRs next time.
+	for a, before := range touched {
 		a.Status.CSRStatus.LastApprovalAttempt = now
-		if err := in.r.Client.Status().Update(ctx, a); err != nil && !apierrors.IsConflict(err) {
-			return err
+		if err := in.r.Client.Status().Patch(ctx, a, client.MergeFrom(before)); err != nil {
+			return client.IgnoreNotFound(err)
 		}
 	}
 	return nil

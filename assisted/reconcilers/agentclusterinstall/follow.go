@@ -5,12 +5,12 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	assistedapi "github.com/metalshift/metalshift/api/assisted/v2"
@@ -172,9 +172,10 @@ func (in *install) follow(ctx context.Context) error {
 		if hoststate.StageAllowed(role, bootstrap, sno, cur, next) != nil {
 			continue
 		}
+		before := a.DeepCopy()
 		if rec.SetStage(a, next, "", hoststate.Stages(role, bootstrap, sno), hoststate.Percentage(role, bootstrap, sno, next), now) {
-			if err := in.r.Client.Status().Update(ctx, a); err != nil && !apierrors.IsConflict(err) {
-				return err
+			if err := in.r.Client.Status().Patch(ctx, a, client.MergeFrom(before)); err != nil {
+				return client.IgnoreNotFound(err)
 			}
 		}
 	}
@@ -208,15 +209,13 @@ func (in *install) complete(ctx context.Context) error {
 	md := &hivev1.ClusterMetadata{ClusterID: string(c.ACI.UID), InfraID: string(c.ACI.UID),
 		AdminKubeconfigSecretRef: corev1.LocalObjectReference{Name: kcName}, AdminPasswordSecretRef: &corev1.LocalObjectReference{Name: pwName}}
 	if c.ACI.Spec.ClusterMetadata == nil {
-		c.ACI.Spec.ClusterMetadata = md
-		if err := in.r.Client.Update(ctx, c.ACI); err != nil {
-			return err
-		}
+		c.ACI.Spec.ClusterMetadata = md // End writes it
 	}
 	if c.CD.Spec.ClusterMetadata == nil || !c.CD.Spec.Installed {
+		before := c.CD.DeepCopy()
 		c.CD.Spec.ClusterMetadata = c.ACI.Spec.ClusterMetadata
 		c.CD.Spec.Installed = true
-		if err := in.r.Client.Update(ctx, c.CD); err != nil {
+		if err := in.r.Client.Patch(ctx, c.CD, client.MergeFrom(before)); err != nil {
 			return err
 		}
 		in.r.Recorder.Event(c.CD, corev1.EventTypeNormal, "Installed", "The cluster is installed; its admin kubeconfig is in Secret "+kcName)
@@ -237,15 +236,12 @@ func (r *Reconciler) mirrorConditions(ctx context.Context, cd *hivev1.ClusterDep
 		out = append(out, hivev1.ClusterDeploymentCondition{Type: "ClusterInstall" + c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message,
 			LastProbeTime: c.LastProbeTime, LastTransitionTime: c.LastTransitionTime})
 	}
-	before := cd.Status.Conditions
-	cd.Status.Conditions = out
-	if conditionsEqual(before, out) {
+	if conditionsEqual(cd.Status.Conditions, out) {
 		return nil
 	}
-	if err := r.Client.Status().Update(ctx, cd); err != nil && !apierrors.IsConflict(err) {
-		return err
-	}
-	return nil
+	before := cd.DeepCopy()
+	cd.Status.Conditions = out
+	return r.Client.Status().Patch(ctx, cd, client.MergeFrom(before))
 }
 
 func conditionsEqual(a, b []hivev1.ClusterDeploymentCondition) bool {

@@ -32,7 +32,6 @@ import (
 	assistedapi "github.com/metalshift/metalshift/api/assisted/v2"
 	hivev1 "github.com/metalshift/metalshift/api/hive/v1"
 	hiveextv1 "github.com/metalshift/metalshift/api/hiveext/v1beta1"
-	"github.com/metalshift/metalshift/assisted/pkg/hoststate"
 	"github.com/metalshift/metalshift/assisted/pkg/record"
 )
 
@@ -250,14 +249,13 @@ func register(g Gomega, ie *agentinstallv1.InfraEnv, id, installerArgs string) *
 		Spec: agentinstallv1.AgentSpec{Role: agentinstallv1.HostRoleAutoAssign, InstallerArgs: installerArgs,
 			ClusterDeploymentName: &agentinstallv1.ClusterReference{Namespace: ie.Spec.ClusterRef.Namespace, Name: ie.Spec.ClusterRef.Name}},
 	}
+	record.SetRegistered(a, clk.Now())
+	record.SetLastContact(a, clk.Now())
 	g.Expect(env.Client.Create(ctx, a)).To(Succeed())
 	g.Eventually(func() error {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(a), a); err != nil {
 			return err
 		}
-		a.Status.DebugInfo.State = hoststate.Register(a.Status.DebugInfo.State, true)
-		a.Status.Kind = assistedapi.KindHost
-		record.SetLastContact(a, clk.Now())
 		now := metav1.NewTime(clk.Now())
 		a.Status.Inventory = inventory("master-0")
 		a.Status.Inventory.ReportTime = &now

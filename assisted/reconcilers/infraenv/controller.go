@@ -128,7 +128,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	setCondition(&ie.Status.Conditions, cond, now)
+	conditions.Set(&ie.Status.Conditions, now, cond)
 	if !agentinstallv1.ConvergedImage(ie) {
 		// A machine booted by hand waits no longer: the image is not the
 		// converged flow's any more.
@@ -187,19 +187,4 @@ func (r *Reconciler) image(ctx context.Context, ie *agentinstallv1.InfraEnv, now
 func clearImage(ie *agentinstallv1.InfraEnv) {
 	ie.Status.ISODownloadURL, ie.Status.CreatedTime = "", nil
 	ie.Status.BootArtifacts = agentinstallv1.BootArtifacts{}
-}
-
-func setCondition(list *[]agentinstallv1.Condition, c conditions.Cond, now time.Time) {
-	for i := range *list {
-		o := &(*list)[i]
-		if string(o.Type) == c.Type {
-			if o.Status != c.Status {
-				o.LastTransitionTime = metav1.NewTime(now)
-			}
-			o.Status, o.Reason, o.Message = c.Status, c.Reason, c.Message
-			return
-		}
-	}
-	*list = append(*list, agentinstallv1.Condition{Type: agentinstallv1.ConditionType(c.Type), Status: c.Status, Reason: c.Reason,
-		Message: c.Message, LastTransitionTime: metav1.NewTime(now)})
 }
