@@ -43,17 +43,19 @@ type installation struct {
 }
 
 // install runs the install step: it reports the stages of the host's role
-// and does what each stands for; a failure is reported as stage Failed.
+// and does what each stands for; a failure is reported as stage Failed,
+// but for the service not answering (errUnreachable), which is no failure
+// of the install.
 func (a *agent) install(ctx context.Context, args []string) error {
 	var req assistedapi.InstallCmdRequest
 	if err := stepArgs(assistedapi.Step{StepType: assistedapi.StepInstall, Args: args}, &req); err != nil {
-		a.progress(ctx, assistedapi.StageFailed, err.Error())
+		_ = a.progress(ctx, assistedapi.StageFailed, err.Error())
 		return err
 	}
 	in := &installation{a: a, req: req}
 	err := in.run(ctx)
-	if err != nil && ctx.Err() == nil {
-		a.progress(ctx, assistedapi.StageFailed, err.Error())
+	if err != nil && ctx.Err() == nil && !errors.Is(err, errUnreachable) {
+		_ = a.progress(ctx, assistedapi.StageFailed, err.Error())
 	}
 	return err
 }
@@ -64,7 +66,9 @@ func (in *installation) run(ctx context.Context) error {
 		return err
 	}
 	for _, stage := range stages {
-		in.a.progress(ctx, stage, "")
+		if err := in.a.progress(ctx, stage, ""); err != nil {
+			return err
+		}
 		if err := in.do(ctx, stage); err != nil {
 			return err
 		}
@@ -246,7 +250,15 @@ func (in *installation) write(ctx context.Context) error {
 	info := in.dev.Info()
 	in.a.opts.Logf("Writing the OS image to %s", info.Name)
 	img := deployapi.Image{URL: in.req.OSImage.URL, Checksum: in.req.OSImage.Checksum, ChecksumType: in.req.OSImage.ChecksumType}
-	n, err := deploy.WriteImage(ctx, in.a.opts.HTTP, in.dev, img)
+	var n int64
+	err := in.a.retry(ctx, in.a.opts.ServiceWait, "Writing the OS image to "+info.Name, func() error {
+		var err error
+		n, err = deploy.WriteImage(ctx, in.a.opts.HTTP, in.dev, img)
+		if err != nil && !networkError(err) {
+			return final{err}
+		}
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("writing the OS image to %s: %w", info.Name, err)
 	}
@@ -284,7 +296,9 @@ func (in *installation) waitControlPlane(ctx context.Context) error {
 			}
 		case n != last:
 			last = n
-			in.a.progress(ctx, assistedapi.StageWaitingForControlPlane, fmt.Sprintf("%d/%d control plane nodes ready", n, want))
+			if err := in.a.progress(ctx, assistedapi.StageWaitingForControlPlane, fmt.Sprintf("%d/%d control plane nodes ready", n, want)); err != nil {
+				return err
+			}
 		}
 		if err == nil && n >= want {
 			return nil
