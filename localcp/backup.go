@@ -81,7 +81,7 @@ func Backup(ctx context.Context, dir, out string) (BackupManifest, error) {
 	if err != nil {
 		return BackupManifest{}, err
 	}
-	defer os.RemoveAll(tmp)
+	defer func() { _ = os.RemoveAll(tmp) }()
 	m := BackupManifest{Format: backupFormat, Dir: dir}
 	db := filepath.Join(tmp, backupSnapshotName)
 	if Running(dir) {
@@ -269,7 +269,7 @@ func Restore(from, dir string) (BackupManifest, error) {
 	if err != nil {
 		return m, err
 	}
-	defer os.RemoveAll(tmp)
+	defer func() { _ = os.RemoveAll(tmp) }()
 	st, err := extractBackup(from, dir, tmp, &m)
 	if err != nil {
 		return m, fmt.Errorf("reading the backup %s: %w", from, err)
@@ -341,7 +341,7 @@ func extractBackup(from, dir, tmp string, m *BackupManifest) (State, error) {
 			if err := os.MkdirAll(filepath.Join(dir, "pki"), 0o700); err != nil {
 				return st, err
 			}
-			if err := writeFrom(tr, filepath.Join(dir, filepath.FromSlash(name)), os.FileMode(h.Mode)&0o644); err != nil {
+			if err := writeFrom(tr, filepath.Join(dir, filepath.FromSlash(name)), fileMode(h.Mode)); err != nil {
 				return st, err
 			}
 		default:
@@ -367,4 +367,13 @@ func writeFrom(r io.Reader, dst string, mode os.FileMode) error {
 		return err
 	}
 	return f.Close()
+}
+
+// fileMode is the mode of a restored file: a key's 0600 or a certificate's
+// 0644, nothing wider.
+func fileMode(m int64) os.FileMode {
+	if m&0o044 != 0 {
+		return 0o644
+	}
+	return 0o600
 }

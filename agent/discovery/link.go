@@ -208,7 +208,7 @@ func (a *agent) retry(ctx context.Context, wait time.Duration, what string, f fu
 // jitter returns a pause between d/2 and d, so that the agents of many
 // hosts do not come back to the service at the same instant.
 func jitter(d time.Duration) time.Duration {
-	return d/2 + rand.N(d/2+1)
+	return d/2 + rand.N(d/2+1) //nolint:gosec // spreads retries; nothing secret
 }
 
 // final marks an error as not transient.
