@@ -45,7 +45,10 @@ func TestHubRestart(t *testing.T) {
 // step and stays away far longer than a few retries of the agents' calls
 // (they poll every second here), then a new hub starts. The agents wait
 // for it through their downloads and progress reports, report no
-// failure, and the cluster installs.
+// failure, and the cluster installs. The outage is shorter than the hub's
+// DisconnectedAfter (a minute here, as a production hub's 3 minutes
+// outlast a restart): a hub away for longer than that finds its hosts
+// timed out when it comes back.
 func TestHubRestartMidInstall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end to end")
@@ -55,8 +58,12 @@ func TestHubRestartMidInstall(t *testing.T) {
 	g.SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
 	ctx := context.Background()
 	const ns = "restart-mid-install"
+	disconnectedAfter = time.Minute
 	restartHub(g, true)
-	t.Cleanup(func() { restartHub(NewWithT(t), false) })
+	t.Cleanup(func() {
+		disconnectedAfter = 6 * time.Second
+		restartHub(NewWithT(t), false)
+	})
 	lab, _ := start(t, g, ns, 3, 0, "127.77.14", "127.77.14.100", "127.77.14.101")
 	g.Expect(lab.Start("127.0.0.1:0")).To(Succeed())
 	t.Cleanup(lab.Close)
