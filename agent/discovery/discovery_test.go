@@ -110,9 +110,10 @@ type service struct {
 	forget bool
 	// handler serves the API (restartable servers take it again).
 	handler http.Handler
-	// hook, when set, is asked about each file download ("file NAME") and
-	// progress report ("progress STAGE") before it is served, and may
-	// answer in its stead (see answer); called with mu held.
+	// hook, when set, is asked about each file download ("file NAME"),
+	// progress report ("progress STAGE") and OS image download ("image")
+	// before it is served, and may answer in its stead (see answer);
+	// called with mu held.
 	hook func(what string) answer
 	// down makes the service cut every request short, without an answer,
 	// until it is served again (serveOn): it is going away.
@@ -142,7 +143,13 @@ func newService(t *testing.T) *service {
 	mux.HandleFunc("POST "+base+"/"+hostID+"/instructions", s.reply)
 	mux.HandleFunc("PUT "+base+"/"+hostID+"/progress", s.progress)
 	mux.HandleFunc("GET "+assistedapi.BasePath+"/v2/clusters/"+clusterID+"/downloads/files", s.file)
-	mux.HandleFunc("GET "+imagePath, func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(s.image) })
+	mux.HandleFunc("GET "+imagePath, func(w http.ResponseWriter, _ *http.Request) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if !s.intercept(w, "image") {
+			_, _ = w.Write(s.image)
+		}
+	})
 	s.handler = s.auth(mux)
 	s.server = httptest.NewServer(s.handler)
 	t.Cleanup(func() { s.server.Close() }) // the last server, after restarts

@@ -250,17 +250,34 @@ func (in *installation) write(ctx context.Context) error {
 	info := in.dev.Info()
 	in.a.opts.Logf("Writing the OS image to %s", info.Name)
 	img := deployapi.Image{URL: in.req.OSImage.URL, Checksum: in.req.OSImage.Checksum, ChecksumType: in.req.OSImage.ChecksumType}
+	// The image server may be the hub, away for a restart too: a network
+	// error is tried again, for up to ServiceWait; past it, or for any
+	// other error, the install fails.
 	var n int64
+	var last error // the last network error
 	err := in.a.retry(ctx, in.a.opts.ServiceWait, "Writing the OS image to "+info.Name, func() error {
 		var err error
 		n, err = deploy.WriteImage(ctx, in.a.opts.HTTP, in.dev, img)
-		if err != nil && !networkError(err) {
+		switch {
+		case err == nil:
+		case !networkError(err):
 			return final{err}
+		case last == nil:
+			in.a.opts.Logf("Writing the OS image to %s: %v; trying again", info.Name, err)
+			fallthrough
+		default:
+			last = err
 		}
 		return err
 	})
+	if errors.Is(err, errUnreachable) {
+		return fmt.Errorf("writing the OS image to %s: the image server did not answer for %s: %w", info.Name, in.a.opts.ServiceWait, last)
+	}
 	if err != nil {
 		return fmt.Errorf("writing the OS image to %s: %w", info.Name, err)
+	}
+	if last != nil {
+		in.a.opts.Logf("Writing the OS image to %s: the image server answered again", info.Name)
 	}
 	meta := map[string]string{"uuid": in.a.opts.HostID}
 	if h := in.req.Hostname; h != "" {

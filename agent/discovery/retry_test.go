@@ -72,11 +72,12 @@ func (m *machine) logsWith(prefix string) []string {
 }
 
 // TestServiceRestart: the service goes away in the middle of the install's
-// Ignition download and again in the middle of a progress report, and
-// comes back on the same address after the agent found it gone. The agent
-// waits for it, says once that it lost it and once that it is back, and
-// the install completes: every stage recorded, the one whose report was
-// cut short included, no Failed.
+// Ignition download, again in the middle of a progress report, and again
+// in the middle of the OS image download (the same server serves it here),
+// and comes back on the same address after the agent found it gone each
+// time. The agent waits for it, says once that it lost it and once that it
+// is back, and the install completes: every stage recorded, the one whose
+// report was cut short included, no Failed, the image on the disk.
 func TestServiceRestart(t *testing.T) {
 	g := NewWithT(t)
 	r, err := ports.Reserve(0)
@@ -86,11 +87,11 @@ func TestServiceRestart(t *testing.T) {
 	s.serveOn(t, r.Addr())
 
 	req := s.installRequest(assistedapi.RoleMaster, assistedapi.HighAvailabilityFull)
-	cuts := make(chan string, 2)
+	cuts := make(chan string, 3)
 	done := map[string]bool{}
 	s.hook = func(what string) answer {
 		switch what {
-		case "file " + req.IgnitionFileName, "progress " + string(wr):
+		case "file " + req.IgnitionFileName, "progress " + string(wr), "image":
 			if !done[what] {
 				done[what] = true
 				cuts <- what
@@ -103,12 +104,15 @@ func TestServiceRestart(t *testing.T) {
 	tr := &countingTransport{}
 	m, ran, _ := start(t, s, func(o *discovery.Options) { o.HTTP = &http.Client{Transport: tr} })
 
-	for _, want := range []string{"file " + req.IgnitionFileName, "progress " + string(wr)} {
+	for i, want := range []string{"file " + req.IgnitionFileName, "progress " + string(wr), "image"} {
 		g.Eventually(cuts, 10*time.Second).Should(Receive(Equal(want)))
 		s.server.Close()
 		n := tr.failures()
 		// Well past the few attempts an agent that gives up would make.
 		g.Eventually(tr.failures, 10*time.Second).Should(BeNumerically(">=", n+20), "the agent keeps calling while the service is away")
+		// The image download is not a call of the service: the
+		// heartbeat's polls find the service gone.
+		g.Eventually(func() []string { return m.logsWith("Lost the agent service") }).Should(HaveLen(i + 1))
 		s.serveOn(t, r.Addr())
 	}
 
@@ -119,9 +123,14 @@ func TestServiceRestart(t *testing.T) {
 	s.mu.Lock()
 	g.Expect(s.fileRequests).To(Equal(2), "the cut download, then one after the service came back")
 	s.mu.Unlock()
-	g.Expect(m.logsWith("Lost the agent service")).To(HaveLen(2))
+	g.Expect(m.logsWith("Lost the agent service")).To(HaveLen(3))
 	reconnected := m.logsWith("Reconnected to the agent service")
-	g.Expect(reconnected).To(HaveLen(2))
+	g.Expect(reconnected).To(HaveLen(3))
+	g.Expect(m.logsWith("Writing the OS image to /dev/sda: ")).To(HaveExactElements(
+		MatchRegexp(`^Writing the OS image to /dev/sda: downloading the image: Get ".*": .*; trying again$`),
+		"Writing the OS image to /dev/sda: the image server answered again"))
+	disk := m.disk.b // Run returned: nothing writes it any more
+	g.Expect(disk[512:len(s.image)]).To(Equal(s.image[512:]), "the image is on the disk")
 	g.Expect(reconnected).To(HaveEach(MatchRegexp(`^Reconnected to the agent service after [0-9hms.]+$`)))
 }
 
