@@ -56,6 +56,13 @@ type Options struct {
 	// otherwise what the service says, next_instruction_seconds) and the
 	// retry and wait intervals: for tests.
 	PollInterval time.Duration
+	// ServiceWait is how long a call of the install role (a progress
+	// report, a file download, the install step's reply, the OS image
+	// download) keeps trying while the service does not answer; 0 means
+	// DefaultServiceWait. Past it the agent leaves the install step
+	// without reporting a failure and goes back to polling. Registration
+	// and polls keep trying for as long as the agent runs.
+	ServiceWait time.Duration
 	// Lookup resolves a name for the domain-resolution step; nil means the
 	// system's resolver.
 	Lookup func(ctx context.Context, name string) []net.IP
@@ -71,9 +78,10 @@ type Options struct {
 // does not say (upstream's default).
 const defaultInstructionInterval = 60 * time.Second
 
-// maxRetryInterval is the longest pause between attempts of a request
-// that failed for a reason that may pass (network, 5xx).
-const maxRetryInterval = 30 * time.Second
+// callTimeout bounds one request to the service, its answer read: a
+// service that went away without closing its connections (a network
+// partition) is then tried again.
+const callTimeout = 2 * time.Minute
 
 // errReregister ends a poll loop: the service asked the agent to register
 // again (post_step_action exit), or no longer knows the host.
@@ -92,6 +100,9 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	if opts.ControlPlaneReady == nil {
 		opts.ControlPlaneReady = controlPlaneReady
+	}
+	if opts.ServiceWait <= 0 {
+		opts.ServiceWait = DefaultServiceWait
 	}
 	a := &agent{opts: opts}
 	for {
@@ -124,10 +135,12 @@ type agent struct {
 	// memory only) and sends it on every call, registrations again
 	// included. The InfraEnv's token only registers.
 	hostKey string
+	// link follows whether the service answers.
+	link link
 }
 
 // register posts HostCreateParams until the service answers; transient
-// errors are retried, refusals returned.
+// errors are retried for as long as it takes, refusals returned.
 func (a *agent) register(ctx context.Context) (*assistedapi.Host, error) {
 	path := assistedapi.Path(assistedapi.RegisterPath, a.opts.Config.InfraEnvID)
 	params := assistedapi.HostCreateParams{HostID: a.opts.HostID, DiscoveryAgentVersion: a.opts.Version}
@@ -192,7 +205,20 @@ func (a *agent) serve(ctx context.Context) error {
 	}
 }
 
+// instructions polls for instructions, trying again while the service does
+// not answer, for as long as it takes.
 func (a *agent) instructions(ctx context.Context) (*assistedapi.Steps, error) {
+	var steps *assistedapi.Steps
+	err := a.retry(ctx, 0, "Asking for instructions", func() error {
+		var err error
+		steps, err = a.poll(ctx)
+		return err
+	})
+	return steps, err
+}
+
+// poll asks for instructions once.
+func (a *agent) poll(ctx context.Context) (*assistedapi.Steps, error) {
 	steps := &assistedapi.Steps{}
 	path := assistedapi.Path(assistedapi.InstructionsPath, a.opts.Config.InfraEnvID, a.opts.HostID)
 	if err := a.call(ctx, http.MethodGet, path, nil, nil, steps); err != nil {
@@ -221,17 +247,19 @@ func (a *agent) cap(d time.Duration) time.Duration {
 // heartbeat keeps polling for instructions while a long step runs, so that
 // the service sees the host connected, as upstream's agent keeps polling
 // while its installer runs. What it gets is left: the service repeats
-// instructions that got no reply.
+// instructions that got no reply. Its polls also tell the link when the
+// service is back, which wakes the install's waiting calls.
 func (a *agent) heartbeat(ctx context.Context, every time.Duration) {
 	for sleep(ctx, every) {
-		_, _ = a.instructions(ctx)
+		_, _ = a.poll(ctx)
 	}
 }
 
-// reply posts a step's result, retrying transient errors a few times.
+// reply posts a step's result, trying again while the service does not
+// answer, for at most ServiceWait.
 func (a *agent) reply(ctx context.Context, r assistedapi.StepReply) {
 	path := assistedapi.Path(assistedapi.InstructionsPath, a.opts.Config.InfraEnvID, a.opts.HostID)
-	err := a.retry(ctx, 5, "Replying to step "+r.StepID, func() error {
+	err := a.retry(ctx, a.opts.ServiceWait, "Replying to step "+r.StepID, func() error {
 		return a.call(ctx, http.MethodPost, path, nil, r, nil)
 	})
 	if err != nil && ctx.Err() == nil {
@@ -239,24 +267,33 @@ func (a *agent) reply(ctx context.Context, r assistedapi.StepReply) {
 	}
 }
 
-// progress reports an installation stage; a report the service refuses is
-// logged, not fatal, as upstream's installer does.
-func (a *agent) progress(ctx context.Context, stage assistedapi.HostStage, info string) {
+// progress reports an installation stage, trying again while the service
+// does not answer, so that the service ends up with every stage, the
+// latest included; it returns errUnreachable when the service did not
+// answer for ServiceWait. A report the service refuses is logged, not
+// fatal, as upstream's installer does.
+func (a *agent) progress(ctx context.Context, stage assistedapi.HostStage, info string) error {
 	path := assistedapi.Path(assistedapi.ProgressPath, a.opts.Config.InfraEnvID, a.opts.HostID)
 	p := assistedapi.HostProgress{CurrentStage: stage, ProgressInfo: info}
-	err := a.retry(ctx, 5, "Reporting stage "+string(stage), func() error {
+	err := a.retry(ctx, a.opts.ServiceWait, "Reporting stage "+string(stage), func() error {
 		return a.call(ctx, http.MethodPut, path, nil, p, nil)
 	})
 	if err != nil && ctx.Err() == nil {
 		a.opts.Logf("Reporting stage %q: %v", stage, err)
 	}
+	if errors.Is(err, errUnreachable) {
+		return err
+	}
+	return nil
 }
 
-// file downloads a file of the cluster from the service (an Ignition).
+// file downloads a file of the cluster from the service (an Ignition),
+// trying again while the service does not answer, for at most
+// ServiceWait.
 func (a *agent) file(ctx context.Context, clusterID, name string) ([]byte, error) {
 	path := assistedapi.Path(assistedapi.FilesPath, clusterID)
 	var data []byte
-	err := a.retry(ctx, 5, "Downloading "+name, func() error {
+	err := a.retry(ctx, a.opts.ServiceWait, "Downloading "+name, func() error {
 		var buf bytes.Buffer
 		err := a.call(ctx, http.MethodGet, path, url.Values{"file_name": {name}}, nil, &buf)
 		data = buf.Bytes()
@@ -266,63 +303,6 @@ func (a *agent) file(ctx context.Context, clusterID, name string) ([]byte, error
 		return nil, fmt.Errorf("downloading %s: %w", name, err)
 	}
 	return data, nil
-}
-
-// statusError is an answer of the service other than 2xx.
-type statusError struct {
-	method, url string
-	code        int
-	status      string
-	body        string
-}
-
-func (e *statusError) Error() string {
-	if e.body == "" {
-		return fmt.Sprintf("%s %s: %s", e.method, e.url, e.status)
-	}
-	return fmt.Sprintf("%s %s: %s: %s", e.method, e.url, e.status, e.body)
-}
-
-// statusIs tells whether err is an answer with one of codes.
-func statusIs(err error, codes ...int) bool {
-	var se *statusError
-	if !errors.As(err, &se) {
-		return false
-	}
-	for _, c := range codes {
-		if se.code == c {
-			return true
-		}
-	}
-	return false
-}
-
-// transient tells whether a request that failed with err may succeed when
-// tried again: network errors, 5xx, 408 and 429.
-func transient(err error) bool {
-	var se *statusError
-	if errors.As(err, &se) {
-		return se.code >= 500 || se.code == http.StatusRequestTimeout || se.code == http.StatusTooManyRequests
-	}
-	return !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
-}
-
-// retry runs f until it succeeds, fails for good, ctx ends or, when
-// attempts > 0, it was tried that often; the pause doubles from 1s to 30s
-// (capped by PollInterval). Each failure is logged with what.
-func (a *agent) retry(ctx context.Context, attempts int, what string, f func() error) error {
-	pause := a.cap(time.Second)
-	for i := 1; ; i++ {
-		err := f()
-		if err == nil || !transient(err) || ctx.Err() != nil || (attempts > 0 && i >= attempts) {
-			return err
-		}
-		a.opts.Logf("%s: %v; trying again in %s", what, err, pause)
-		if !sleep(ctx, pause) {
-			return err
-		}
-		pause = a.cap(min(2*pause, maxRetryInterval))
-	}
 }
 
 // call sends a request to the service with the host's credential: in,
@@ -351,7 +331,9 @@ func (a *agent) do(ctx context.Context, register bool, method, path string, quer
 		}
 		body = bytes.NewReader(data)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, u, body)
+	rctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, method, u, body)
 	if err != nil {
 		return header, err
 	}
@@ -368,6 +350,22 @@ func (a *agent) do(ctx context.Context, register bool, method, path string, quer
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", "application/json")
+	header, err = a.send(req, method, u, out)
+	switch {
+	case err == nil:
+		a.answered()
+	case ctx.Err() != nil:
+	case unanswered(err):
+		a.lost(err)
+	default:
+		a.answered()
+	}
+	return header, err
+}
+
+// send sends req and reads the answer into out (see call).
+func (a *agent) send(req *http.Request, method, u string, out any) (http.Header, error) {
+	header := http.Header{}
 	resp, err := a.opts.HTTP.Do(req)
 	if err != nil {
 		return header, err
@@ -376,7 +374,8 @@ func (a *agent) do(ctx context.Context, register bool, method, path string, quer
 	header = resp.Header
 	if resp.StatusCode >= 300 {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
-		return header, &statusError{method: method, url: u, code: resp.StatusCode, status: resp.Status, body: string(bytes.TrimSpace(msg))}
+		return header, &statusError{method: method, url: u, code: resp.StatusCode, status: resp.Status,
+			body: string(bytes.TrimSpace(msg)), retryAfter: parseRetryAfter(resp.Header.Get("Retry-After"))}
 	}
 	switch o := out.(type) {
 	case nil:

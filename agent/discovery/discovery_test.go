@@ -108,7 +108,31 @@ type service struct {
 	// forget makes the next instructions poll answer 404: the service no
 	// longer knows the host (its Agent was deleted).
 	forget bool
+	// handler serves the API (restartable servers take it again).
+	handler http.Handler
+	// hook, when set, is asked about each file download ("file NAME"),
+	// progress report ("progress STAGE") and OS image download ("image")
+	// before it is served, and may answer in its stead (see answer);
+	// called with mu held.
+	hook func(what string) answer
+	// down makes the service cut every request short, without an answer,
+	// until it is served again (serveOn): it is going away.
+	down bool
+	// fileRequests and progressRequests count the requests of each.
+	fileRequests, progressRequests int
 }
+
+// answer is what a hook answers a request with instead of the service.
+type answer struct {
+	// code is the status to answer with; 0: serve the request; cut:
+	// answer nothing and cut every request short from now on (down).
+	code int
+	// retryAfter is the Retry-After header's value.
+	retryAfter string
+}
+
+// cut is answer.code for a request the service drops as it goes away.
+const cut = -1
 
 func newService(t *testing.T) *service {
 	s := &service{t: t, image: osImage(), files: map[string][]byte{}, issue: hostKey}
@@ -119,10 +143,39 @@ func newService(t *testing.T) *service {
 	mux.HandleFunc("POST "+base+"/"+hostID+"/instructions", s.reply)
 	mux.HandleFunc("PUT "+base+"/"+hostID+"/progress", s.progress)
 	mux.HandleFunc("GET "+assistedapi.BasePath+"/v2/clusters/"+clusterID+"/downloads/files", s.file)
-	mux.HandleFunc("GET "+imagePath, func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(s.image) })
-	s.server = httptest.NewServer(s.auth(mux))
-	t.Cleanup(s.server.Close)
+	mux.HandleFunc("GET "+imagePath, func(w http.ResponseWriter, _ *http.Request) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if !s.intercept(w, "image") {
+			_, _ = w.Write(s.image)
+		}
+	})
+	s.handler = s.auth(mux)
+	s.server = httptest.NewServer(s.handler)
+	t.Cleanup(func() { s.server.Close() }) // the last server, after restarts
 	return s
+}
+
+// intercept asks the hook about a request (mu held, and released by the
+// caller's defer) and answers it when the hook says so; it tells whether
+// it did.
+func (s *service) intercept(w http.ResponseWriter, what string) bool {
+	if s.hook == nil {
+		return false
+	}
+	a := s.hook(what)
+	switch a.code {
+	case 0:
+		return false
+	case cut:
+		s.down = true
+		panic(http.ErrAbortHandler) // the connection is closed, nothing answered; the caller's deferred Unlock runs
+	}
+	if a.retryAfter != "" {
+		w.Header().Set("Retry-After", a.retryAfter)
+	}
+	http.Error(w, `{"code":"`+fmt.Sprint(a.code)+`","message":"as the test says"}`, a.code)
+	return true
 }
 
 // auth checks the credentials as the agent service does: the InfraEnv's
@@ -131,6 +184,10 @@ func newService(t *testing.T) *service {
 func (s *service) auth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
+		if s.down {
+			s.mu.Unlock()
+			panic(http.ErrAbortHandler)
+		}
 		ok := true
 		switch {
 		case r.URL.Path == imagePath:
@@ -216,12 +273,23 @@ func (s *service) progress(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.progressRequests++
+	if s.intercept(w, "progress "+string(p.CurrentStage)) {
+		return
+	}
 	s.stages = append(s.stages, p)
-	s.mu.Unlock()
 }
 
 func (s *service) file(w http.ResponseWriter, r *http.Request) {
-	data, ok := s.files[r.URL.Query().Get("file_name")]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fileRequests++
+	name := r.URL.Query().Get("file_name")
+	if s.intercept(w, "file "+name) {
+		return
+	}
+	data, ok := s.files[name]
 	if !ok {
 		http.NotFound(w, r)
 		return

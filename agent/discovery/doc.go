@@ -14,4 +14,13 @@
 // waits for the control plane. Block devices, the inventory, the reboot and
 // the bootstrap runner are parameters, so the simulator runs this same code
 // against its synthetic machines.
+//
+// The agent outlives the service: a hub restart or a rolling update of its
+// manager is waited for. Every call that gets no answer, a 5xx, 408 or 429
+// is tried again with a capped, jittered exponential backoff (link.go),
+// registration and polls for as long as the agent runs, the install role's
+// calls for up to Options.ServiceWait; losing the service and getting it
+// back are logged once each, and an install the service stayed away from
+// for that long is left without a Failed report, to be run again when the
+// service hands the step out again.
 package discovery

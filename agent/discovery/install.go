@@ -43,17 +43,19 @@ type installation struct {
 }
 
 // install runs the install step: it reports the stages of the host's role
-// and does what each stands for; a failure is reported as stage Failed.
+// and does what each stands for; a failure is reported as stage Failed,
+// but for the service not answering (errUnreachable), which is no failure
+// of the install.
 func (a *agent) install(ctx context.Context, args []string) error {
 	var req assistedapi.InstallCmdRequest
 	if err := stepArgs(assistedapi.Step{StepType: assistedapi.StepInstall, Args: args}, &req); err != nil {
-		a.progress(ctx, assistedapi.StageFailed, err.Error())
+		_ = a.progress(ctx, assistedapi.StageFailed, err.Error())
 		return err
 	}
 	in := &installation{a: a, req: req}
 	err := in.run(ctx)
-	if err != nil && ctx.Err() == nil {
-		a.progress(ctx, assistedapi.StageFailed, err.Error())
+	if err != nil && ctx.Err() == nil && !errors.Is(err, errUnreachable) {
+		_ = a.progress(ctx, assistedapi.StageFailed, err.Error())
 	}
 	return err
 }
@@ -64,7 +66,9 @@ func (in *installation) run(ctx context.Context) error {
 		return err
 	}
 	for _, stage := range stages {
-		in.a.progress(ctx, stage, "")
+		if err := in.a.progress(ctx, stage, ""); err != nil {
+			return err
+		}
 		if err := in.do(ctx, stage); err != nil {
 			return err
 		}
@@ -246,9 +250,34 @@ func (in *installation) write(ctx context.Context) error {
 	info := in.dev.Info()
 	in.a.opts.Logf("Writing the OS image to %s", info.Name)
 	img := deployapi.Image{URL: in.req.OSImage.URL, Checksum: in.req.OSImage.Checksum, ChecksumType: in.req.OSImage.ChecksumType}
-	n, err := deploy.WriteImage(ctx, in.a.opts.HTTP, in.dev, img)
+	// The image server may be the hub, away for a restart too: a network
+	// error is tried again, for up to ServiceWait; past it, or for any
+	// other error, the install fails.
+	var n int64
+	var last error // the last network error
+	err := in.a.retry(ctx, in.a.opts.ServiceWait, "Writing the OS image to "+info.Name, func() error {
+		var err error
+		n, err = deploy.WriteImage(ctx, in.a.opts.HTTP, in.dev, img)
+		switch {
+		case err == nil:
+		case !networkError(err):
+			return final{err}
+		case last == nil:
+			in.a.opts.Logf("Writing the OS image to %s: %v; trying again", info.Name, err)
+			fallthrough
+		default:
+			last = err
+		}
+		return err
+	})
+	if errors.Is(err, errUnreachable) {
+		return fmt.Errorf("writing the OS image to %s: the image server did not answer for %s: %w", info.Name, in.a.opts.ServiceWait, last)
+	}
 	if err != nil {
 		return fmt.Errorf("writing the OS image to %s: %w", info.Name, err)
+	}
+	if last != nil {
+		in.a.opts.Logf("Writing the OS image to %s: the image server answered again", info.Name)
 	}
 	meta := map[string]string{"uuid": in.a.opts.HostID}
 	if h := in.req.Hostname; h != "" {
@@ -284,7 +313,9 @@ func (in *installation) waitControlPlane(ctx context.Context) error {
 			}
 		case n != last:
 			last = n
-			in.a.progress(ctx, assistedapi.StageWaitingForControlPlane, fmt.Sprintf("%d/%d control plane nodes ready", n, want))
+			if err := in.a.progress(ctx, assistedapi.StageWaitingForControlPlane, fmt.Sprintf("%d/%d control plane nodes ready", n, want)); err != nil {
+				return err
+			}
 		}
 		if err == nil && n >= want {
 			return nil

@@ -37,6 +37,11 @@ func (a *agent) runStep(ctx context.Context, st assistedapi.Step) (rebooted bool
 	if ctx.Err() != nil {
 		return false, nil
 	}
+	if errors.Is(stepErr, errUnreachable) {
+		// No reply: the service hands the step out again when it is back.
+		a.opts.Logf("Step %s (%s) left: %v", st.StepType, st.StepID, stepErr)
+		return false, nil
+	}
 	reply := assistedapi.StepReply{StepType: st.StepType, StepID: st.StepID}
 	switch {
 	case errors.Is(stepErr, errUnsupported):
@@ -60,7 +65,7 @@ func (a *agent) runStep(ctx context.Context, st assistedapi.Step) (rebooted bool
 	a.opts.Logf("Installation done")
 	if err := a.opts.Reboot(ctx); err != nil {
 		err = fmt.Errorf("rebooting after the installation: %w", err)
-		a.progress(ctx, assistedapi.StageFailed, err.Error())
+		_ = a.progress(ctx, assistedapi.StageFailed, err.Error())
 		return false, err
 	}
 	return true, nil

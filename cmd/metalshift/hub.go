@@ -104,7 +104,56 @@ func newHubCommand() *cobra.Command {
 	}
 	kubeconfig.Flags().BoolVar(&raw, "raw", false, "Print the kubeconfig itself")
 
-	cmd.AddCommand(up, down, status, kubeconfig)
+	var backupOut string
+	backup := &cobra.Command{
+		Use:   "backup",
+		Short: "Write a backup of the hub in --dir to --out: an etcd snapshot, the hub's keys and certificates (every secret of the hub; written 0600)",
+		Long: `Write a backup of the hub in --dir to --out, a gzipped tar archive (mode 0600):
+an etcd snapshot taken through etcd's client API while the hub runs (a copy of
+its database when it is stopped), the hub's CA, keys and certificates, and its
+ports. The archive holds every Secret of the hub and the keys that sign its
+tokens: keep it as secret as the hub itself. ` + "`metalshift hub restore`" + ` brings it back.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if backupOut == "" {
+				return errors.New("--out is required")
+			}
+			m, err := localcp.Backup(cmd.Context(), o.dir, backupOut)
+			if err != nil {
+				return err
+			}
+			how := "etcd snapshot (version " + m.SnapshotVersion + ")"
+			if m.Copied {
+				how = "copy of the stopped hub's etcd database"
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Wrote a backup of the hub in %s to %s: %s, keys and certificates.\n", m.Dir, backupOut, how)
+			fmt.Fprintln(cmd.OutOrStdout(), "It holds every secret of the hub: keep it private (mode 0600, encrypted at rest).")
+			return nil
+		},
+	}
+	backup.Flags().StringVar(&backupOut, "out", "", "File to write the backup to (replaced if it exists)")
+
+	var restoreFrom string
+	restore := &cobra.Command{
+		Use:   "restore",
+		Short: "Make --dir, a new directory, a hub restored from the backup --from; then `hub up --dir` resumes it",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if restoreFrom == "" {
+				return errors.New("--from is required")
+			}
+			m, err := localcp.Restore(restoreFrom, o.dir)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Restored the hub of %s (backup of %s) into %s\n", m.Dir, m.Created.Format(time.RFC3339), absDir(o.dir))
+			fmt.Fprintf(cmd.OutOrStdout(), "Start it with `metalshift hub up --dir %s`\n", absDir(o.dir))
+			return nil
+		},
+	}
+	restore.Flags().StringVar(&restoreFrom, "from", "", "Backup file written by `metalshift hub backup`")
+
+	cmd.AddCommand(up, down, status, kubeconfig, backup, restore)
 	return cmd
 }
 

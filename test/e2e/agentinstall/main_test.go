@@ -34,6 +34,9 @@ var (
 	// convergedFlow is the hub's ConvergedFlow: off (the other ZTP flow)
 	// but in TestZTPConverged, which restarts the hub with it.
 	convergedFlow bool
+	// disconnectedAfter is the hub's DisconnectedAfter; a test that keeps
+	// the hub away longer restarts it with more.
+	disconnectedAfter = 6 * time.Second
 )
 
 // TestMain starts envtest (the admission webhooks included) and the hub:
@@ -89,7 +92,7 @@ func startHub() (stop func() error, err error) {
 	c.Flags, c.Complete = nil, nil
 	c.Setup = func(ctx context.Context, hub *component.Hub) error {
 		return assisted.Setup(ctx, hub, assisted.Options{ListenAddr: serviceAddr, PollInterval: time.Second, Key: key,
-			DisconnectedAfter: 6 * time.Second, ConvergedFlow: convergedFlow, DeployURL: "http://" + deployAddr})
+			DisconnectedAfter: disconnectedAfter, ConvergedFlow: convergedFlow, DeployURL: "http://" + deployAddr})
 	}
 	// The host engine, for the BareMetalHosts of ZTP installs.
 	engine := component.Component{Name: "host-engine", AddToScheme: metal3v1.AddToScheme, Setup: func(ctx context.Context, hub *component.Hub) error {
