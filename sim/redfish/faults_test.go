@@ -18,7 +18,13 @@ import (
 // The fault plan's Redfish kinds, seen through real clients: Go's HTTP
 // client, and DMTF's redfishtool.
 
-func do(t *testing.T, c *http.Client, method, url, body string) (*http.Response, error) {
+// reply is what do got: the status and the headers.
+type reply struct {
+	StatusCode int
+	Header     http.Header
+}
+
+func do(t *testing.T, c *http.Client, method, url, body string) (reply, error) {
 	t.Helper()
 	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	if err != nil {
@@ -26,11 +32,12 @@ func do(t *testing.T, c *http.Client, method, url, body string) (*http.Response,
 	}
 	req.SetBasicAuth("admin", "s3cret-canary")
 	resp, err := c.Do(req)
-	if err == nil {
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
+	if err != nil {
+		return reply{}, err
 	}
-	return resp, err
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return reply{StatusCode: resp.StatusCode, Header: resp.Header}, nil
 }
 
 // TestPlanned5xxAtTheRate: a BMC answers 500 exactly on the decisions the
