@@ -62,7 +62,10 @@ const (
 	IPMIFail Kind = "ipmi.fail"
 	// IPMIDrop drops the reply to a chassis control command of an IPMI
 	// BMC: the command is not carried out and the client hears nothing
-	// until it gives up. A decision per command.
+	// until it gives up. With ipmi_sim the whole BMC hangs meanwhile (it
+	// waits for its chassis control program): it answers no command for
+	// a while (sim/ipmi.DropFor), then processes what queued up. A
+	// decision per command.
 	IPMIDrop Kind = "ipmi.drop"
 	// MachinePowerLoss cuts a machine's power while the deploy agent
 	// writes an image: the write stops after the parameter's bytes

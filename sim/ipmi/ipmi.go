@@ -52,8 +52,10 @@ const DropFor = 20 * time.Second
 // machine; nil: none) whether each chassis control command ipmi_sim passes
 // on (power on, off, cycle, reset; boot device) fails: fault.IPMIFail
 // carries nothing out and ipmi_sim answers with an error completion code;
-// fault.IPMIDrop carries nothing out and ipmi_sim answers nothing for
-// DropFor. Status queries (power status, boot device) are not faulted.
+// fault.IPMIDrop carries nothing out and holds ipmi_sim, which waits for
+// its chassis control program, for DropFor: it answers no command
+// meanwhile, then those that queued up. Status queries (power status,
+// boot device) are not faulted.
 func (b *BMC) SetFaults(d *fault.Decider) { b.faults.Store(d) }
 
 // Start runs ipmi_sim for m in dir with one admin user.
