@@ -396,7 +396,9 @@ func (p *Plan) For(id string) *Decider {
 	return d
 }
 
-// Fired counts the faults of kind k that fired, over every emulator.
+// Fired counts the decisions of kind k that fired, over every emulator
+// (one that an emulator overrode with a fault of higher precedence, such
+// as a Redfish reset over a 5xx on the same request, included).
 func (p *Plan) Fired(k Kind) int {
 	if p == nil {
 		return 0
