@@ -81,9 +81,10 @@ Machines of labs running side by side need their own --name-prefix, --subnet and
 --mac-octet (the octet also tells their UUIDs, the Agents' names, apart).
 
 With --faults the BMCs and machines inject faults as a plan says: items separated by commas,
-"seed=<n>" and "<kind>=<when>[:<param>]", <when> a rate (10%) or a schedule counted in each
-BMC's or machine's own decisions (@3: the third only; 2-5; 4-: from the fourth on):
-  metalshift sim bmc --hosts 3 --faults 'seed=1234,redfish.5xx=10%,redfish.hang=@5,machine.netdrop=@20:30s'
+"seed=<n>" and "<kind>=<when>[:<param>]" (or "<kind>[<machine>]=..." for one machine and its
+BMC), <when> a rate (10%) or a schedule counted in each BMC's or machine's own decisions (@3:
+the third only; 2-5; 4-: from the fourth on):
+  metalshift sim bmc --hosts 3 --faults 'seed=1234,redfish.5xx=10%,redfish.hang[host-1]=@5,machine.netdrop=@20:30s'
 Kinds: redfish.5xx[:<status>], redfish.hang[:<max>], redfish.reset, redfish.slowpower[:<delay>],
 redfish.media, redfish.task, ipmi.fail, ipmi.drop, machine.powerloss[:<bytes>],
 machine.netdrop[:<duration>] (docs/simulator.md says what each does). Without a seed one is

@@ -3,7 +3,7 @@
 // which seed. One syntax serves the `metalshift sim bmc --faults` flag and
 // in-process tests (sim.LabOptions.Faults):
 //
-//	seed=1234,redfish.5xx=10%,redfish.hang=@3,machine.netdrop=5-:20s
+//	seed=1234,redfish.5xx=10%,redfish.hang[host-1]=@3,machine.netdrop=5-:20s
 //
 // Each emulator asks, at the point where the fault would happen (a request
 // arriving, a power action, an image write, an HTTP call of a machine),
@@ -120,6 +120,9 @@ func Kinds() []Kind {
 // Rule is when a kind fires, and with what.
 type Rule struct {
 	Kind Kind
+	// Target, when set, is the only emulator ID the rule is for; a rule
+	// for an ID wins over the kind's rule for every ID.
+	Target string
 	// Percent, when above 0, fires each decision with this probability
 	// (in percent, up to 100).
 	Percent float64
@@ -134,6 +137,11 @@ type Rule struct {
 	size     int64
 }
 
+type ruleKey struct {
+	kind   Kind
+	target string
+}
+
 // Plan is a parsed fault plan. A nil *Plan injects nothing. It is safe
 // for concurrent use.
 type Plan struct {
@@ -144,7 +152,7 @@ type Plan struct {
 	// Logf, when set, is told of every fault that fires.
 	Logf func(format string, args ...any)
 
-	rules map[Kind]Rule
+	rules map[ruleKey]Rule
 
 	mu       sync.Mutex
 	deciders map[string]*Decider
@@ -152,7 +160,9 @@ type Plan struct {
 }
 
 // Parse reads a plan: items separated by commas, semicolons or spaces,
-// each "seed=<n>" or "<kind>=<when>[:<param>]", where <when> is
+// each "seed=<n>" or "<kind>[\[<id>\]]=<when>[:<param>]" (with [<id>], for
+// the emulator with that ID only: a BMC's or a machine's name), where
+// <when> is
 //
 //	<p>%    each decision with probability p percent (0 < p <= 100)
 //	@<n>    the n-th decision only (counting from 1)
@@ -164,7 +174,7 @@ type Plan struct {
 // (machine.powerloss: 4096, 64KiB, 1MiB). An empty plan injects nothing.
 // Errors name the item at fault.
 func Parse(s string) (*Plan, error) {
-	p := &Plan{rules: map[Kind]Rule{}}
+	p := &Plan{rules: map[ruleKey]Rule{}}
 	items := strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ';' || r == ' ' || r == '\t' || r == '\n' })
 	for _, item := range items {
 		key, value, ok := strings.Cut(item, "=")
@@ -182,14 +192,22 @@ func Parse(s string) (*Plan, error) {
 			p.Seed, p.SeedSet = seed, true
 			continue
 		}
-		r, err := parseRule(Kind(key), value)
+		kind, target := key, ""
+		if i := strings.IndexByte(key, '['); i >= 0 {
+			if !strings.HasSuffix(key, "]") || i+2 >= len(key) || strings.ContainsAny(key[i+1:len(key)-1], "[]") {
+				return nil, fmt.Errorf("fault plan item %q: want <kind>[<id>] to name one emulator", item)
+			}
+			kind, target = key[:i], key[i+1:len(key)-1]
+		}
+		r, err := parseRule(Kind(kind), value)
 		if err != nil {
 			return nil, fmt.Errorf("fault plan item %q: %w", item, err)
 		}
-		if _, dup := p.rules[r.Kind]; dup {
-			return nil, fmt.Errorf("fault plan item %q: %s is planned twice", item, r.Kind)
+		r.Target = target
+		if _, dup := p.rules[ruleKey{r.Kind, target}]; dup {
+			return nil, fmt.Errorf("fault plan item %q: %s is planned twice", item, key)
 		}
-		p.rules[r.Kind] = r
+		p.rules[ruleKey{r.Kind, target}] = r
 	}
 	return p, nil
 }
@@ -317,7 +335,11 @@ func (p *Plan) String() string {
 		items = append(items, "seed="+strconv.FormatUint(p.Seed, 10))
 	}
 	for _, r := range p.Rules() {
-		items = append(items, string(r.Kind)+"="+r.String())
+		key := string(r.Kind)
+		if r.Target != "" {
+			key += "[" + r.Target + "]"
+		}
+		items = append(items, key+"="+r.String())
 	}
 	return strings.Join(items, ",")
 }
@@ -341,7 +363,7 @@ func (r Rule) String() string {
 	return s
 }
 
-// Rules returns the plan's rules sorted by kind.
+// Rules returns the plan's rules sorted by kind, then ID.
 func (p *Plan) Rules() []Rule {
 	if p == nil {
 		return nil
@@ -350,17 +372,26 @@ func (p *Plan) Rules() []Rule {
 	for _, r := range p.rules {
 		rs = append(rs, r)
 	}
-	slices.SortFunc(rs, func(a, b Rule) int { return strings.Compare(string(a.Kind), string(b.Kind)) })
+	slices.SortFunc(rs, func(a, b Rule) int {
+		if c := strings.Compare(string(a.Kind), string(b.Kind)); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Target, b.Target)
+	})
 	return rs
 }
 
-// Has says whether the plan has a rule for k.
+// Has says whether the plan has a rule for k, for any emulator.
 func (p *Plan) Has(k Kind) bool {
 	if p == nil {
 		return false
 	}
-	_, ok := p.rules[k]
-	return ok
+	for key := range p.rules {
+		if key.kind == k {
+			return true
+		}
+	}
+	return false
 }
 
 // Empty says whether the plan injects nothing.
@@ -460,9 +491,11 @@ func (d *Decider) Decide(k Kind) Fault {
 	if d == nil {
 		return Fault{}
 	}
-	r, ok := d.plan.rules[k]
+	r, ok := d.plan.rules[ruleKey{k, d.id}]
 	if !ok {
-		return Fault{}
+		if r, ok = d.plan.rules[ruleKey{k, ""}]; !ok {
+			return Fault{}
+		}
 	}
 	d.mu.Lock()
 	st := d.kinds[k]

@@ -21,6 +21,7 @@ func TestParse(t *testing.T) {
 		{"machine.powerloss=@1:1MiB,ipmi.fail=100%,ipmi.drop=@2", "ipmi.drop=@2,ipmi.fail=100%,machine.powerloss=@1:1MiB"},
 		{"redfish.slowpower=50%:2s,redfish.media=@1,redfish.task=1-", "redfish.media=@1,redfish.slowpower=50%:2s,redfish.task=1-"},
 		{"seed=18446744073709551615", "seed=18446744073709551615"},
+		{"redfish.hang[host-1]=@3,redfish.hang=10%,redfish.5xx[host-0]=1-", "redfish.5xx[host-0]=1-,redfish.hang=10%,redfish.hang[host-1]=@3"},
 	} {
 		p, err := Parse(tc.plan)
 		if err != nil {
@@ -62,6 +63,10 @@ func TestParseErrorsNameTheItem(t *testing.T) {
 		{"seed=-1", "seed=-1", "not a number"},
 		{"seed=1,seed=2", "seed=2", "twice"},
 		{"ipmi.fail=@1 ipmi.fail=@2", "ipmi.fail=@2", "planned twice"},
+		{"ipmi.fail[h-1]=@1 ipmi.fail[h-1]=@2", "ipmi.fail[h-1]=@2", "planned twice"},
+		{"ipmi.fail[h-1=@1", "ipmi.fail[h-1=@1", "to name one emulator"},
+		{"ipmi.fail[]=@1", "ipmi.fail[]=@1", "to name one emulator"},
+		{"ipmi.fial[h-1]=@1", "ipmi.fial[h-1]=@1", "unknown kind"},
 	} {
 		_, err := Parse(tc.plan)
 		if err == nil {
@@ -110,6 +115,16 @@ func TestSchedules(t *testing.T) {
 	g.Expect(reset).To(Equal([]int{2, 3, 4}))
 	g.Expect(fivexx).To(Equal([]int{5, 6, 7}))
 	g.Expect(p.For("other").Decide(RedfishHang).Fired()).To(BeFalse(), "each emulator counts its own decisions")
+}
+
+func TestRulesForOneEmulator(t *testing.T) {
+	g := NewWithT(t)
+	p := MustParse("redfish.hang[host-1]=@1,redfish.5xx=@1,redfish.5xx[host-2]=@2")
+	g.Expect(p.Has(RedfishHang)).To(BeTrue())
+	g.Expect(sequence(p, "host-0", RedfishHang, 2)).To(Equal([]bool{false, false}), "host-1's rule only")
+	g.Expect(sequence(p, "host-1", RedfishHang, 2)).To(Equal([]bool{true, false}))
+	g.Expect(sequence(p, "host-0", Redfish5xx, 2)).To(Equal([]bool{true, false}), "the rule for every emulator")
+	g.Expect(sequence(p, "host-2", Redfish5xx, 2)).To(Equal([]bool{false, true}), "host-2's rule wins")
 }
 
 // sequence is which of n decisions of k fire on emulator id.
