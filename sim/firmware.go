@@ -17,6 +17,7 @@ import (
 	assistedapi "github.com/metalshift/metalshift/api/assisted/v2"
 	deployapi "github.com/metalshift/metalshift/api/deploy/v1"
 	"github.com/metalshift/metalshift/imageservice"
+	"github.com/metalshift/metalshift/sim/fault"
 	"github.com/metalshift/metalshift/sim/machine"
 )
 
@@ -56,9 +57,16 @@ type Firmware struct {
 	// MediaRetries is how many more times virtual media is read after a
 	// failed read (the BMC reconnects to the image's server), a second apart.
 	MediaRetries int
+	// Faults, when set, is the fault plan of the machines (decided with
+	// Faults.For(machine ID)): fault.MachinePowerLoss cuts the power while
+	// the deploy agent writes an image, fault.MachineNetDrop drops the
+	// machine's network (network boot and its agents; virtual media is
+	// read by the BMC, on its own network).
+	Faults *fault.Plan
 
 	mu   sync.Mutex
 	logs map[string][]string
+	nets map[string]*machineNet
 }
 
 // Boot implements machine.Firmware.
@@ -102,12 +110,12 @@ func (f *Firmware) logf(m *machine.Machine, format string, args ...any) {
 	f.logs[m.ID] = lines
 }
 
-func (f *Firmware) get(ctx context.Context, url string) ([]byte, error) {
+func (f *Firmware) get(ctx context.Context, hc *http.Client, url string) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := f.HTTP.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		return nil, err
 	}
@@ -159,7 +167,8 @@ func (f *Firmware) bootPXE(ctx context.Context, m *machine.Machine) error {
 	if f.BootURL == "" || len(m.Hardware.NICs) == 0 {
 		return f.bootDisk(ctx, m)
 	}
-	script, err := f.get(ctx, strings.TrimSuffix(f.BootURL, "/")+"/boot/by-mac/"+m.Hardware.NICs[0].MAC)
+	hc := f.machineHTTP(m, f.HTTP)
+	script, err := f.get(ctx, hc, strings.TrimSuffix(f.BootURL, "/")+"/boot/by-mac/"+m.Hardware.NICs[0].MAC)
 	if err != nil {
 		f.logf(m, "PXE: %v; booting the disk", err)
 		return f.bootDisk(ctx, m)
@@ -168,18 +177,18 @@ func (f *Firmware) bootPXE(ctx context.Context, m *machine.Machine) error {
 	if err != nil {
 		return err
 	}
-	if _, err := openHTTPMedia(ctx, f.HTTP, b.KernelURL); err != nil {
+	if _, err := openHTTPMedia(ctx, hc, b.KernelURL); err != nil {
 		return fmt.Errorf("loading the kernel: %w", err)
 	}
 	var cfg *deployapi.BootConfig
 	for _, in := range b.Initrds {
 		if in.Name != "host.img" {
-			if _, err := openHTTPMedia(ctx, f.HTTP, in.URL); err != nil {
+			if _, err := openHTTPMedia(ctx, hc, in.URL); err != nil {
 				return fmt.Errorf("loading initrd %s: %w", in.Name, err)
 			}
 			continue
 		}
-		data, err := f.get(ctx, in.URL)
+		data, err := f.get(ctx, hc, in.URL)
 		if err != nil {
 			return fmt.Errorf("loading initrd %s: %w", in.Name, err)
 		}
@@ -205,11 +214,11 @@ func (f *Firmware) runAgent(ctx context.Context, m *machine.Machine, cfg deploya
 		return f.runDiscovery(ctx, m, *cfg.Discovery)
 	}
 	m.SetBootedOS(OSDeployAgent)
-	hc, err := f.agentHTTP(cfg.CACert)
+	hc, err := f.agentHTTP(m, cfg.CACert)
 	if err != nil {
 		return err
 	}
-	devs := f.devices(m)
+	devs := f.devices(m, f.powerCut(ctx, m))
 	opts := deploy.Options{
 		Config: cfg, Devices: devs, HTTP: hc, PollInterval: f.AgentPollInterval,
 		Logf:      func(format string, args ...any) { f.logf(m, format, args...) },
@@ -233,10 +242,12 @@ func (f *Firmware) runAgent(ctx context.Context, m *machine.Machine, cfg deploya
 	return deploy.Run(ctx, opts)
 }
 
-func (f *Firmware) devices(m *machine.Machine) []deploy.BlockDevice {
+// devices are m's disks as the agents see them; cut, when set, cuts the
+// power during image writes as the fault plan says.
+func (f *Firmware) devices(m *machine.Machine, cut *powerCut) []deploy.BlockDevice {
 	devs := make([]deploy.BlockDevice, 0, len(m.Hardware.Disks))
 	for _, d := range m.Hardware.Disks {
-		devs = append(devs, blockDevice{d})
+		devs = append(devs, blockDevice{d: d, cut: cut})
 	}
 	return devs
 }
@@ -254,26 +265,26 @@ func (f *Firmware) runDiscovery(ctx context.Context, m *machine.Machine, cfg dep
 	return discovery.Run(ctx, opts)
 }
 
-// agentHTTP is the client of an agent whose boot configuration has the CA
-// caPEM: it trusts that CA (and the system's roots) only.
-func (f *Firmware) agentHTTP(caPEM string) (*http.Client, error) {
+// agentHTTP is the client of an agent on m whose boot configuration has
+// the CA caPEM: it trusts that CA (and the system's roots) only.
+func (f *Firmware) agentHTTP(m *machine.Machine, caPEM string) (*http.Client, error) {
 	if caPEM == "" {
-		return f.HTTP, nil
+		return f.machineHTTP(m, f.HTTP), nil
 	}
 	t, err := deploy.Transport(caPEM)
 	if err != nil {
 		return nil, err
 	}
-	return &http.Client{Transport: t, Timeout: f.HTTP.Timeout}, nil
+	return f.machineHTTP(m, &http.Client{Transport: t, Timeout: f.HTTP.Timeout}), nil
 }
 
 // discoveryOptions are the discovery agent's options on m.
 func (f *Firmware) discoveryOptions(ctx context.Context, m *machine.Machine, cfg deployapi.Discovery) (discovery.Options, error) {
-	hc, err := f.agentHTTP(strings.TrimSpace(cfg.CACert + "\n" + cfg.AdditionalTrustBundle))
+	hc, err := f.agentHTTP(m, strings.TrimSpace(cfg.CACert+"\n"+cfg.AdditionalTrustBundle))
 	if err != nil {
 		return discovery.Options{}, err
 	}
-	devs := f.devices(m)
+	devs := f.devices(m, nil)
 	opts := discovery.Options{
 		Config: cfg, HostID: m.UUID, Devices: devs, HTTP: hc, PollInterval: f.AgentPollInterval, Version: "metalshift-sim",
 		Logf: func(format string, args ...any) { f.logf(m, format, args...) },
@@ -356,12 +367,20 @@ func (f *Firmware) bootDisk(ctx context.Context, m *machine.Machine) error {
 }
 
 // blockDevice adapts a simulated disk to the agent's block devices.
-type blockDevice struct{ d *machine.Disk }
+type blockDevice struct {
+	d   *machine.Disk
+	cut *powerCut
+}
 
 var _ deploy.UnpartitionedConfigDrive = blockDevice{}
 
-func (b blockDevice) ReadAt(p []byte, off int64) (int, error)  { return b.d.ReadAt(p, off) }
-func (b blockDevice) WriteAt(p []byte, off int64) (int, error) { return b.d.WriteAt(p, off) }
+func (b blockDevice) ReadAt(p []byte, off int64) (int, error) { return b.d.ReadAt(p, off) }
+func (b blockDevice) WriteAt(p []byte, off int64) (int, error) {
+	if b.cut == nil {
+		return b.d.WriteAt(p, off)
+	}
+	return b.cut.writeAt(b.d, p, off)
+}
 
 // UnpartitionedConfigDrive implements deploy.UnpartitionedConfigDrive: the
 // simulator's test images are random bytes without a partition table, and

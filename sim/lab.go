@@ -21,6 +21,7 @@ import (
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	"github.com/metalshift/metalshift/internal/manifest"
 	"github.com/metalshift/metalshift/sim/cluster"
+	"github.com/metalshift/metalshift/sim/fault"
 	"github.com/metalshift/metalshift/sim/ipmi"
 	"github.com/metalshift/metalshift/sim/machine"
 	"github.com/metalshift/metalshift/sim/qemu"
@@ -108,6 +109,12 @@ type LabOptions struct {
 	// HostLabels and HostAnnotations are set on the BareMetalHosts that
 	// Host and Manifests return.
 	HostLabels, HostAnnotations map[string]string
+	// Faults, when set, is the lab's fault plan (package sim/fault; see
+	// fault.Parse for the syntax): its Redfish kinds on every machine's
+	// BMC, its IPMI kinds on the ipmi_sim BMCs, and, with the light
+	// backend, its machine kinds on the machines. A plan without a seed
+	// gets a random one (EnsureSeed), printed to Console when set.
+	Faults *fault.Plan
 }
 
 // Lab is a running set of simulated machines behind one Redfish endpoint.
@@ -162,8 +169,12 @@ func NewLab(opts LabOptions) *Lab {
 	if opts.StateDir == "" && (opts.Backend == BackendQEMU || opts.LegacyBMC == LegacyBMCIPMI) {
 		opts.StateDir, tempState = filepath.Join(os.TempDir(), "metalshift-lab-"+randomPassword()[:8]), true
 	}
+	if opts.Faults.EnsureSeed() && opts.Console != nil {
+		fmt.Fprintf(opts.Console, "fault plan: %s (seed chosen at random; give it to replay)\n", opts.Faults)
+	}
 	l := &Lab{Opts: opts, BMC: redfish.New(opts.Username, opts.Password), IPMI: map[string]*ipmi.BMC{},
 		modes: map[string]metal3v1.BootMode{}, tempState: tempState}
+	l.BMC.SetPlan(opts.Faults)
 	if opts.Backend == BackendQEMU {
 		// Images are large; a power-off or eject cancels the download.
 		l.QEMU = qemu.New(qemu.Options{StateDir: opts.StateDir, BootURL: opts.BootURL, GuestHostAlias: opts.GuestHostAlias,
@@ -174,7 +185,7 @@ func NewLab(opts LabOptions) *Lab {
 		return l
 	}
 	l.Firmware = &Firmware{HTTP: &http.Client{Timeout: 30 * time.Second, Transport: opts.firmwareTransport()}, BootURL: opts.BootURL, AgentPollInterval: opts.AgentPollInterval,
-		Console: opts.Console, MediaRetries: 30}
+		Console: opts.Console, MediaRetries: 30, Faults: opts.Faults}
 	if w := opts.World; w != nil {
 		l.Firmware.OnDiskBoot = func(ctx context.Context, m *machine.Machine, cd configdrive.Contents) {
 			w.Run(ctx, cluster.Machine{ID: m.ID, IP: m.Hardware.NICs[0].IP, UserData: cd.UserData, MetaData: cd.MetaData})
@@ -319,6 +330,7 @@ func (l *Lab) startIPMI() error {
 		if err != nil {
 			return fmt.Errorf("the IPMI BMC of %s: %w", m.ID, err)
 		}
+		b.SetFaults(l.Opts.Faults.For(m.ID))
 		l.IPMI[m.ID] = b
 	}
 	return nil

@@ -71,10 +71,10 @@ func TestFirmwareTrust(t *testing.T) {
 	g.Expect(get(LabOptions{UnverifiedMedia: true}.firmwareTransport(), hub.URL)).To(Succeed())
 
 	f := &Firmware{HTTP: &http.Client{Transport: LabOptions{UnverifiedMedia: true}.firmwareTransport()}}
-	agent, err := f.agentHTTP(string(caOf(hub)))
+	agent, err := f.agentHTTP(nil, string(caOf(hub)))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(get(agent.Transport, hub.URL)).To(Succeed())
-	wrong, err := f.agentHTTP(string(caOf(other)))
+	wrong, err := f.agentHTTP(nil, string(caOf(other)))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(get(wrong.Transport, hub.URL)).To(MatchError(ContainSubstring(unknown)), "an agent trusts its boot configuration's CA, not its BMC's choice")
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/metalshift/metalshift/localcp"
 	"github.com/metalshift/metalshift/sim"
 	"github.com/metalshift/metalshift/sim/cluster"
+	"github.com/metalshift/metalshift/sim/fault"
 )
 
 type simBMCOptions struct {
@@ -43,6 +44,7 @@ type simBMCOptions struct {
 	namePrefix                  string
 	subnet                      string
 	macOctet                    uint8
+	faults                      string
 }
 
 func newSimCommand() *cobra.Command {
@@ -76,7 +78,18 @@ ISO boots the discovery agent, which registers an Agent with the hub's agent ser
   url=$(kubectl -n sno get infraenv sno -o jsonpath='{.status.isoDownloadURL}')
   metalshift sim bmc --hosts 1 --boot-iso "$url" --name-prefix sno --subnet 127.43.1 --mac-octet 0x31 &
 Machines of labs running side by side need their own --name-prefix, --subnet and
---mac-octet (the octet also tells their UUIDs, the Agents' names, apart).`,
+--mac-octet (the octet also tells their UUIDs, the Agents' names, apart).
+
+With --faults the BMCs and machines inject faults as a plan says: items separated by commas,
+"seed=<n>" and "<kind>=<when>[:<param>]" (or "<kind>[<machine>]=..." for one machine and its
+BMC), <when> a rate (10%) or a schedule counted in each BMC's or machine's own decisions (@3:
+the third only; 2-5; 4-: from the fourth on):
+  metalshift sim bmc --hosts 3 --faults 'seed=1234,redfish.5xx=10%,redfish.hang[host-1]=@5,machine.netdrop=@20:30s'
+Kinds, with their :<param> and its default: redfish.5xx (status, 500), redfish.hang (longest
+hold, 10m), redfish.reset, redfish.slowpower (delay, 10s), redfish.media, redfish.task,
+ipmi.fail, ipmi.drop, machine.powerloss (bytes written first, 512KiB), machine.netdrop
+(duration, 10s); docs/host-engine.md ("Fault plans") says what each does. Without a seed one
+is chosen and printed: give it to replay the same faults.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.hubDirSet = cmd.Flags().Changed("hub-dir")
@@ -107,6 +120,7 @@ Machines of labs running side by side need their own --name-prefix, --subnet and
 	f.StringVar(&o.binDir, "bin-dir", "", "Directory holding etcd and kube-apiserver, which installed clusters run (default: as `hub up`)")
 	f.StringToStringVar(&o.hostLabels, "host-label", nil, "Labels of the printed BareMetalHosts, key=value (e.g. infraenvs.agent-install.openshift.io=<InfraEnv> for the agent-based install)")
 	f.StringToStringVar(&o.hostAnnotations, "host-annotation", nil, "Annotations of the printed BareMetalHosts, key=value (e.g. bmac.agent-install.openshift.io/role=master)")
+	f.StringVar(&o.faults, "faults", "", "Fault plan of the BMCs and machines, e.g. 'seed=1234,redfish.5xx=10%,machine.netdrop=@20:30s' (see above)")
 	f.StringToStringVar(&o.addHosts, "add-host", nil, "Records of the simulated network's DNS, name=IP: the names machines reach the hub's servers at (e.g. the ignition server's, which its certificate carries)")
 	cmd.AddCommand(bmc, newSimImageCommand())
 	return cmd
@@ -130,9 +144,14 @@ func (o *simBMCOptions) run(ctx context.Context, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
+	plan, err := parseFaults(o.faults, stderr)
+	if err != nil {
+		return err
+	}
 	opts := sim.LabOptions{Hosts: o.hosts, Username: o.username, Password: o.password, BootURL: bootURL, CAFile: caFile, UnverifiedMedia: caFile == "",
 		Backend: o.backend, StateDir: o.stateDir, BootModes: modes, LegacyBMC: o.legacyBMC,
-		NamePrefix: o.namePrefix, Subnet: o.subnet, MACOctet: o.macOctet, HostLabels: o.hostLabels, HostAnnotations: o.hostAnnotations}
+		NamePrefix: o.namePrefix, Subnet: o.subnet, MACOctet: o.macOctet, HostLabels: o.hostLabels, HostAnnotations: o.hostAnnotations,
+		Faults: plan}
 	if o.backend == sim.BackendQEMU && len(o.addHosts) > 0 {
 		return fmt.Errorf("--add-host is for the light backend's simulated network; QEMU VMs resolve names with the host's DNS")
 	}
@@ -148,6 +167,9 @@ func (o *simBMCOptions) run(ctx context.Context, stdout, stderr io.Writer) error
 	}
 	if o.console {
 		opts.Console = stderr
+		if plan != nil {
+			plan.Logf = func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) }
+		}
 	}
 	lab := sim.NewLab(opts)
 	if err := lab.Start(o.listen); err != nil {
@@ -198,6 +220,24 @@ func (o *simBMCOptions) writeManifests(lab *sim.Lab, stdout, stderr io.Writer) e
 	}
 	fmt.Fprintf(stderr, "Wrote a Secret and a BareMetalHost for each of %d machines to %s\n", o.hosts, o.manifests)
 	return nil
+}
+
+// parseFaults reads --faults (nil when empty) and prints the plan with its
+// seed, chosen at random unless given, so that the run can be replayed.
+func parseFaults(value string, stderr io.Writer) (*fault.Plan, error) {
+	plan, err := fault.Parse(value)
+	if err != nil {
+		return nil, fmt.Errorf("--faults: %w", err)
+	}
+	if plan.Empty() {
+		return nil, nil
+	}
+	chosen := plan.EnsureSeed()
+	fmt.Fprintf(stderr, "Fault plan: %s\n", plan)
+	if chosen {
+		fmt.Fprintf(stderr, "The seed was chosen at random: replay these faults with --faults '%s'\n", plan)
+	}
+	return plan, nil
 }
 
 // parseBootModes reads --boot-mode.

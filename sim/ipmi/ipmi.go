@@ -19,8 +19,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
+	"github.com/metalshift/metalshift/sim/fault"
 	"github.com/metalshift/metalshift/sim/machine"
 )
 
@@ -36,7 +38,25 @@ type BMC struct {
 	cmd  *exec.Cmd
 	stop context.CancelFunc
 	done chan struct{}
+
+	faults atomic.Pointer[fault.Decider]
 }
+
+// DropFor is how long the control program holds a chassis control command
+// whose reply fault.IPMIDrop drops: ipmi_sim answers nothing meanwhile,
+// longer than IPMI clients wait (ipmitool's lanplus retries for a few
+// seconds, Ironic's for about ten).
+const DropFor = 20 * time.Second
+
+// SetFaults makes the BMC decide with d (a fault plan's decider for its
+// machine; nil: none) whether each chassis control command ipmi_sim passes
+// on (power on, off, cycle, reset; boot device) fails: fault.IPMIFail
+// carries nothing out and ipmi_sim answers with an error completion code;
+// fault.IPMIDrop carries nothing out and holds ipmi_sim, which waits for
+// its chassis control program, for DropFor: it answers no command
+// meanwhile, then those that queued up. Status queries (power status,
+// boot device) are not faulted.
+func (b *BMC) SetFaults(d *fault.Decider) { b.faults.Store(d) }
 
 // Start runs ipmi_sim for m in dir with one admin user.
 func Start(m *machine.Machine, dir, username, password string) (*BMC, error) {
@@ -136,7 +156,9 @@ while [ -e "$req" ]; do
   [ $i -gt 500 ] && { echo "machine did not answer"; exit 1; }
   sleep 0.01
 done
-`, dir)
+if [ -e "$req.fail" ]; then rm -f "$req.fail"; echo "injected fault"; exit 1; fi
+if [ -e "$req.drop" ]; then rm -f "$req.drop"; sleep %d; echo "injected fault"; exit 1; fi
+`, dir, int(DropFor/time.Second))
 }
 
 // serve applies requests to the machine and keeps the state files current.
@@ -157,12 +179,30 @@ func (b *BMC) serve(ctx context.Context) {
 			}
 			data, err := os.ReadFile(r)
 			if err == nil {
-				b.apply(string(data))
+				if f := b.decide(); f != "" {
+					_ = os.WriteFile(r+"."+f, nil, 0o600)
+				} else {
+					b.apply(string(data))
+				}
 			}
 			_ = os.Remove(r)
 		}
 		b.publish()
 	}
+}
+
+// decide is the fault of a chassis control command: "fail", "drop" or "".
+// Both kinds are decided on every command.
+func (b *BMC) decide() string {
+	d := b.faults.Load()
+	fail, drop := d.Decide(fault.IPMIFail), d.Decide(fault.IPMIDrop)
+	switch {
+	case fail.Fired():
+		return "fail"
+	case drop.Fired():
+		return "drop"
+	}
+	return ""
 }
 
 func (b *BMC) apply(req string) {

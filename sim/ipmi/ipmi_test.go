@@ -7,6 +7,7 @@ import (
 
 	. "github.com/onsi/gomega"
 
+	"github.com/metalshift/metalshift/sim/fault"
 	"github.com/metalshift/metalshift/sim/machine"
 )
 
@@ -54,4 +55,28 @@ func TestIpmitoolDrivesTheMachine(t *testing.T) {
 
 	_, err = ipmitool(t, bmc.Addr, "wrong", "power", "status")
 	g.Expect(err).To(HaveOccurred(), "wrong credentials are refused")
+}
+
+// TestPlannedFaults: through ipmi_sim, ipmitool sees a planned failure as
+// an error completion code, and a dropped reply as no answer; neither
+// command is carried out, and the next ones are.
+func TestPlannedFaults(t *testing.T) {
+	g := NewWithT(t)
+	m := machine.New("ipmi-1", "0c6b3e9a-0000-4000-8000-000000000002", machine.Hardware{})
+	bmc, err := Start(m, t.TempDir(), "admin", "Canary-IPMI-Pa55")
+	g.Expect(err).NotTo(HaveOccurred())
+	defer bmc.Close()
+	bmc.SetFaults(fault.MustParse("ipmi.fail=@1,ipmi.drop=@3").For(m.ID))
+
+	out, err := ipmitool(t, bmc.Addr, "Canary-IPMI-Pa55", "power", "on")
+	t.Logf("failed: %s", out)
+	g.Expect(err).To(HaveOccurred(), out)
+	g.Expect(m.PoweredOn()).To(BeFalse())
+	out, err = ipmitool(t, bmc.Addr, "Canary-IPMI-Pa55", "power", "on")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(m.PoweredOn()).To(BeTrue())
+	out, err = ipmitool(t, bmc.Addr, "Canary-IPMI-Pa55", "power", "off")
+	t.Logf("dropped: %s", out)
+	g.Expect(err).To(HaveOccurred(), out)
+	g.Expect(m.PoweredOn()).To(BeTrue())
 }

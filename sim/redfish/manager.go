@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/metalshift/metalshift/sim/fault"
 	"github.com/metalshift/metalshift/sim/machine"
 )
 
@@ -65,6 +66,10 @@ func (s *Server) mediaAction(w http.ResponseWriter, r *http.Request, m *machine.
 		}
 		if err := json.NewDecoder(r.Body).Decode(&body); err != nil || body.Image == "" {
 			writeError(w, http.StatusBadRequest, "Base.1.8.ActionParameterMissing", "InsertMedia requires Image.")
+			return
+		}
+		if s.decider("/redfish/v1/Managers/BMC-" + m.ID).Decide(fault.RedfishMedia).Fired() {
+			writeError(w, http.StatusInternalServerError, "Base.1.8.GeneralError", "Inserting media failed: injected fault.")
 			return
 		}
 		if m.Media() != "" {

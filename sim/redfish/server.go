@@ -15,10 +15,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/metalshift/metalshift/sim/fault"
 	"github.com/metalshift/metalshift/sim/machine"
 )
 
-// Faults are injected into every request while set.
+// Faults are injected into every request while set, besides those of the
+// fault plan (SetPlan).
 type Faults struct {
 	// Latency delays every response.
 	Latency time.Duration
@@ -38,7 +40,9 @@ type Server struct {
 	password string
 	machines map[string]*machine.Machine
 	faults   Faults
-	sessions map[string]string // token → session id
+	plan     *fault.Plan
+	power    map[string]*sync.Mutex // per machine: power actions in turn
+	sessions map[string]string      // token → session id
 	nextID   int
 	tasks    map[string]*task
 	version  map[string]int // per-system state version, for ETags
@@ -46,9 +50,10 @@ type Server struct {
 }
 
 type task struct {
-	id    string
-	state string // Running, Completed, Exception
-	msg   string
+	id      string
+	machine string // whose BMC runs it
+	state   string // Running, Completed, Exception
+	msg     string
 }
 
 // New returns an emulator that accepts username / password.
@@ -56,7 +61,7 @@ func New(username, password string) *Server {
 	return &Server{
 		username: username, password: password,
 		machines: map[string]*machine.Machine{}, sessions: map[string]string{},
-		tasks: map[string]*task{}, version: map[string]int{},
+		tasks: map[string]*task{}, version: map[string]int{}, power: map[string]*sync.Mutex{},
 	}
 }
 
@@ -87,6 +92,49 @@ func (s *Server) SetFaults(f Faults) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.faults = f
+}
+
+// SetPlan replaces the fault plan (nil: none). Each machine's BMC (its
+// System, its Manager and their tasks) decides with plan.For(machine ID);
+// the service root and sessions, shared by every machine, with
+// plan.For(EndpointID). Requests to a BMC may end in a connection reset
+// (fault.RedfishReset), be held until the client gives up
+// (fault.RedfishHang) or answered with a 5xx (fault.Redfish5xx), in that
+// order when several fire; power actions may change the power state late
+// (fault.RedfishSlowPower) or never, behind a task that never finishes
+// (fault.RedfishTask); virtual-media inserts may fail (fault.RedfishMedia).
+func (s *Server) SetPlan(p *fault.Plan) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.plan = p
+}
+
+// EndpointID is the fault plan's ID for requests to no machine's BMC (the
+// service root, sessions).
+const EndpointID = "redfish-endpoint"
+
+// decider is the fault plan's decider for the BMC that path is for.
+func (s *Server) decider(path string) *fault.Decider {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.plan == nil {
+		return nil
+	}
+	id := EndpointID
+	parts := strings.Split(strings.TrimPrefix(path, "/redfish/v1/"), "/")
+	if len(parts) >= 2 {
+		switch parts[0] {
+		case "Systems":
+			id = parts[1]
+		case "Managers":
+			id = strings.TrimPrefix(parts[1], "BMC-")
+		case "TaskService":
+			if len(parts) >= 3 && s.tasks[parts[2]] != nil {
+				id = s.tasks[parts[2]].machine
+			}
+		}
+	}
+	return s.plan.For(id)
 }
 
 // Requests counts the requests served.
@@ -123,6 +171,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		time.Sleep(f.Latency)
 	}
 	path := strings.TrimSuffix(r.URL.Path, "/")
+	if s.planned(w, r, path) {
+		return
+	}
 	if path == "/redfish" {
 		writeJSON(w, http.StatusOK, map[string]any{"v1": "/redfish/v1/"})
 		return
@@ -145,6 +196,36 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.route(w, r, path)
+}
+
+// planned injects what the fault plan decides for a request, and says
+// whether that answered it. Every kind is decided on every request, so that
+// each kind's sequence depends on the requests only.
+func (s *Server) planned(w http.ResponseWriter, r *http.Request, path string) bool {
+	d := s.decider(path)
+	if d == nil {
+		return false
+	}
+	reset, hang, fail := d.Decide(fault.RedfishReset), d.Decide(fault.RedfishHang), d.Decide(fault.Redfish5xx)
+	switch {
+	case reset.Fired():
+		closeConn(w)
+	case hang.Fired():
+		// Consume the body so that the server notices the client hanging up.
+		_, _ = io.Copy(io.Discard, r.Body)
+		t := time.NewTimer(hang.Duration)
+		defer t.Stop()
+		select {
+		case <-r.Context().Done():
+		case <-t.C:
+			closeConn(w)
+		}
+	case fail.Fired():
+		writeError(w, fail.Status, "Base.1.8.InternalError", "Injected fault.")
+	default:
+		return false
+	}
+	return true
 }
 
 func (s *Server) authorized(r *http.Request) bool {
@@ -317,14 +398,18 @@ func (s *Server) taskService(w http.ResponseWriter, rest []string) {
 	})
 }
 
-// startTask runs fn in the background behind a task monitor and answers 202.
-func (s *Server) startTask(w http.ResponseWriter, fn func() error) {
+// startTask runs fn in the background behind a task monitor of machine's
+// BMC and answers 202; a nil fn never finishes.
+func (s *Server) startTask(w http.ResponseWriter, machine string, fn func() error) {
 	s.mu.Lock()
 	s.nextID++
-	t := &task{id: fmt.Sprintf("%d", s.nextID), state: "Running"}
+	t := &task{id: fmt.Sprintf("%d", s.nextID), machine: machine, state: "Running"}
 	s.tasks[t.id] = t
 	s.mu.Unlock()
 	go func() {
+		if fn == nil {
+			return
+		}
 		err := fn()
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -336,6 +421,18 @@ func (s *Server) startTask(w http.ResponseWriter, fn func() error) {
 	loc := "/redfish/v1/TaskService/Tasks/" + t.id
 	w.Header().Set("Location", loc)
 	writeJSON(w, http.StatusAccepted, map[string]any{"@odata.id": loc, "Id": t.id, "TaskState": "Running"})
+}
+
+// powerLock is the lock that orders the power actions of machine id.
+func (s *Server) powerLock(id string) *sync.Mutex {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l := s.power[id]
+	if l == nil {
+		l = &sync.Mutex{}
+		s.power[id] = l
+	}
+	return l
 }
 
 func (s *Server) bump(id string) {

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
+	"github.com/metalshift/metalshift/sim/fault"
 	"github.com/metalshift/metalshift/sim/machine"
 )
 
@@ -171,8 +173,31 @@ func (s *Server) reset(w http.ResponseWriter, r *http.Request, m *machine.Machin
 		return
 	}
 	defer s.bump(m.ID)
+	d := s.decider("/redfish/v1/Systems/" + m.ID)
+	stuck, slow := d.Decide(fault.RedfishTask), d.Decide(fault.RedfishSlowPower)
+	if stuck.Fired() {
+		s.startTask(w, m.ID, nil)
+		return
+	}
+	// Power actions take effect in the order they were accepted: one that
+	// arrives while a slow one is pending waits for it.
+	power := s.powerLock(m.ID)
+	power.Lock()
+	if slow.Fired() {
+		go func() {
+			defer power.Unlock()
+			t := time.NewTimer(slow.Duration)
+			defer t.Stop()
+			<-t.C
+			act()
+			s.bump(m.ID)
+		}()
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	defer power.Unlock()
 	if m.PowerLag() > 0 {
-		s.startTask(w, func() error { act(); s.bump(m.ID); return nil })
+		s.startTask(w, m.ID, func() error { act(); s.bump(m.ID); return nil })
 		return
 	}
 	act()

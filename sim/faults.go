@@ -1,0 +1,138 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/metalshift/metalshift/sim/fault"
+	"github.com/metalshift/metalshift/sim/machine"
+)
+
+// The machines' faults of the fault plan (Firmware.Faults).
+
+// machineNet is a machine's network under fault.MachineNetDrop.
+type machineNet struct {
+	mu        sync.Mutex
+	downUntil time.Time
+}
+
+// errNetDown is what a machine's HTTP calls fail with while its network is down.
+var errNetDown = fmt.Errorf("the machine's network is down (injected fault): %w", syscall.ENETUNREACH)
+
+// machineHTTP is c as m's own calls use it: failing while the fault plan
+// has m's network down.
+func (f *Firmware) machineHTTP(m *machine.Machine, c *http.Client) *http.Client {
+	if !f.Faults.Has(fault.MachineNetDrop) {
+		return c
+	}
+	f.mu.Lock()
+	if f.nets == nil {
+		f.nets = map[string]*machineNet{}
+	}
+	n := f.nets[m.ID]
+	if n == nil {
+		n = &machineNet{}
+		f.nets[m.ID] = n
+	}
+	f.mu.Unlock()
+	base := c.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	wrapped := *c
+	wrapped.Transport = &faultyNet{base: base, net: n, d: f.Faults.For(m.ID), logf: func(format string, args ...any) { f.logf(m, format, args...) }}
+	return &wrapped
+}
+
+// faultyNet is a machine's transport under fault.MachineNetDrop: a call
+// made while the network is up decides whether it drops (for the fault's
+// duration, from this call); calls while it is down fail at once.
+type faultyNet struct {
+	base http.RoundTripper
+	net  *machineNet
+	d    *fault.Decider
+	logf func(format string, args ...any)
+}
+
+func (t *faultyNet) RoundTrip(req *http.Request) (*http.Response, error) {
+	now := time.Now()
+	t.net.mu.Lock()
+	if now.Before(t.net.downUntil) {
+		t.net.mu.Unlock()
+		closeBody(req)
+		return nil, errNetDown
+	}
+	if f := t.d.Decide(fault.MachineNetDrop); f.Fired() {
+		t.net.downUntil = now.Add(f.Duration)
+		t.net.mu.Unlock()
+		t.logf("Network down for %s (injected fault)", f.Duration)
+		closeBody(req)
+		return nil, errNetDown
+	}
+	t.net.mu.Unlock()
+	return t.base.RoundTrip(req)
+}
+
+// closeBody closes a request's body, as a RoundTripper must, also on errors.
+func closeBody(req *http.Request) {
+	if req.Body != nil {
+		_ = req.Body.Close()
+	}
+}
+
+// powerCut cuts a machine's power during an image write, as the fault
+// plan's fault.MachinePowerLoss decides: each write at the start of a
+// disk (where the deploy agent starts writing an image) is a decision;
+// when it fires, the power goes when the write reaches the fault's bytes.
+type powerCut struct {
+	ctx  context.Context // the boot's
+	m    *machine.Machine
+	d    *fault.Decider
+	logf func(format string, args ...any)
+
+	mu   sync.Mutex
+	at   int64 // the offset the power goes at; -1 when no cut is due
+	lost bool
+}
+
+// errPowerLost is what writes fail with once the power is gone.
+var errPowerLost = errors.New("the machine lost power (injected fault)")
+
+// powerCut is the power cut of the boot with ctx of m, nil when the plan
+// cuts none.
+func (f *Firmware) powerCut(ctx context.Context, m *machine.Machine) *powerCut {
+	if !f.Faults.Has(fault.MachinePowerLoss) {
+		return nil
+	}
+	return &powerCut{ctx: ctx, m: m, d: f.Faults.For(m.ID), at: -1, logf: func(format string, args ...any) { f.logf(m, format, args...) }}
+}
+
+func (c *powerCut) writeAt(d *machine.Disk, p []byte, off int64) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.lost {
+		return 0, errPowerLost
+	}
+	if off == 0 {
+		c.at = -1
+		if f := c.d.Decide(fault.MachinePowerLoss); f.Fired() {
+			c.at = f.Bytes
+		}
+	}
+	if c.at < 0 || off+int64(len(p)) <= c.at {
+		return d.WriteAt(p, off)
+	}
+	n := 0
+	if keep := c.at - off; keep > 0 {
+		n, _ = d.WriteAt(p[:keep], off)
+	}
+	c.lost = true
+	c.logf("Power lost while writing %s, %d bytes in (injected fault)", d.Name, off+int64(n))
+	c.m.GuestPowerOff(c.ctx)
+	return n, errPowerLost
+}

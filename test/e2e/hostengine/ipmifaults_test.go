@@ -1,0 +1,38 @@
+package hostengine
+
+import (
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+
+	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
+	"github.com/metalshift/metalshift/sim"
+	"github.com/metalshift/metalshift/sim/fault"
+)
+
+// TestIPMIHostUnderFailedCommands provisions an ipmi:// host whose
+// ipmi_sim fails the second and third chassis control commands with an
+// error completion code (neither is carried out): the engine tries again.
+func TestIPMIHostUnderFailedCommands(t *testing.T) {
+	g := NewWithT(t)
+	ns := env.Namespace(t)
+	e, lab, bmc := startIPMILab(t)
+	plan := fault.MustParse("seed=1,ipmi.fail=2-3")
+	m := lab.Machines[0]
+	bmc.SetFaults(plan.For(m.ID))
+	img := newImageServer(t, 1<<20, false)
+	host := createHost(t, lab, 0, ns, false, func(h *metal3v1.BareMetalHost) {
+		h.Spec.BMC.Address = "ipmi://" + bmc.Addr
+		h.Annotations = map[string]string{
+			metal3v1.InspectAnnotation:         metal3v1.InspectAnnotationValueDisabled,
+			metal3v1.HardwareDetailsAnnotation: `{"cpu":{"arch":"x86_64","count":32},"ramMebibytes":131072}`,
+		}
+	})
+	waitState(t, host, metal3v1.StateAvailable)
+	update(t, host, func(h *metal3v1.BareMetalHost) { h.Spec.Image = img.Image(); h.Spec.Online = true })
+	waitState(t, host, metal3v1.StateProvisioned)
+	g.Eventually(m.BootedOS, 30*time.Second).Should(Equal(sim.OSDisk))
+	g.Expect(plan.Fired(fault.IPMIFail)).To(Equal(2))
+	expectNoCanary(t, e, ns, host)
+}
