@@ -155,6 +155,14 @@ test-e2e: test-setup ## Run the end-to-end suite alone (E2E_PKGS: test/e2e/..., 
 test-qemu: test-setup ## Run the QEMU suite alone (QEMU_E2E in QEMU_E2E_PKGS, one package at a time).
 	@$(call run-suite,qemu)
 
+# The fault tests (sim/fault plans against the hub): the short ones run in
+# make test too; those that still find a gap, or take long, only here.
+CHAOS_RUN ?= Under|Fault|Restart|Chaos
+
+.PHONY: chaos
+chaos: test-setup ## Run the fault tests (CHAOS_RUN picks them by name), including those make test leaves out (METALSHIFT_CHAOS=1).
+	METALSHIFT_CHAOS=1 $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) -run '$(CHAOS_RUN)' -v ./test/e2e/... ./sim/...
+
 .PHONY: bench
 bench: images ## Run the benchmarks and print their figures.
 	@hack/tools/build.sh $(RUNTIME_TOOLS)

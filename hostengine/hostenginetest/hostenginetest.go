@@ -254,7 +254,9 @@ func Get(g gomega.Gomega, env *testenv.Env, host *metal3v1.BareMetalHost) *metal
 func WaitState(t *testing.T, env *testenv.Env, host *metal3v1.BareMetalHost, state metal3v1.ProvisioningState) {
 	t.Helper()
 	gomega.NewWithT(t).Eventually(func(g gomega.Gomega) {
-		g.Expect(Get(g, env, host).Status.Provisioning.State).To(gomega.Equal(state), "errorMessage: %s", host.Status.ErrorMessage)
+		h := Get(g, env, host)
+		g.Expect(h.Status.Provisioning.State).To(gomega.Equal(state), "errorMessage: %s; operationalStatus: %s; powered on: %v; conditions: %v; operation history: %+v",
+			h.Status.ErrorMessage, h.Status.OperationalStatus, h.Status.PoweredOn, h.Status.Conditions, h.Status.OperationHistory)
 	}, 60*time.Second).Should(gomega.Succeed())
 }
 
