@@ -111,7 +111,7 @@ func ReserveIn(rg Range, want int) (*Reservation, error) {
 	}
 	// From a random point, so that concurrent reservations seldom meet on
 	// a lock.
-	start := rand.IntN(n)
+	start := rand.IntN(n) //nolint:gosec // a starting point to spread reservations, not a secret
 	for i := range n {
 		port := rg.Low + (start+i)%n
 		if port == want {
@@ -131,7 +131,7 @@ func ReserveIn(rg Range, want int) (*Reservation, error) {
 // try reserves port, or returns nil when another reservation holds it or
 // something listens on it.
 func try(dir string, port int) (*Reservation, error) {
-	f, err := os.OpenFile(filepath.Join(dir, strconv.Itoa(port)), os.O_CREATE|os.O_RDONLY, 0o644)
+	f, err := os.OpenFile(filepath.Join(dir, strconv.Itoa(port)), os.O_CREATE|os.O_RDONLY, 0o644) //nolint:gosec // an empty lock file every user of the machine must open
 	if err != nil {
 		return nil, fmt.Errorf("reserving port %d: %w", port, err)
 	}
@@ -169,7 +169,7 @@ func free(port int) bool {
 // two processes lock two different files for one port).
 func lockDir() (string, error) {
 	dir := filepath.Join(os.TempDir(), "metalshift-ports")
-	if err := os.Mkdir(dir, 0o777); err == nil {
+	if err := os.Mkdir(dir, 0o777); err == nil { //nolint:gosec // shared by every user, sticky as /tmp
 		// Sticky and writable by all, as /tmp is: the umask narrows Mkdir.
 		_ = os.Chmod(dir, 0o777|os.ModeSticky)
 	} else if !errors.Is(err, os.ErrExist) {

@@ -161,7 +161,8 @@ func Start(opts Options) (*Env, error) {
 	e.env = &envtest.Environment{
 		BinaryAssetsDirectory: assets,
 		ErrorIfCRDPathMissing: true,
-		ControlPlane:          envtest.ControlPlane{Etcd: etcd, APIServer: &envtest.APIServer{SecurePort: p[2]}},
+		ControlPlane: envtest.ControlPlane{Etcd: etcd, APIServer: &envtest.APIServer{
+			SecureServing: envtest.SecureServing{ListenAddr: envtest.ListenAddr{Address: "127.0.0.1", Port: strconv.Itoa(p[2])}}}},
 		WebhookInstallOptions: envtest.WebhookInstallOptions{LocalServingHost: "127.0.0.1", LocalServingPort: p[3]},
 	}
 	e.metricsAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(p[4]))

@@ -6,7 +6,6 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	"github.com/metalshift/metalshift/hostengine"
@@ -77,5 +76,3 @@ func issueTLS(t *testing.T, more ...string) (serving.TLSFiles, []byte) {
 	t.Helper()
 	return hostenginetest.IssueTLS(t, more...)
 }
-
-func ctrlConfigSkipNameValidation() config.Controller { return hostenginetest.ControllerConfig() }

@@ -35,7 +35,7 @@ func startTLSEngine(t *testing.T, files serving.TLSFiles, labCA []byte, n int) (
 	})
 	bootURL := "http://" + boot.Addr().String()
 	lab := sim.NewLab(sim.LabOptions{Hosts: n, Password: canary, BootURL: bootURL, CA: labCA, AgentPollInterval: 100 * time.Millisecond,
-		DiskSizeBytes: 64 << 30, MACOctet: byte(hostenginetest.NextMACOctet())})
+		DiskSizeBytes: 64 << 30, MACOctet: hostenginetest.NextMACOctet()})
 	if err := lab.Start("127.0.0.1:0"); err != nil {
 		t.Fatal(err)
 	}
