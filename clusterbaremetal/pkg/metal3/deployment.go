@@ -26,9 +26,15 @@ const (
 	// DeploymentName is the operand's Deployment.
 	DeploymentName = "metal3"
 	// OwnedAnnotation marks a metal3 Deployment as the bare-metal
-	// operator's. A metal3 Deployment without it belongs to another owner,
-	// which hands it over by adding it.
+	// operator's. A metal3 Deployment without it is claimed when the
+	// machine-api operator left it (see LeftByMachineAPI); any other
+	// belongs to another owner, which hands it over by adding it.
 	OwnedAnnotation = "baremetal.openshift.io/owned"
+	// MachineAPIOwnedAnnotation marks a Deployment the machine-api
+	// operator created; it ran metal3 before the bare-metal operator
+	// existed and leaves its metal3 Deployment behind on an upgraded
+	// cluster.
+	MachineAPIOwnedAnnotation = "machine.openshift.io/owned"
 	// ServiceAccountName runs the operand.
 	ServiceAccountName = "cluster-baremetal-operator"
 	// ContainerName is the operand's container.
@@ -260,4 +266,13 @@ func specHash(spec *appsv1.DeploymentSpec) string {
 	b, _ := json.Marshal(spec) // a Go struct of plain fields always marshals
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:8])
+}
+
+// LeftByMachineAPI says whether d, a metal3 Deployment without
+// OwnedAnnotation, is the one the machine-api operator left: it carries
+// the machine-api operator's ownership annotation. The bare-metal operator
+// claims such a Deployment; it leaves any other alone.
+func LeftByMachineAPI(d *appsv1.Deployment) bool {
+	_, mao := d.Annotations[MachineAPIOwnedAnnotation]
+	return mao
 }

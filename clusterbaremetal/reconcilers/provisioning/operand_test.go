@@ -10,14 +10,17 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	apitypes "k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configv1 "github.com/metalshift/metalshift/api/config/v1"
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	"github.com/metalshift/metalshift/clusterbaremetal/pkg/metal3"
+	"github.com/metalshift/metalshift/clusterbaremetal/reconcilers/provisioning"
 )
 
 // TestPlatforms: the upstream platform table. Off the supported platforms
@@ -102,19 +105,19 @@ func containsMode(modes []metal3v1.ProvisioningNetwork, m metal3v1.ProvisioningN
 	return false
 }
 
-// TestOwnershipHandover: a metal3 Deployment of another owner (no
-// baremetal.openshift.io/owned annotation) is left as it is while the
-// operator reports that it waits; once its owner adds the annotation the
-// operator takes it over (here replacing it: its selector was not ours)
-// and reports it as it rolls out.
+// TestOwnershipHandover: a metal3 Deployment of another owner (neither
+// the baremetal.openshift.io/owned annotation nor the machine-api
+// operator's) is left as it is while the operator reports that it waits;
+// once its owner adds the annotation the operator takes it over (here
+// replacing it: its selector was not ours) and reports it as it rolls out.
 func TestOwnershipHandover(t *testing.T) {
 	reset(t, configv1.BareMetalPlatformType)
 	ctx := context.Background()
 	g := NewWithT(t)
-	legacy := map[string]string{"api": "clusterapi", "k8s-app": "metal3"}
+	legacy := map[string]string{"app": "someone-elses-metal3"}
 	theirs := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: metal3.Namespace, Name: metal3.DeploymentName,
-			Annotations: map[string]string{"machine.openshift.io/owned": ""}},
+			Annotations: map[string]string{"example.com/owner": "someone"}},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To[int32](1),
 			Selector: &metav1.LabelSelector{MatchLabels: legacy},
@@ -127,16 +130,18 @@ func TestOwnershipHandover(t *testing.T) {
 	runOperator(t, "4.20.0")
 
 	g.Eventually(clusterOperator).Should(HaveKeyWithValue("Progressing",
-		"True SyncingResources: metal3 deployment is held by another owner: waiting for it to hand it over with the annotation baremetal.openshift.io/owned"))
+		"True SyncingResources: metal3 deployment is held by another owner (not the machine-api operator): waiting for it to hand it over with the annotation baremetal.openshift.io/owned"))
 	g.Consistently(func(g Gomega) types {
 		d := deployment(g)
-		return types{d.UID, d.Generation, d.Spec.Template.Spec.Containers[0].Image}
-	}, "500ms").Should(Equal(types{theirs.UID, theirs.Generation, "example.com/ironic:old"}))
+		_, owned := d.Annotations[metal3.OwnedAnnotation]
+		return types{d.UID, d.Generation, d.Spec.Template.Spec.Containers[0].Image, owned}
+	}, "500ms").Should(Equal(types{theirs.UID, theirs.Generation, "example.com/ironic:old", false}))
+	g.Expect(claimEvents(g, theirs.UID)).To(BeEmpty())
 
 	// The other owner hands over.
 	g.Eventually(func() error {
 		d := deployment(g)
-		delete(d.Annotations, "machine.openshift.io/owned")
+		delete(d.Annotations, "example.com/owner")
 		metav1.SetMetaDataAnnotation(&d.ObjectMeta, metal3.OwnedAnnotation, "")
 		return env.Client.Update(ctx, d)
 	}).Should(Succeed())
@@ -152,10 +157,69 @@ func TestOwnershipHandover(t *testing.T) {
 	g.Eventually(clusterOperator).Should(HaveKeyWithValue("Available", "True DeployComplete: metal3 pod is running"))
 }
 
+// TestClaimMachineAPIDeployment: the metal3 Deployment the machine-api
+// operator leaves on an upgraded cluster (its ownership annotation and
+// labels, no baremetal.openshift.io/owned) is claimed without waiting:
+// the operator records an Event, sets its annotation, renders its spec
+// (replacing the Deployment, whose selector was the machine-api
+// operator's) and reports Available once it rolls out.
+func TestClaimMachineAPIDeployment(t *testing.T) {
+	reset(t, configv1.BareMetalPlatformType)
+	ctx := context.Background()
+	g := NewWithT(t)
+	maoLabels := map[string]string{"api": "clusterapi", "k8s-app": "controller"}
+	left := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: metal3.Namespace, Name: metal3.DeploymentName,
+			Annotations: map[string]string{"machine.openshift.io/owned": ""}, Labels: maoLabels},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](1),
+			Selector: &metav1.LabelSelector{MatchLabels: maoLabels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: maoLabels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "metal3-ironic", Image: "example.com/ironic:old"}}}},
+		},
+	}
+	g.Expect(env.Client.Create(ctx, left)).To(Succeed())
+	g.Expect(env.Client.Create(ctx, newProvisioning(validManaged()))).To(Succeed())
+	runOperator(t, "4.20.0")
+
+	g.Eventually(func(g Gomega) []string { return claimEvents(g, left.UID) }).Should(ConsistOf(
+		"Normal ClaimedDeployment: claimed the openshift-machine-api/metal3 Deployment the machine-api operator left"))
+	g.Eventually(func(g Gomega) {
+		d := deployment(g)
+		g.Expect(d.UID).NotTo(Equal(left.UID))
+		g.Expect(d.Annotations).To(HaveKeyWithValue(metal3.OwnedAnnotation, ""))
+		g.Expect(d.Annotations).NotTo(HaveKey("machine.openshift.io/owned"))
+		g.Expect(d.Spec.Selector.MatchLabels).To(Equal(metal3.Labels))
+		g.Expect(d.Spec.Template.Spec.Containers).To(HaveLen(1))
+		g.Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal("example.com/metalshift/manager:4.20.0"))
+		g.Expect(d.OwnerReferences).To(ContainElement(HaveField("Name", metal3v1.ProvisioningSingletonName)))
+	}).Should(Succeed())
+	markRolledOut(t)
+	g.Eventually(clusterOperator).Should(And(
+		HaveKeyWithValue("Available", "True DeployComplete: metal3 pod is running"),
+		HaveKeyWithValue("Progressing", "False DeployComplete: "),
+		HaveKeyWithValue("Degraded", "False : ")))
+}
+
+// claimEvents returns the claim Events about the Deployment of uid, as
+// "type reason: note".
+func claimEvents(g Gomega, uid apitypes.UID) []string {
+	list := &eventsv1.EventList{}
+	g.Expect(env.Client.List(context.Background(), list)).To(Succeed())
+	var out []string
+	for _, e := range list.Items {
+		if e.Reason == provisioning.ReasonClaimed && e.Related != nil && e.Related.UID == uid {
+			out = append(out, e.Type+" "+e.Reason+": "+e.Note)
+		}
+	}
+	return out
+}
+
 type types struct {
 	UID        any
 	Generation int64
 	Image      string
+	Owned      bool
 }
 
 // TestOperandUpgrade: the operator is replaced by one of a new version (a

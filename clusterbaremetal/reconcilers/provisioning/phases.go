@@ -156,7 +156,8 @@ func (r *Reconciler) ensureSecret(ctx context.Context, name string, typ corev1.S
 }
 
 // ensureDeployment applies the metal3 Deployment; while another owner
-// holds it, or it is being replaced, it reports syncing.
+// (not the machine-api operator) holds it, or it is being replaced, it
+// reports syncing.
 func (r *Reconciler) ensureDeployment(ctx context.Context, s *scope) (ctrl.Result, error) {
 	standDown, err := r.applyDeployment(ctx, s)
 	switch {
@@ -170,10 +171,12 @@ func (r *Reconciler) ensureDeployment(ctx context.Context, s *scope) (ctrl.Resul
 }
 
 // applyDeployment creates or updates the metal3 Deployment, which then is
-// s.deployment. It stands down (true) while the Deployment has another
-// owner, i.e. lacks the owned annotation; once the annotation is there it
-// takes the Deployment over, replacing it when its selector (immutable)
-// is not the operator's.
+// s.deployment. A Deployment without the owned annotation that the
+// machine-api operator left is claimed (the annotation set) and managed
+// from then on; any other without it has another owner, and the operator
+// stands down (true) until that owner adds the annotation. An owned
+// Deployment is taken over, replaced when its selector (immutable) is not
+// the operator's.
 func (r *Reconciler) applyDeployment(ctx context.Context, s *scope) (bool, error) {
 	desired := metal3.Deployment(s.prov, r.Operand)
 	if err := controllerutil.SetControllerReference(s.prov, desired, r.Client.Scheme()); err != nil {
@@ -193,7 +196,12 @@ func (r *Reconciler) applyDeployment(ctx context.Context, s *scope) (bool, error
 		return false, err
 	}
 	if _, owned := current.Annotations[metal3.OwnedAnnotation]; !owned {
-		return true, nil
+		if !metal3.LeftByMachineAPI(current) {
+			return true, nil
+		}
+		if err := r.claimDeployment(ctx, s, current); err != nil {
+			return false, err
+		}
 	}
 	if !equality.Semantic.DeepEqual(current.Spec.Selector, desired.Spec.Selector) {
 		ctrl.LoggerFrom(ctx).Info("Replacing the metal3 Deployment handed over with another selector")
@@ -212,6 +220,22 @@ func (r *Reconciler) applyDeployment(ctx context.Context, s *scope) (bool, error
 	current.OwnerReferences = desired.OwnerReferences
 	current.Spec = desired.Spec
 	return false, r.Client.Update(ctx, current)
+}
+
+// claimDeployment takes over d, the metal3 Deployment the machine-api
+// operator left: it swaps that operator's ownership annotation for
+// OwnedAnnotation (the rest of applyDeployment then manages d as the
+// operator's own) and records an Event on the Provisioning.
+func (r *Reconciler) claimDeployment(ctx context.Context, s *scope, d *appsv1.Deployment) error {
+	delete(d.Annotations, metal3.MachineAPIOwnedAnnotation)
+	metav1.SetMetaDataAnnotation(&d.ObjectMeta, metal3.OwnedAnnotation, "")
+	if err := r.Client.Update(ctx, d); err != nil {
+		return err
+	}
+	ctrl.LoggerFrom(ctx).Info("Claimed the metal3 Deployment the machine-api operator left")
+	r.Recorder.Eventf(s.prov, d, corev1.EventTypeNormal, ReasonClaimed, "Claim",
+		"claimed the %s/%s Deployment the machine-api operator left", d.Namespace, d.Name)
+	return nil
 }
 
 // reportRollout records on the Provisioning the generation acted on and

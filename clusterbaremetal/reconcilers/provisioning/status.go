@@ -45,6 +45,10 @@ const (
 	// Upstream's DeploymentCrashLooping is set nowhere, here as upstream.
 )
 
+// ReasonClaimed is the reason of the Event recorded when the operator
+// claims the metal3 Deployment the machine-api operator left.
+const ReasonClaimed = "ClaimedDeployment"
+
 // Messages of the ClusterOperator's conditions (upstream's words).
 const (
 	MessageUnsupportedPlatform = "Nothing to do on this Platform"
@@ -57,10 +61,10 @@ const (
 	MessageTimedOut            = "metal3 deployment rollout taking too long"
 	MessageDeleted             = "all Metal3 resources deleted"
 	MessageInaccessible        = "metal3 deployment inaccessible"
-	// MessageStandingDown is metalshift's: upstream replaces a metal3
-	// Deployment it does not own; this operator waits for its owner to
-	// hand it over.
-	MessageStandingDown = "metal3 deployment is held by another owner: waiting for it to hand it over with the annotation " + metal3.OwnedAnnotation
+	// MessageStandingDown is metalshift's: a metal3 Deployment neither
+	// the operator's nor the machine-api operator's is left alone until
+	// its owner hands it over.
+	MessageStandingDown = "metal3 deployment is held by another owner (not the machine-api operator): waiting for it to hand it over with the annotation " + metal3.OwnedAnnotation
 )
 
 // report is what a reconcile found, in upstream's terms: a reason, the
