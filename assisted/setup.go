@@ -208,8 +208,10 @@ func Setup(ctx context.Context, hub *component.Hub, o Options) error {
 		Images: imagesAdapter{srv}, EventsURL: srv.EventsURL}).SetupWithManager(mgr, opts); err != nil {
 		return err
 	}
+	// The service serves from the manager's start, moments from now: its
+	// downtime before it does not count against the agents.
 	if err := (&agent.Reconciler{Client: mgr.GetClient(), Recorder: recorder, Clock: hub.Clock,
-		DisconnectedAfter: o.DisconnectedAfter, EventsURL: srv.EventsURL}).SetupWithManager(mgr, opts); err != nil {
+		DisconnectedAfter: o.DisconnectedAfter, ServiceStart: hub.Clock.Now(), EventsURL: srv.EventsURL}).SetupWithManager(mgr, opts); err != nil {
 		return err
 	}
 	if err := (&agentclassification.LabelReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr, opts); err != nil {

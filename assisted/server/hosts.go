@@ -18,6 +18,7 @@ import (
 
 	agentinstallv1 "github.com/metalshift/metalshift/api/agentinstall/v1beta1"
 	assistedapi "github.com/metalshift/metalshift/api/assisted/v2"
+	"github.com/metalshift/metalshift/assisted/pkg/clusterstate"
 	"github.com/metalshift/metalshift/assisted/pkg/record"
 )
 
@@ -79,6 +80,9 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, ie *agentinstallv
 	ctx := r.Context()
 	a, err := s.getAgent(ctx, key)
 	if apierrors.IsNotFound(err) {
+		if !s.acceptsNewHosts(w, r, ie, key.Name) {
+			return nil, "", false
+		}
 		a, cred, err = s.create(ctx, w, ie, key.Name, proven)
 		if err == nil {
 			return a, cred, true
@@ -141,6 +145,39 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, ie *agentinstallv
 		return nil, "", false
 	}
 	return a, cred, true
+}
+
+// installStarted are the states of a cluster whose install started and
+// has not ended: it takes no new host (upstream's registration accepts a
+// host only while the cluster is insufficient, ready, pending for input
+// or adding hosts). Once installed, day 2 adds hosts as before.
+var installStarted = map[string]bool{
+	clusterstate.StatusPreparingForInstallation: true, clusterstate.StatusInstalling: true,
+	clusterstate.StatusInstallingPendingUserAction: true, clusterstate.StatusFinalizing: true,
+}
+
+// acceptsNewHosts refuses, with 409 and upstream's message, a new host
+// registering from an InfraEnv bound to a cluster being installed: a
+// machine that booted the discovery image by mistake (a stray boot) would
+// otherwise join a cluster it is not part of. It has answered the request
+// when false.
+func (s *Server) acceptsNewHosts(w http.ResponseWriter, r *http.Request, ie *agentinstallv1.InfraEnv, hostID string) bool {
+	ctx := r.Context()
+	c, err := record.ForAgent(ctx, s.opts.Client, newAgent(ie, hostID))
+	if err != nil {
+		apiError(w, http.StatusInternalServerError, err.Error())
+		return false
+	}
+	if c == nil || !installStarted[c.State()] {
+		return true
+	}
+	msg := "Host can register only in one of the following states: [insufficient ready pending-for-input adding-hosts]"
+	ctrl.LoggerFrom(ctx).Info("Registration refused: the cluster is installing", "infraEnv", ie.Namespace+"/"+ie.Name,
+		"agent", hostID, "cluster", c.CD.Namespace+"/"+c.CD.Name, "state", c.State())
+	s.event(ie, corev1.EventTypeWarning, ReasonRegistrationRefused,
+		fmt.Sprintf("Host %s registered while cluster %s is %s: refused (%s)", hostID, c.CD.Name, c.State(), msg))
+	apiError(w, http.StatusConflict, msg)
+	return false
 }
 
 // create creates the Agent of a new host, with its credential's hash (and

@@ -13,10 +13,10 @@ const (
 // Progress is status.progress.totalPercentage while the hosts install:
 // the preparation counts as done and the hosts' stages make the
 // installing part, as upstream weighs them; 0 before any host reported a
-// stage. Use ProgressFor to account for the cluster's status.
+// stage. Only the hosts in the install count (inInstall). Use ProgressFor to account for the cluster's status.
 func Progress(hosts []HostSummary, sno bool) int64 {
 	done, total, started := 0, 0, false
-	for _, h := range hosts {
+	for _, h := range inInstall(hosts) {
 		stages := hoststate.Stages(h.Role, h.Bootstrap, sno)
 		total += len(stages)
 		for i, s := range stages {

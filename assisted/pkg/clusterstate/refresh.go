@@ -140,12 +140,19 @@ func refreshPreparing(f Facts) (string, string) {
 // refreshInstalling: error when a control-plane host failed or too few
 // workers are left; finalizing once every control-plane host joined;
 // pending user action while a host waits for one.
+//
+// Only the hosts in the install count: a host still before its own
+// install (discovering, known, insufficient, ...) while the cluster
+// installs did not start it with the others and is never told to (it
+// registered late, e.g. a stray boot of the discovery image or a late
+// binding), so it neither holds nor fails the install.
 func refreshInstalling(f Facts) (string, string) {
-	if failed(f.HostStatuses) {
+	hosts := inInstall(f.HostStatuses)
+	if failed(hosts) {
 		return StatusError, InfoError
 	}
 	pendingUser, joined, masters := false, true, 0
-	for _, h := range f.HostStatuses {
+	for _, h := range hosts {
 		if h.Status == hoststate.StatusInstallingPendingUserAction {
 			pendingUser = true
 		}
@@ -164,6 +171,20 @@ func refreshInstalling(f Facts) (string, string) {
 		return StatusFinalizing, InfoFinalizing
 	}
 	return StatusInstalling, InfoInstalling
+}
+
+// inInstall are the hosts past their discovery: those the install took.
+func inInstall(hosts []HostSummary) []HostSummary {
+	var in []HostSummary
+	for _, h := range hosts {
+		switch h.Status {
+		case hoststate.StatusDiscovering, hoststate.StatusKnown, hoststate.StatusDisconnected, hoststate.StatusInsufficient,
+			hoststate.StatusPendingForInput, hoststate.StatusDisabled, hoststate.StatusBinding:
+			continue
+		}
+		in = append(in, h)
+	}
+	return in
 }
 
 func controlPlane(h HostSummary) bool {

@@ -69,7 +69,10 @@ func TestRefresh(t *testing.T) {
 			StatusInstallingPendingUserAction, InfoInstallingPendingUser},
 		"user acted": {Facts{Status: StatusInstallingPendingUserAction, HostStatuses: hosts(assistedapi.StageConfiguring, "installing-in-progress", "installing-in-progress", "installing-in-progress")},
 			StatusInstalling, InfoInstalling},
-		"sno joined":               {Facts{Status: StatusInstalling, SNO: true, HostStatuses: hosts(assistedapi.StageJoined, "installing-in-progress")}, StatusFinalizing, InfoFinalizing},
+		"sno joined": {Facts{Status: StatusInstalling, SNO: true, HostStatuses: hosts(assistedapi.StageJoined, "installing-in-progress")}, StatusFinalizing, InfoFinalizing},
+		// A host that registered after the install started is not in it.
+		"sno joined, a late known master": {Facts{Status: StatusInstalling, SNO: true, HostStatuses: append(hosts(assistedapi.StageJoined, "installing-in-progress"),
+			HostSummary{Role: "master", Status: "known"}, HostSummary{Role: "master", Status: "disconnected"})}, StatusFinalizing, InfoFinalizing},
 		"finalizing":               {Facts{Status: StatusFinalizing}, StatusFinalizing, InfoFinalizing},
 		"finalizing → installed":   {Facts{Status: StatusFinalizing, Installed: true}, StatusInstalled, InfoInstalled},
 		"installed":                {Facts{Status: StatusInstalled, Installed: true}, StatusInstalled, InfoInstalled},

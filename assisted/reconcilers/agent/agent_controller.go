@@ -48,6 +48,18 @@ func (r *Reconciler) disconnectedAfter() time.Duration {
 	return DisconnectedAfter
 }
 
+// silentSince is when a's agent's silence began, as the hub can tell: its
+// last contact, or, when the agent service started serving later than
+// that, the start (the agent may have tried while the hub was away). Zero
+// when the agent never made contact.
+func (r *Reconciler) silentSince(a *agentinstallv1.Agent) time.Time {
+	last := record.LastContact(a)
+	if !last.IsZero() && r.ServiceStart.After(last) {
+		return r.ServiceStart
+	}
+	return last
+}
+
 // Reconciler reconciles Agents.
 type Reconciler struct {
 	Client client.Client
@@ -60,6 +72,13 @@ type Reconciler struct {
 	EventsURL func(filters ...string) string
 	// DisconnectedAfter overrides the const DisconnectedAfter when > 0.
 	DisconnectedAfter time.Duration
+	// ServiceStart is when this process's agent service started serving:
+	// an agent's silence counts from the later of its last contact and
+	// this, so that the hub's own downtime (agents could not reach it)
+	// does not disconnect its hosts. It is this process's, not recorded:
+	// after a restart every agent has a full DisconnectedAfter again.
+	// Zero counts from the last contact only.
+	ServiceStart time.Time
 	// live reads an Agent from the API rather than the cache
 	// (freshTransition); nil reads through Client.
 	live client.Reader
@@ -153,7 +172,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	}
 	record.MirrorAnnotations(a)
 	// Look again when the agent would be disconnected.
-	if last := record.LastContact(a); !last.IsZero() {
+	if last := r.silentSince(a); !last.IsZero() {
 		if wait := r.disconnectedAfter() - now.Sub(last); wait > 0 {
 			return ctrl.Result{RequeueAfter: wait + time.Second}, nil
 		}
@@ -225,7 +244,7 @@ func (r *Reconciler) compute(a *agentinstallv1.Agent, c *record.Cluster, sibling
 	}
 	st.InstallationDiskID = installationDisk(a)
 	specErr := specError(a)
-	connected := now.Sub(record.LastContact(a)) < r.disconnectedAfter()
+	connected := now.Sub(r.silentSince(a)) < r.disconnectedAfter()
 	in := validations.HostInput{
 		Role: record.Role(a), Hostname: record.Hostname(a), Connected: connected, Bound: c != nil,
 		InstallationDisk: diskPath(a, st.InstallationDiskID), DomainsResolved: record.DomainsResolved(a),

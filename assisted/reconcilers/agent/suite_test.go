@@ -21,6 +21,9 @@ var (
 	// clk is the hub's clock: agents' last contacts are stamped at its
 	// time, which only the tests move.
 	clk = clocktesting.NewFakeClock(time.Date(2025, 6, 2, 12, 0, 0, 0, time.UTC))
+	// serviceStart is when the agent service started serving, for the
+	// running reconciler: the clock's start.
+	serviceStart = clk.Now()
 )
 
 // TestMain starts envtest with the Agent reconciler alone, and the index
@@ -34,7 +37,7 @@ func TestMain(m *testing.M) {
 			if err := mgr.GetFieldIndexer().IndexField(ctx, &agentinstallv1.Agent{}, record.ClusterDeploymentIndex, record.IndexClusterDeployment); err != nil {
 				return err
 			}
-			return (&agent.Reconciler{Client: mgr.GetClient(), Clock: hub.Clock}).SetupWithManager(mgr, controller.Options{})
+			return (&agent.Reconciler{Client: mgr.GetClient(), Clock: hub.Clock, ServiceStart: serviceStart}).SetupWithManager(mgr, controller.Options{})
 		}}},
 	}))
 }
