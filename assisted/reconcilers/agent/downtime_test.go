@@ -42,6 +42,10 @@ func TestSilenceBeforeServiceStart(t *testing.T) {
 		return got.Status.DebugInfo.State
 	}
 
+	// The first reconciles add the finalizer and apply the registration;
+	// at the service's start the host is known although long silent.
+	g.Eventually(stateAt).Should(Equal(hoststate.StatusKnownUnbound), "at the service's start")
+
 	clk.Step(agentDisconnectedAfter - time.Second)
 	g.Expect(stateAt()).To(Equal(hoststate.StatusKnownUnbound), "silent for 3×DisconnectedAfter, but the service serves for less than DisconnectedAfter")
 
