@@ -7,7 +7,6 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -141,16 +140,11 @@ func (r *Run) endLocked(ctx context.Context, reterr *error) {
 		fail(err)
 		return
 	}
-	if status, ok := changed["status"]; ok {
+	if _, ok := changed["status"]; ok {
 		// The status alone, with the resourceVersion read; written from a
 		// copy, for the response not to undo the changes written next.
-		data, err := json.Marshal(map[string]any{"metadata": map[string]string{"resourceVersion": r.before.GetResourceVersion()}, "status": status})
-		if err != nil {
-			fail(err)
-			return
-		}
 		o := r.obj.DeepCopyObject().(client.Object)
-		err = r.c.Status().Patch(ctx, o, client.RawPatch(types.MergePatchType, data))
+		err := r.c.Status().Patch(ctx, o, client.MergeFromWithOptions(r.before, client.MergeFromWithOptimisticLock{}))
 		switch {
 		case apierrors.IsNotFound(err):
 			r.patched = false
@@ -163,13 +157,11 @@ func (r *Run) endLocked(ctx context.Context, reterr *error) {
 	}
 	delete(changed, "status")
 	if len(changed) > 0 {
-		data, err := json.Marshal(changed)
-		if err != nil {
-			fail(err)
-			return
-		}
+		// Metadata and spec (the main resource ignores the status), with
+		// no resourceVersion: the diff is of the object as read.
 		o := r.obj.DeepCopyObject().(client.Object)
-		if err := r.c.Patch(ctx, o, client.RawPatch(types.MergePatchType, data)); err != nil {
+		o.SetResourceVersion(r.before.GetResourceVersion())
+		if err := r.c.Patch(ctx, o, client.MergeFrom(r.before)); err != nil {
 			if !apierrors.IsNotFound(err) {
 				fail(err)
 			}
