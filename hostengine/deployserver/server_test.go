@@ -122,7 +122,8 @@ func report(t *testing.T, base, id, token string, rep deployapi.StatusReport) (i
 // TestTokenIsHandedOutOnce plays the agent and an attacker holding the
 // same ticket: the first exchange gets the request's token (recorded
 // hashed), the second gets 409, an Event and a refusal in the status; the
-// token reads the instructions until the request's report is final, and
+// agent asking again before it reported (its answer lost) gets a new token
+// that replaces the first, and 409 once it has reported; the token reads the instructions until the request's report is final, and
 // no credential of another request, host or key reads anything.
 func TestTokenIsHandedOutOnce(t *testing.T) {
 	g := NewWithT(t)
@@ -159,8 +160,17 @@ func TestTokenIsHandedOutOnce(t *testing.T) {
 			g.Expect(ev.Note).NotTo(ContainSubstring(tr.Token))
 		}
 	}).Should(Succeed())
-	code, _ = exchange(t, base, id, ticket, "agent-session")
-	g.Expect(code).To(Equal(http.StatusConflict), "also for the session that got it: a token is handed out once")
+	// The agent's answer was lost (the replica died after writing the
+	// record, or the connection broke): the same session asks again before
+	// it has reported and gets a new token; the first opens nothing now.
+	code, again := exchange(t, base, id, ticket, "agent-session")
+	g.Expect(code).To(Equal(http.StatusOK))
+	g.Expect(again.Token).NotTo(Equal(tr.Token))
+	g.Expect(get(g, host).Status.DeployAgent.Token.SHA256).To(Equal(deployapi.HashAgentToken(again.Token)))
+	g.Expect(host.Status.DeployAgent.Token.Refusals).To(BeEquivalentTo(1), "the attacker's ask stays counted")
+	g.Eventually(func() int { code, _ := instructions(t, base, id, tr.Token); return code }).Should(Equal(http.StatusUnauthorized), "the lost token is replaced")
+	rec, tr = host.Status.DeployAgent.Token, again
+	g.Eventually(func() int { code, _ := instructions(t, base, id, tr.Token); return code }).Should(Equal(http.StatusOK))
 
 	// The ticket is no token, and tokens are exact.
 	for name, bad := range map[string]string{"no credential": "", "the ticket": ticket, "the hash": rec.SHA256,
@@ -182,6 +192,8 @@ func TestTokenIsHandedOutOnce(t *testing.T) {
 	running.Session = "agent-session"
 	code, _ = report(t, base, id, tr.Token, running)
 	g.Expect(code).To(Equal(http.StatusAccepted))
+	code, _ = exchange(t, base, id, ticket, "agent-session")
+	g.Expect(code).To(Equal(http.StatusConflict), "once the session has reported, its token is not handed out again")
 	done := running
 	done.Phase, done.RootDevice = deployapi.PhaseDone, "/dev/sda"
 	code, _ = report(t, base, id, tr.Token, done)

@@ -33,7 +33,11 @@ const tokenAttempts = 3
 // token is random, only its SHA-256 is recorded in the host's status
 // (written with the host's resourceVersion, so that two replicas or two
 // boots cannot both get one), and every later ask is refused (409),
-// recorded in the status and as a Warning Event.
+// recorded in the status and as a Warning Event. The one exception is the
+// boot the token was handed to asking again before it has reported: its
+// answer was lost (the replica that wrote the record died before it
+// answered, or the connection broke), and it gets a new token that
+// replaces the first, which then opens nothing.
 func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	ticket, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
@@ -57,7 +61,7 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "reading the host failed; ask again", http.StatusServiceUnavailable)
 			return
 		}
-		if !s.checkTicketRequest(w, r, host, gen) {
+		if !s.checkTicketRequest(w, r, host, gen, tr.Session) {
 			return
 		}
 		var token string
@@ -82,8 +86,9 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 
 // checkTicketRequest answers a token request that cannot be granted: an
 // unknown host, a ticket of another request than the host's current one,
-// a request that ended, or one whose token was handed out (recorded).
-func (s *Server) checkTicketRequest(w http.ResponseWriter, r *http.Request, host *metal3v1.BareMetalHost, gen string) bool {
+// a request that ended, or one whose token was handed out (recorded) to
+// another boot or to this one, which has reported since.
+func (s *Server) checkTicketRequest(w http.ResponseWriter, r *http.Request, host *metal3v1.BareMetalHost, gen, session string) bool {
 	switch {
 	case host == nil:
 		http.Error(w, "unknown host", http.StatusNotFound)
@@ -94,12 +99,19 @@ func (s *Server) checkTicketRequest(w http.ResponseWriter, r *http.Request, host
 	case ended(host):
 		http.Error(w, fmt.Sprintf("request %s ended", gen), http.StatusGone)
 		return false
-	case host.DeployAgentToken() != nil:
+	case host.DeployAgentToken() != nil && !lostAnswer(host, session):
 		s.refuse(r.Context(), host, r.RemoteAddr)
 		http.Error(w, fmt.Sprintf("the agent token of request %s was handed out already; it is handed out once", gen), http.StatusConflict)
 		return false
 	}
 	return true
+}
+
+// lostAnswer reports whether session is the boot the host's current
+// token was handed to and has not reported yet: it asks again because it
+// never got the answer.
+func lostAnswer(host *metal3v1.BareMetalHost, session string) bool {
+	return host.DeployAgentToken().Session == session && host.DeployAgentReport() == nil
 }
 
 // issue makes the request's agent token and records its hash for session,
@@ -111,8 +123,13 @@ func (s *Server) issue(ctx context.Context, host *metal3v1.BareMetalHost, gen, s
 		return "", err
 	}
 	base := host.DeepCopy()
-	host.Status.DeployAgent.Token = &metal3v1.DeployAgentToken{Generation: gen, SHA256: hash, Session: session, Source: source,
+	rec := &metal3v1.DeployAgentToken{Generation: gen, SHA256: hash, Session: session, Source: source,
 		IssuedAt: metav1.NewTime(s.clock.Now().Truncate(time.Second))}
+	if old := host.DeployAgentToken(); old != nil {
+		// Handed out again to the same boot: the asks of others stay counted.
+		rec.Refusals, rec.LastRefusalTime, rec.LastRefusalSource = old.Refusals, old.LastRefusalTime, old.LastRefusalSource
+	}
+	host.Status.DeployAgent.Token = rec
 	if err := s.client.Status().Patch(ctx, host, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 		return "", err
 	}

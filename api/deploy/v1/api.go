@@ -190,7 +190,9 @@ type StatusReport struct {
 // TokenRequest is what the agent posts to TokenPath, with its boot's
 // ticket as "Authorization: Bearer <ticket>". The answer is a
 // TokenResponse (200) the first time the request's token is asked for,
-// and 409 after that: a token is handed out once. 401 is a bad or expired
+// and 409 after that: a token is handed out once. The one exception is
+// the same session asking again before any report of it was accepted (its
+// answer was lost): it gets a new token, and the first stops working. 401 is a bad or expired
 // ticket, 410 a ticket of a request that is not the host's current one
 // or that ended.
 type TokenRequest struct {

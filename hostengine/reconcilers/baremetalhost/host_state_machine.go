@@ -23,6 +23,9 @@ const (
 	powerPollInterval = 60 * time.Second
 	agentPollInterval = 5 * time.Second
 	agentTimeout      = 30 * time.Minute
+	// strandedTokenTimeout is how long the engine waits for the report of
+	// an agent whose token was asked for again by another boot.
+	strandedTokenTimeout = 2 * time.Minute
 )
 
 // stateHandler runs the work of one state.
@@ -390,12 +393,30 @@ func (r *Reconciler) bootAgent(ctx context.Context, s *hostScope, errType metal3
 		if r.Clock.Since(rep.Time.Time) < agentTimeout || req.Action == deployapi.ActionCustomDeploy {
 			return wait(agentPollInterval)
 		}
-		return r.agentTimedOut(s, errType, "The deploy agent did not finish within %s of its last report: check the host's console", agentTimeout)
+		return r.agentTimedOut(s, errType, fmt.Sprintf("The deploy agent did not finish within %s of its last report: check the host's console", agentTimeout))
+	case stranded(s.host, r.Clock.Now()):
+		// Another boot asked for the token after it was handed out, and
+		// the boot that has it never reported: the token went to a boot
+		// that is gone (the machine was booted again under it), or to
+		// someone else. A new request gets a new ticket and a new boot.
+		tok := s.host.DeployAgentToken()
+		return r.agentTimedOut(s, errType, fmt.Sprintf("The deploy agent token of request %s went to %s, which did not report within %s; a second boot asked for it from %s: booting the deploy agent again for a new request",
+			req.Generation, tok.Source, strandedTokenTimeout, tok.LastRefusalSource))
 	case req.BootedAt != nil:
 		if r.Clock.Since(req.BootedAt.Time) < agentTimeout {
 			return wait(agentPollInterval)
 		}
-		return r.agentTimedOut(s, errType, "The deploy agent did not report within %s: check that the host can reach the engine", agentTimeout)
+		return r.agentTimedOut(s, errType, fmt.Sprintf("The deploy agent did not report within %s: check that the host can reach the engine", agentTimeout))
+	case req.BootStartedAt != nil && s.host.DeployAgentToken() != nil:
+		// The deploy image booted and its agent has the request's token:
+		// a replica that died before it recorded the boot (or this one,
+		// while the BMC's last task was finishing) booted it. Booting it
+		// again would start a second agent the request refuses.
+		now := metav1.NewTime(r.Clock.Now().Truncate(time.Second))
+		req.BootedAt = &now
+		s.host.Status.PoweredOn = true
+		s.setAgentBooted(true, "Booted", fmt.Sprintf("The deploy image was booted to %s", req.Action))
+		return wait(agentPollInterval)
 	}
 	img, own, wres := r.bootImage(s)
 	if wres != nil {
@@ -437,10 +458,19 @@ func (r *Reconciler) bootAgent(ctx context.Context, s *hostScope, errType metal3
 }
 
 // agentTimedOut drops the request, so that the next attempt is a new one.
-func (r *Reconciler) agentTimedOut(s *hostScope, errType metal3v1.ErrorType, format string, timeout time.Duration) actionResult {
+func (r *Reconciler) agentTimedOut(s *hostScope, errType metal3v1.ErrorType, msg string) actionResult {
 	s.setAgentBooted(false, "AgentTimeout", "The deploy agent did not report in time; booting it again")
 	s.host.Status.DeployAgent = nil
-	return fail(errType, fmt.Sprintf(format, timeout))
+	return fail(errType, msg)
+}
+
+// stranded reports whether the host's current request is stuck on a token
+// nobody uses: handed out at least strandedTokenTimeout ago, asked for
+// again since, and no report of the boot that has it (an agent reports
+// within a poll of getting its token).
+func stranded(host *metal3v1.BareMetalHost, now time.Time) bool {
+	tok := host.DeployAgentToken()
+	return tok != nil && tok.Refusals > 0 && host.DeployAgentReport() == nil && now.Sub(tok.IssuedAt.Time) >= strandedTokenTimeout
 }
 
 func (r *Reconciler) handleProvisioned(ctx context.Context, s *hostScope) actionResult {

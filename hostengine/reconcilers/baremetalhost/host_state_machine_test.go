@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -191,6 +192,52 @@ func TestHandleProvisioningBootsTheAgentOnce(t *testing.T) {
 	g.Expect(res.(actionError).msg).To(ContainSubstring("did not report"))
 	g.Expect(host.Status.DeployAgent).To(BeNil())
 	g.Expect(r.handleProvisioning(ctx, scopeFor(host, f))).To(Equal(actionWait{after: time.Millisecond}))
+	g.Expect(host.DeployAgentRequest().Generation).NotTo(Equal(req.Generation))
+}
+
+// TestHandleProvisioningTakesOverABoot: a replica that finds the deploy
+// image booting for the request (another replica died between booting it
+// and recording the boot) and its token handed out records the boot and
+// does not boot the machine again: the second boot's agent would be
+// refused the token. A token asked for again whose holder never reports
+// strands the request: after strandedTokenTimeout a new request is made.
+func TestHandleProvisioningTakesOverABoot(t *testing.T) {
+	g := NewWithT(t)
+	r, clk := newTestReconciler(t)
+	host := newTestHost(metal3v1.StateProvisioning)
+	host.Spec.Online = true
+	host.Spec.Image = &metal3v1.Image{URL: "http://images/os.raw", Checksum: "abc"}
+	host.Status.OperationHistory.Provision.Start = metav1.NewTime(clk.Now())
+	ctx := context.Background()
+	died := &fixture.Fixture{TaskCalls: 5}
+	for range 3 {
+		g.Expect(r.handleProvisioning(ctx, scopeFor(host, died))).To(Equal(actionWait{after: time.Millisecond}))
+	}
+	req := host.DeployAgentRequest()
+	g.Expect(req.BootStartedAt).NotTo(BeNil())
+	g.Expect(req.BootedAt).To(BeNil(), "the replica died with the BMC's task running")
+
+	// The machine booted anyway, and its agent got the token.
+	issued := metav1.NewTime(clk.Now())
+	host.Status.DeployAgent.Token = &metal3v1.DeployAgentToken{Generation: req.Generation, SHA256: strings.Repeat("0", 64), Session: "boot-1", Source: "192.0.2.10:4000", IssuedAt: issued}
+	next := &fixture.Fixture{}
+	g.Expect(r.handleProvisioning(ctx, scopeFor(host, next))).To(Equal(actionWait{after: agentPollInterval}))
+	g.Expect(next.BootedDeploy).To(BeZero(), "not booted again")
+	g.Expect(req.BootedAt).NotTo(BeNil())
+	g.Expect(host.DeployAgentRequest().Generation).To(Equal(req.Generation))
+
+	// The agent reports within a poll; one whose token was asked for again
+	// by another boot and that never reports strands the request.
+	host.Status.DeployAgent.Token.Refusals = 1
+	host.Status.DeployAgent.Token.LastRefusalSource = "192.0.2.10:4001"
+	clk.Step(strandedTokenTimeout - time.Second)
+	g.Expect(r.handleProvisioning(ctx, scopeFor(host, next))).To(Equal(actionWait{after: agentPollInterval}))
+	clk.Step(time.Second)
+	res := r.handleProvisioning(ctx, scopeFor(host, next))
+	g.Expect(res).To(BeAssignableToTypeOf(actionError{}))
+	g.Expect(res.(actionError).msg).To(And(ContainSubstring("went to 192.0.2.10:4000"), ContainSubstring("asked for it from 192.0.2.10:4001"), ContainSubstring("new request")))
+	g.Expect(host.Status.DeployAgent).To(BeNil())
+	g.Expect(r.handleProvisioning(ctx, scopeFor(host, next))).To(Equal(actionWait{after: time.Millisecond}))
 	g.Expect(host.DeployAgentRequest().Generation).NotTo(Equal(req.Generation))
 }
 
