@@ -159,9 +159,24 @@ test-qemu: test-setup ## Run the QEMU suite alone (QEMU_E2E in QEMU_E2E_PKGS, on
 # make test too; those that still find a gap, or take long, only here.
 CHAOS_RUN ?= Under|Fault|Restart|Chaos
 
+# Each scenario adds a line to CHAOS_REPORT (runs, completed, mean time
+# against the fault-free run of the same test, faults fired, orphans, disks
+# written twice, seeds of failed runs), printed as a table at the end.
+# METALSHIFT_CHAOS_RUNS sets the runs per scenario, METALSHIFT_CHAOS_SEED
+# replays a printed seed.
+CHAOS_REPORT ?= $(CURDIR)/bin/chaos-report.tsv
+CHAOS_TIMEOUT ?= 120m
+
 .PHONY: chaos
-chaos: test-setup ## Run the fault tests (CHAOS_RUN picks them by name), including those make test leaves out (METALSHIFT_CHAOS=1).
-	METALSHIFT_CHAOS=1 $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) -run '$(CHAOS_RUN)' -v ./test/e2e/... ./sim/...
+chaos: test-setup ## Run the fault tests (CHAOS_RUN picks them by name), including those make test leaves out (METALSHIFT_CHAOS=1), and print the report per scenario.
+	@rm -f $(CHAOS_REPORT)
+	@status=0; METALSHIFT_CHAOS=1 METALSHIFT_CHAOS_REPORT=$(CHAOS_REPORT) $(GO) test -count=1 -timeout $(CHAOS_TIMEOUT) $(TEST_FLAGS) \
+		-run '$(CHAOS_RUN)' -v ./test/e2e/... ./sim/... || status=$$?; \
+	echo; echo "== make chaos: per scenario ($(CHAOS_REPORT))"; \
+	if [ -s $(CHAOS_REPORT) ]; then \
+		if command -v column >/dev/null; then column -t -s "$$(printf '\t')" $(CHAOS_REPORT); else cat $(CHAOS_REPORT); fi; \
+	else echo "no scenario reported"; fi; \
+	exit $$status
 
 .PHONY: bench
 bench: images ## Run the benchmarks and print their figures.
