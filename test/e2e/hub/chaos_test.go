@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -18,13 +17,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/metalshift/metalshift/internal/testenv"
+	"github.com/metalshift/metalshift/test/e2e/ztp"
 )
-
-// bmcFaults is the BMC fault mix of the fault-rate runs: about one Redfish
-// request in ten fails (answered 500, its connection reset, or held until
-// the client gives up), and power actions and virtual-media inserts fail
-// or lag at the same rate.
-const bmcFaults = "redfish.5xx=6%,redfish.reset=3%,redfish.hang=1%:20s,redfish.slowpower=10%:3s,redfish.media=10%"
 
 // capiRun is one install through Cluster API on the embedded hub (the
 // `create cluster` process), on simulated Redfish hosts.
@@ -154,14 +148,11 @@ func installCAPI(t *testing.T, r capiRun) (o capiOutcome) {
 	o.orphans, err = testenv.Orphans(context.Background(), cfg, "e2e")
 	g.Expect(err).NotTo(HaveOccurred())
 	o.twice = testenv.WrittenTwice(testenv.DiskWrites(console.String()))
-	o.faults = o.kills + len(firedFault.FindAllString(console.String(), -1))
+	o.faults = o.kills + len(ztp.FiredFault.FindAllString(console.String(), -1))
 	g.Expect(o.orphans).To(BeEmpty(), "%s: objects left orphaned on the hub", r.name)
 	g.Expect(o.twice).To(BeEmpty(), "%s: disks written twice for one request", r.name)
 	return o
 }
-
-// firedFault is the simulator's console line for a fault it injected.
-var firedFault = regexp.MustCompile(`(?m)^fault: \S+ fired on `)
 
 func isClosed(c chan struct{}) bool {
 	select {
@@ -172,31 +163,6 @@ func isClosed(c chan struct{}) bool {
 	}
 }
 
-// chaosSeed is the seed of a chaos test: METALSHIFT_CHAOS_SEED replays a
-// printed one, otherwise one is drawn.
-func chaosSeed(t *testing.T) uint64 {
-	if s := os.Getenv("METALSHIFT_CHAOS_SEED"); s != "" {
-		seed, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("METALSHIFT_CHAOS_SEED: %v", err)
-		}
-		return seed
-	}
-	return rand.Uint64()
-}
-
-// chaosRuns is METALSHIFT_CHAOS_RUNS, or def.
-func chaosRuns(t *testing.T, def int) int {
-	if s := os.Getenv("METALSHIFT_CHAOS_RUNS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			t.Fatalf("METALSHIFT_CHAOS_RUNS %q: a positive number", s)
-		}
-		return n
-	}
-	return def
-}
-
 // reportCAPI runs the fault-free install, then runs installs made by
 // next, and reports them as one scenario.
 func reportCAPI(t *testing.T, scenario string, runs int, masters, workers int, next func(i int, seed uint64) capiRun) {
@@ -204,7 +170,7 @@ func reportCAPI(t *testing.T, scenario string, runs int, masters, workers int, n
 	row := testenv.ChaosRow{Scenario: scenario, FaultFree: base.took}
 	var took time.Duration
 	for i := range runs {
-		seed := chaosSeed(t)
+		seed := ztp.Seed(t)
 		r := next(i, seed)
 		var o capiOutcome
 		ok := t.Run(fmt.Sprintf("run-%d-seed-%d", i+1, seed), func(t *testing.T) {
@@ -234,9 +200,9 @@ func reportCAPI(t *testing.T, scenario string, runs int, masters, workers int, n
 // completes, nothing is orphaned, no disk is written twice for a request.
 func TestInstallUnderBMCFaults(t *testing.T) {
 	t.Parallel()
-	seed := chaosSeed(t)
+	seed := ztp.Seed(t)
 	t.Logf("seed %d (replay: METALSHIFT_CHAOS_SEED=%d)", seed, seed)
-	o := installCAPI(t, capiRun{name: "1+1 under BMC faults", masters: 1, workers: 1, faults: bmcFaults, seed: seed})
+	o := installCAPI(t, capiRun{name: "1+1 under BMC faults", masters: 1, workers: 1, faults: ztp.BMCFaults, seed: seed})
 	NewWithT(t).Expect(o.faults).To(BeNumerically(">", 0), "the BMCs did fail requests")
 	t.Logf("completed in %s with %d faults", o.took.Round(time.Second), o.faults)
 }
@@ -247,8 +213,8 @@ func TestInstallUnderBMCFaults(t *testing.T) {
 func TestChaosCAPIUnderBMCFaults(t *testing.T) {
 	testenv.RequireChaos(t)
 	t.Parallel()
-	reportCAPI(t, "capi-3+2-bmc-faults-10%", chaosRuns(t, 2), 3, 2, func(_ int, seed uint64) capiRun {
-		return capiRun{name: "3+2 under BMC faults", masters: 3, workers: 2, faults: bmcFaults, seed: seed}
+	reportCAPI(t, "capi-3+2-bmc-faults-10%", ztp.Runs(t, 2), 3, 2, func(_ int, seed uint64) capiRun {
+		return capiRun{name: "3+2 under BMC faults", masters: 3, workers: 2, faults: ztp.BMCFaults, seed: seed}
 	})
 }
 
@@ -260,14 +226,7 @@ func TestChaosCAPIUnderBMCFaults(t *testing.T) {
 func TestChaosCAPIHubKilledAnywhere(t *testing.T) {
 	testenv.RequireChaos(t)
 	t.Parallel()
-	reportCAPI(t, "capi-1+1-hub-killed-anywhere", chaosRuns(t, 5), 1, 1, func(_ int, seed uint64) capiRun {
-		rng := rand.New(rand.NewPCG(seed, 0))
-		var kills []time.Duration
-		for range 4 {
-			// From the hub's first seconds (its API starting) to well into
-			// the install.
-			kills = append(kills, time.Duration(2000+rng.IntN(23000))*time.Millisecond)
-		}
-		return capiRun{name: "1+1 hub killed anywhere", masters: 1, workers: 1, seed: seed, kills: kills}
+	reportCAPI(t, "capi-1+1-hub-killed-anywhere", ztp.Runs(t, 5), 1, 1, func(_ int, seed uint64) capiRun {
+		return capiRun{name: "1+1 hub killed anywhere", masters: 1, workers: 1, seed: seed, kills: ztp.Kills(seed, 4)}
 	})
 }

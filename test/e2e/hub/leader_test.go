@@ -46,90 +46,12 @@ func TestLeaderKilledMidProvisioning(t *testing.T) {
 	// "Writing <image> to <disk>" lines count the disks written.
 	hostsYAML, imageURL, imageSum, console := startSimWith(t, 3, "--console")
 
-	// A hub without controllers; it says how to run the manager against it.
-	hubDir, dir := filepath.Join(work, "hub"), filepath.Join(work, "install")
-	hubOut := startHub(t, hubDir, "--controllers=false")
-	var printed []string
-	g.Eventually(func() []string {
-		for _, line := range strings.Split(hubOut.String(), "\n") {
-			if rest, ok := strings.CutPrefix(line, "    manager "); ok {
-				printed = strings.Fields(rest)
-			}
-		}
-		return printed
-	}, time.Minute).ShouldNot(BeEmpty(), "hub up prints the manager's command line:\n%s", hubOut)
-	flags := map[string]string{}
-	for _, a := range printed {
-		k, v, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
-		flags[k] = v
-	}
-	hubKubeconfig := flags["kubeconfig"]
-	g.Expect(hubKubeconfig).To(Equal(filepath.Join(hubDir, "kubeconfig")))
-	webhookAddr := "127.0.0.1:" + flags["webhook-port"]
-	deployAddr, bootAddr, ignitionAddr := flags["deploy-listen-address"], flags["deploy-boot-listen-address"], flags["ignition-listen-address"]
-	out2, err := run(t, "hub", "status", "--dir", hubDir)
-	g.Expect(err).NotTo(HaveOccurred(), "%s", out2)
-	g.Expect(out2).To(ContainSubstring("Deploy:     https://"+deployAddr+" (network boot: http://"+bootAddr+")"), "hub up prints the ports hub status shows")
-	g.Expect(out2).To(ContainSubstring("Ignition:   https://" + ignitionAddr))
-	out2, err = kubectl(hubKubeconfig, "create", "namespace", "metalshift-system")
-	g.Expect(err).NotTo(HaveOccurred(), "%s", out2)
-
-	// Two replicas, each on ports of its own, behind the proxy on the hub's.
-	// They are other processes: they are told reserved ports, which nothing
-	// else binds before they do (internal/ports).
-	var replicas [2]*replica
-	var webhookBackends, deployBackends, bootBackends, ignitionBackends []string
-	for i := range replicas {
-		r := &replica{name: fmt.Sprintf("replica-%d", i), log: filepath.Join(work, fmt.Sprintf("replica-%d.log", i)),
-			webhookPort: strings.TrimPrefix(testenv.ReservedAddr(t), "127.0.0.1:"),
-			deployAddr:  testenv.ReservedAddr(t), bootAddr: testenv.ReservedAddr(t), ignitionAddr: testenv.ReservedAddr(t), healthAddr: testenv.ReservedAddr(t)}
-		args := append(append([]string{}, printed...),
-			"--webhook-port="+r.webhookPort, "--deploy-listen-address="+r.deployAddr, "--deploy-boot-listen-address="+r.bootAddr,
-			"--ignition-listen-address="+r.ignitionAddr,
-			"--deploy-url=https://"+deployAddr, "--deploy-boot-url=http://"+bootAddr, "--ignition-url=https://"+ignitionAddr,
-			// The agent service too, on a port of its own; this test does not use it.
-			"--agent-service-listen-address="+testenv.ReservedAddr(t),
-			"--metrics-bind-address=0", "--health-addr="+r.healthAddr,
-			"--leader-elect", "--leader-election-namespace=metalshift-system")
-		r.start(t, managerBin, args)
-		replicas[i] = r
-		webhookBackends = append(webhookBackends, "127.0.0.1:"+r.webhookPort)
-		deployBackends = append(deployBackends, r.deployAddr)
-		bootBackends = append(bootBackends, r.bootAddr)
-		ignitionBackends = append(ignitionBackends, r.ignitionAddr)
-	}
-	proxy := newServiceProxy(t)
-	g.Expect(proxy.serve(webhookAddr, webhookBackends)).To(Succeed())
-	g.Expect(proxy.serve(deployAddr, deployBackends)).To(Succeed())
-	g.Expect(proxy.serve(bootAddr, bootBackends)).To(Succeed())
-	g.Expect(proxy.serve(ignitionAddr, ignitionBackends)).To(Succeed())
-
-	// Every replica serves webhooks and both servers (they do not need the
-	// Lease); exactly one leads.
-	for _, r := range replicas {
-		for _, addr := range []string{"127.0.0.1:" + r.webhookPort, r.deployAddr, r.ignitionAddr} {
-			g.Eventually(func() error { return dial(addr) }, 2*time.Minute, 200*time.Millisecond).Should(Succeed(), "%s serves on %s", r.name, addr)
-		}
-		g.Eventually(func() error { return getOK("http://" + r.healthAddr + "/healthz") }, time.Minute, 200*time.Millisecond).Should(Succeed())
-	}
-	hubc := hubClient(g, hubKubeconfig)
+	rh := startReplicatedHub(t, g, work, managerBin)
+	hubOut, hubKubeconfig, hubc, replicas := rh.out, rh.kubeconfig, rh.client, rh.replicas
+	dir := filepath.Join(work, "install")
+	leader, follower := rh.leader(g)
 	lease := &coordinationv1.Lease{}
 	leaseKey := client.ObjectKey{Namespace: "metalshift-system", Name: manager.Name}
-	var leader, follower *replica
-	g.Eventually(func() []string {
-		var leading []string
-		for _, r := range replicas {
-			if r.acquiredLease() {
-				leading = append(leading, r.name)
-				leader = r
-			}
-		}
-		return leading
-	}, 2*time.Minute, 200*time.Millisecond).Should(HaveLen(1), "one replica acquires the Lease")
-	follower = replicas[0]
-	if leader == replicas[0] {
-		follower = replicas[1]
-	}
 	g.Expect(hubc.Get(context.Background(), leaseKey, lease)).To(Succeed())
 	firstHolder := *lease.Spec.HolderIdentity
 	t.Logf("%s (pid %d) leads as %s; %s (pid %d) waits", leader.name, leader.cmd.Process.Pid, firstHolder, follower.name, follower.cmd.Process.Pid)
@@ -516,4 +438,124 @@ func tail(s string, n int) string {
 		return s[len(s)-n:]
 	}
 	return s
+}
+
+// replicatedHub is a hub started with `hub up --controllers=false` whose
+// controllers and servers run in two `cmd/manager` replicas with
+// --leader-elect, behind a stand-in for a Kubernetes Service (a TCP proxy
+// on the hub's webhook, deploy, network boot, ignition and agent service
+// ports, TLS passing through).
+type replicatedHub struct {
+	dir, kubeconfig string
+	out             *syncBuffer
+	client          client.Client
+	replicas        [2]*replica
+	// bin and args start a replica again (args[i] is replica i's).
+	bin  string
+	args [2][]string
+}
+
+func startReplicatedHub(t *testing.T, g Gomega, work, managerBin string) *replicatedHub {
+	t.Helper()
+	rh := &replicatedHub{dir: filepath.Join(work, "hub"), bin: managerBin}
+	// A hub without controllers; it says how to run the manager against it.
+	rh.out = startHub(t, rh.dir, "--controllers=false")
+	var printed []string
+	g.Eventually(func() []string {
+		for _, line := range strings.Split(rh.out.String(), "\n") {
+			if rest, ok := strings.CutPrefix(line, "    manager "); ok {
+				printed = strings.Fields(rest)
+			}
+		}
+		return printed
+	}, time.Minute).ShouldNot(BeEmpty(), "hub up prints the manager's command line:\n%s", rh.out)
+	flags := map[string]string{}
+	for _, a := range printed {
+		k, v, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		flags[k] = v
+	}
+	rh.kubeconfig = flags["kubeconfig"]
+	g.Expect(rh.kubeconfig).To(Equal(filepath.Join(rh.dir, "kubeconfig")))
+	webhookAddr := "127.0.0.1:" + flags["webhook-port"]
+	deployAddr, bootAddr, ignitionAddr := flags["deploy-listen-address"], flags["deploy-boot-listen-address"], flags["ignition-listen-address"]
+	serviceAddr := flags["agent-service-listen-address"]
+	out, err := run(t, "hub", "status", "--dir", rh.dir)
+	g.Expect(err).NotTo(HaveOccurred(), "%s", out)
+	g.Expect(out).To(ContainSubstring("Deploy:     https://"+deployAddr+" (network boot: http://"+bootAddr+")"), "hub up prints the ports hub status shows")
+	g.Expect(out).To(ContainSubstring("Ignition:   https://" + ignitionAddr))
+	out, err = kubectl(rh.kubeconfig, "create", "namespace", "metalshift-system")
+	g.Expect(err).NotTo(HaveOccurred(), "%s", out)
+
+	// Two replicas, each on ports of its own, behind the proxy on the hub's.
+	// They are other processes: they are told reserved ports, which nothing
+	// else binds before they do (internal/ports).
+	var webhookBackends, deployBackends, bootBackends, ignitionBackends, serviceBackends []string
+	for i := range rh.replicas {
+		r := &replica{name: fmt.Sprintf("replica-%d", i), log: filepath.Join(work, fmt.Sprintf("replica-%d.log", i)),
+			webhookPort: strings.TrimPrefix(testenv.ReservedAddr(t), "127.0.0.1:"),
+			deployAddr:  testenv.ReservedAddr(t), bootAddr: testenv.ReservedAddr(t), ignitionAddr: testenv.ReservedAddr(t), healthAddr: testenv.ReservedAddr(t)}
+		service := testenv.ReservedAddr(t)
+		rh.args[i] = append(append([]string{}, printed...),
+			"--webhook-port="+r.webhookPort, "--deploy-listen-address="+r.deployAddr, "--deploy-boot-listen-address="+r.bootAddr,
+			"--ignition-listen-address="+r.ignitionAddr,
+			"--deploy-url=https://"+deployAddr, "--deploy-boot-url=http://"+bootAddr, "--ignition-url=https://"+ignitionAddr,
+			"--agent-service-listen-address="+service, "--agent-service-url=https://"+serviceAddr,
+			"--metrics-bind-address=0", "--health-addr="+r.healthAddr,
+			"--leader-elect", "--leader-election-namespace=metalshift-system")
+		r.start(t, managerBin, rh.args[i])
+		rh.replicas[i] = r
+		webhookBackends = append(webhookBackends, "127.0.0.1:"+r.webhookPort)
+		deployBackends = append(deployBackends, r.deployAddr)
+		bootBackends = append(bootBackends, r.bootAddr)
+		ignitionBackends = append(ignitionBackends, r.ignitionAddr)
+		serviceBackends = append(serviceBackends, service)
+	}
+	proxy := newServiceProxy(t)
+	g.Expect(proxy.serve(webhookAddr, webhookBackends)).To(Succeed())
+	g.Expect(proxy.serve(deployAddr, deployBackends)).To(Succeed())
+	g.Expect(proxy.serve(bootAddr, bootBackends)).To(Succeed())
+	g.Expect(proxy.serve(ignitionAddr, ignitionBackends)).To(Succeed())
+	g.Expect(proxy.serve(serviceAddr, serviceBackends)).To(Succeed())
+
+	// Every replica serves webhooks and the servers (they do not need the
+	// Lease); exactly one leads.
+	for _, r := range rh.replicas {
+		for _, addr := range []string{"127.0.0.1:" + r.webhookPort, r.deployAddr, r.ignitionAddr} {
+			g.Eventually(func() error { return dial(addr) }, 2*time.Minute, 200*time.Millisecond).Should(Succeed(), "%s serves on %s", r.name, addr)
+		}
+		g.Eventually(func() error { return getOK("http://" + r.healthAddr + "/healthz") }, time.Minute, 200*time.Millisecond).Should(Succeed())
+	}
+	rh.client = hubClient(g, rh.kubeconfig)
+	return rh
+}
+
+// leader waits for exactly one replica to lead and returns it and the other.
+func (rh *replicatedHub) leader(g Gomega) (leader, follower *replica) {
+	g.Eventually(func() []string {
+		var leading []string
+		for _, r := range rh.replicas {
+			if r.running() && r.acquiredLease() {
+				leading = append(leading, r.name)
+				leader = r
+			}
+		}
+		return leading
+	}, 2*time.Minute, 200*time.Millisecond).Should(HaveLen(1), "one replica acquires the Lease")
+	follower = rh.replicas[0]
+	if leader == rh.replicas[0] {
+		follower = rh.replicas[1]
+	}
+	return leader, follower
+}
+
+// restart starts replica i again, as a new process on the same ports (as
+// a Deployment replaces a pod), with a fresh log.
+func (rh *replicatedHub) restart(t *testing.T, i int) {
+	t.Helper()
+	r := rh.replicas[i]
+	old, err := os.ReadFile(r.log)
+	if err == nil {
+		_ = os.WriteFile(fmt.Sprintf("%s.%d", r.log, time.Now().UnixNano()), old, 0o600)
+	}
+	r.start(t, rh.bin, rh.args[i])
 }
