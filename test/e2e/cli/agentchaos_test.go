@@ -102,7 +102,10 @@ func tailOf(s string, n int) string {
 // reportZTP runs base (fault-free), then runs made by next, and reports
 // them as one scenario of `make chaos`.
 func reportZTP(t *testing.T, scenario string, runs int, base ztpRun, next func(seed uint64) ztpRun) {
-	free := installZTP(t, base)
+	// A subtest each, so that each run's hub and simulators stop before
+	// the next starts.
+	var free ztpOutcome
+	t.Run("fault-free", func(t *testing.T) { free = installZTP(t, base) })
 	row := testenv.ChaosRow{Scenario: scenario, FaultFree: free.took}
 	var took time.Duration
 	for i := range runs {

@@ -166,7 +166,12 @@ func isClosed(c chan struct{}) bool {
 // reportCAPI runs the fault-free install, then runs installs made by
 // next, and reports them as one scenario.
 func reportCAPI(t *testing.T, scenario string, runs int, masters, workers int, next func(i int, seed uint64) capiRun) {
-	base := installCAPI(t, capiRun{name: scenario + " fault-free", masters: masters, workers: workers})
+	// A subtest each, so that each run's hub and simulator stop before the
+	// next starts.
+	var base capiOutcome
+	t.Run("fault-free", func(t *testing.T) {
+		base = installCAPI(t, capiRun{name: scenario + " fault-free", masters: masters, workers: workers})
+	})
 	row := testenv.ChaosRow{Scenario: scenario, FaultFree: base.took}
 	var took time.Duration
 	for i := range runs {
