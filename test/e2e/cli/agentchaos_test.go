@@ -170,3 +170,52 @@ func TestChaosZTPHubKilledAnywhere(t *testing.T) {
 			return ztpRun{name: "compact, hub killed anywhere", kills: ztp.Kills(seed, 4), opts: ztp.Options{Clusters: 1, Masters: 3, Subnet: 46}}
 		})
 }
+
+// TestHubRestoredMidInstall: the hub's machine dies during a single-node
+// ZTP install. A backup taken while the install ran (`hub backup` of the
+// running hub), restored into a new directory (`hub restore`), started
+// there (`hub up`, the same ports and CA, so the machines reach it): the
+// install completes from what the backup held and what the machine reports
+// since, nothing is orphaned, the disk is written once.
+func TestHubRestoredMidInstall(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	work := t.TempDir()
+	hubDir, restored := filepath.Join(work, "hub"), filepath.Join(work, "restored")
+	hub := hubUp(t, hubDir)
+	lab := &ztp.Lab{Bin: metalshiftBin, Tools: toolsDir, HubDir: hubDir, Kubeconfig: localcp.KubeconfigPath(hubDir)}
+	t.Cleanup(func() {
+		if t.Failed() && lab.Console != nil {
+			out, _ := lab.Kubectl("", "get", "agentclusterinstalls,agents,bmh", "-A", "-o", "wide")
+			t.Logf("hub:\n%s\nsimulators (tail):\n%s", out, tailOf(lab.Console.String(), 20000))
+		}
+	})
+	lab.Start(t, ztp.Options{Clusters: 1, Masters: 1, Subnet: 48})
+	name := lab.Names[0]
+	g.Eventually(func() string {
+		out, _ := lab.Kubectl("", "-n", name, "get", "agentclusterinstall", name, "-o", "jsonpath={.status.debugInfo.state}")
+		return out
+	}, 5*time.Minute, 200*time.Millisecond).Should(Or(Equal("preparing-for-installation"), Equal("installing")), "the install started")
+
+	backup := filepath.Join(work, "hub.backup")
+	out, err := metalshift(t, "hub", "backup", "--dir", hubDir, "--out", backup)
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	state, _ := lab.Kubectl("", "-n", name, "get", "agentclusterinstall,agents", "-o", "wide")
+	t.Logf("backed up with the install at:\n%s", state)
+	// The hub's machine dies: its processes with it.
+	pids := childPIDs(t, hubDir)
+	g.Expect(hub.cmd.Process.Signal(syscall.SIGKILL)).To(Succeed())
+	g.Expect(hub.wait(t, time.Minute)).To(HaveOccurred())
+	for _, pid := range pids {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	expectGone(g, pids)
+
+	out, err = metalshift(t, "hub", "restore", "--from", backup, "--dir", restored)
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	hubUp(t, restored)
+	t.Cleanup(func() { _, _ = metalshift(t, "hub", "down", "--dir", restored) })
+	lab.Kubeconfig = localcp.KubeconfigPath(restored)
+	o := lab.WaitAndCheck(t, 10*time.Minute)
+	t.Logf("the install completed on the restored hub; %d faults", o.Faults)
+}
