@@ -342,13 +342,15 @@ func Runs(t testing.TB, def int) int {
 	return def
 }
 
-// Kills draws n instants between 3 and 25 seconds from seed: how long
-// after a hub process (or replica) starts it is SIGKILLed.
+// Kills draws n instants between 2 and 14 seconds from seed: how long
+// after a hub process (or replica) starts, or the install's objects were
+// written, it is SIGKILLed. An install on the simulator takes 20 to 60
+// seconds, so the kills fall all over it, hub starts included.
 func Kills(seed uint64, n int) []time.Duration {
 	rng := rand.New(rand.NewPCG(seed, 1))
 	var kills []time.Duration
 	for range n {
-		kills = append(kills, time.Duration(3000+rng.IntN(22000))*time.Millisecond)
+		kills = append(kills, time.Duration(2000+rng.IntN(12000))*time.Millisecond)
 	}
 	return kills
 }
