@@ -172,23 +172,48 @@ func (b *BMC) serve(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		reqs, _ := filepath.Glob(filepath.Join(b.dir, "request.*"))
-		for _, r := range reqs {
-			if strings.HasSuffix(r, ".tmp") {
-				continue
-			}
-			data, err := os.ReadFile(r)
-			if err == nil {
-				if f := b.decide(); f != "" {
-					_ = os.WriteFile(r+"."+f, nil, 0o600)
-				} else {
-					b.apply(string(data))
-				}
-			}
-			_ = os.Remove(r)
-		}
-		b.publish()
+		b.poll()
 	}
+}
+
+// poll applies the requests the control script has written and publishes
+// the state. Only request.<pid> files are requests: the .tmp file being
+// written and the .fail and .drop answers left for a script are not. An
+// answer taken for a request would be removed before its script saw it
+// (the script would report the failed command done) and would use up a
+// fault decision of its own.
+func (b *BMC) poll() {
+	reqs, _ := filepath.Glob(filepath.Join(b.dir, "request.*"))
+	for _, r := range reqs {
+		if !isRequest(filepath.Base(r)) {
+			continue
+		}
+		data, err := os.ReadFile(r)
+		if err == nil {
+			if f := b.decide(); f != "" {
+				_ = os.WriteFile(r+"."+f, nil, 0o600)
+			} else {
+				b.apply(string(data))
+			}
+		}
+		_ = os.Remove(r)
+	}
+	b.publish()
+}
+
+// isRequest tells a request file's name (request.<pid>) from the other
+// files of the exchange.
+func isRequest(name string) bool {
+	pid, ok := strings.CutPrefix(name, "request.")
+	if !ok || pid == "" {
+		return false
+	}
+	for _, c := range pid {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // decide is the fault of a chassis control command: "fail", "drop" or "".
