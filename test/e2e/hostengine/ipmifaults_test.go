@@ -1,11 +1,14 @@
 package hostengine
 
 import (
+	"net"
 	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	"github.com/metalshift/metalshift/sim"
@@ -47,4 +50,30 @@ func TestIPMIHostUnderFailedCommands(t *testing.T) {
 	g.Eventually(m.BootedOS, 30*time.Second).Should(Equal(sim.OSDisk))
 	g.Expect(plan.Fired(fault.IPMIFail)).To(Equal(2))
 	expectNoCanary(t, e, ns, host)
+}
+
+// TestIPMIHostWithSilentBMC: an ipmi:// host whose BMC never answers is in
+// a registration error that says the BMC did not answer, in its error
+// message and its Manageable condition, not that it refused the
+// credentials (go-ipmi's timeout of the session setup names its
+// "Authentication Capabilities" step, which read as a refusal).
+func TestIPMIHostWithSilentBMC(t *testing.T) {
+	ns := env.Namespace(t)
+	_, lab, _ := startIPMILab(t)
+	silent, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = silent.Close() })
+	host := createHost(t, lab, 0, ns, false, func(h *metal3v1.BareMetalHost) { h.Spec.BMC.Address = "ipmi://" + silent.LocalAddr().String() })
+	NewWithT(t).Eventually(func(g Gomega) {
+		h := get(g, host)
+		g.Expect(h.Status.ErrorType).To(Equal(metal3v1.RegistrationError))
+		g.Expect(h.Status.ErrorMessage).To(ContainSubstring("did not answer"))
+		g.Expect(h.Status.ErrorMessage).NotTo(ContainSubstring("refused the credentials"))
+		c := meta.FindStatusCondition(h.Status.Conditions, "Manageable")
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Message).To(ContainSubstring("did not answer"))
+	}, 60*time.Second).Should(Succeed())
 }
