@@ -77,3 +77,39 @@ func TestIPMIHostWithSilentBMC(t *testing.T) {
 		g.Expect(c.Message).To(ContainSubstring("did not answer"))
 	}, 60*time.Second).Should(Succeed())
 }
+
+// TestIPMIHostUnderDroppedReply provisions an ipmi:// host whose ipmi_sim
+// drops the reply to the second chassis control command (the power-on of
+// the deploy boot): the command is not carried out and ipmi_sim answers
+// nothing for a while, then works through what queued up. The engine
+// retries once the BMC answers again and the host is provisioned, booted
+// once for the deploy and once from its disk: nothing queued powered the
+// machine on behind the engine's back (the driver's own check of that is
+// TestLateReplyIsNotActedOn).
+func TestIPMIHostUnderDroppedReply(t *testing.T) {
+	g := NewWithT(t)
+	ns := env.Namespace(t)
+	e, lab, bmc := startIPMILab(t)
+	plan := fault.MustParse("seed=1,ipmi.drop=@2")
+	m := lab.Machines[0]
+	bmc.SetFaults(plan.For(m.ID))
+	img := newImageServer(t, 1<<20, false)
+	host := createHost(t, lab, 0, ns, false, func(h *metal3v1.BareMetalHost) {
+		h.Spec.BMC.Address = "ipmi://" + bmc.Addr
+		h.Annotations = map[string]string{
+			metal3v1.InspectAnnotation:         metal3v1.InspectAnnotationValueDisabled,
+			metal3v1.HardwareDetailsAnnotation: `{"cpu":{"arch":"x86_64","count":32},"ramMebibytes":131072}`,
+		}
+	})
+	waitState(t, host, metal3v1.StateAvailable)
+	boots := m.Boots()
+	update(t, host, func(h *metal3v1.BareMetalHost) { h.Spec.Image = img.Image(); h.Spec.Online = true })
+	g.Eventually(func(g Gomega) {
+		h := get(g, host)
+		g.Expect(h.Status.Provisioning.State).To(Equal(metal3v1.StateProvisioned), "errorMessage: %s", h.Status.ErrorMessage)
+	}, 2*time.Minute).Should(Succeed())
+	g.Eventually(m.BootedOS, 30*time.Second).Should(Equal(sim.OSDisk))
+	g.Expect(plan.Fired(fault.IPMIDrop)).To(Equal(1))
+	g.Expect(m.Boots()-boots).To(Equal(2), "one deploy boot and one disk boot: the dropped power-on was not carried out late")
+	expectNoCanary(t, e, ns, host)
+}
