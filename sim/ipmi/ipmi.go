@@ -54,8 +54,9 @@ const DropFor = 20 * time.Second
 // carries nothing out and ipmi_sim answers with an error completion code;
 // fault.IPMIDrop carries nothing out and holds ipmi_sim, which waits for
 // its chassis control program, for DropFor: it answers no command
-// meanwhile, then those that queued up. Status queries (power status,
-// boot device) are not faulted.
+// meanwhile, then those that queued up; fault.IPMIIgnore carries nothing
+// out and ipmi_sim answers success. Status queries (power status, boot
+// device) are not faulted.
 func (b *BMC) SetFaults(d *fault.Decider) { b.faults.Store(d) }
 
 // Start runs ipmi_sim for m in dir with one admin user.
@@ -190,10 +191,13 @@ func (b *BMC) poll() {
 		}
 		data, err := os.ReadFile(r)
 		if err == nil {
-			if f := b.decide(); f != "" {
-				_ = os.WriteFile(r+"."+f, nil, 0o600)
-			} else {
+			switch f := b.decide(); f {
+			case "":
 				b.apply(string(data))
+			case "ignore":
+				// Answered as done, carried out never.
+			default:
+				_ = os.WriteFile(r+"."+f, nil, 0o600)
 			}
 		}
 		_ = os.Remove(r)
@@ -216,16 +220,18 @@ func isRequest(name string) bool {
 	return true
 }
 
-// decide is the fault of a chassis control command: "fail", "drop" or "".
-// Both kinds are decided on every command.
+// decide is the fault of a chassis control command: "fail", "drop",
+// "ignore" or "". Every kind is decided on every command.
 func (b *BMC) decide() string {
 	d := b.faults.Load()
-	fail, drop := d.Decide(fault.IPMIFail), d.Decide(fault.IPMIDrop)
+	fail, drop, ignore := d.Decide(fault.IPMIFail), d.Decide(fault.IPMIDrop), d.Decide(fault.IPMIIgnore)
 	switch {
 	case fail.Fired():
 		return "fail"
 	case drop.Fired():
 		return "drop"
+	case ignore.Fired():
+		return "ignore"
 	}
 	return ""
 }

@@ -179,3 +179,41 @@ func TestEgressPolicyRefusesBeforeAnyDatagram(t *testing.T) {
 	g.Expect(from.String()).To(Equal(probe.LocalAddr().String()), "the first datagram is the probe's")
 	g.Expect(string(buf[:n])).To(Equal("probe"))
 }
+
+// TestUnappliedCommandsAreNotDone: a BMC that acknowledges a command
+// without carrying it out (fault.IPMIIgnore) does not make the driver
+// report it done: a boot device that did not stick fails the deploy boot
+// before the machine is restarted (it would boot its disk, and the deploy
+// agent would never call), and a power-on that did not happen stays in
+// progress; called again, each goes through.
+func TestUnappliedCommandsAreNotDone(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	m := machine.New("ipmi-4", "0c6b3e9a-0000-4000-8000-000000000005", machine.Hardware{})
+	bmc, err := simipmi.Start(m, t.TempDir(), "admin", "Canary-IPMI-Pa55")
+	g.Expect(err).NotTo(HaveOccurred())
+	defer bmc.Close()
+	plan := fault.MustParse("ipmi.ignore=1-2")
+	bmc.SetFaults(plan.For(m.ID))
+	addr, err := provisioner.ParseAddress("ipmi://" + bmc.Addr)
+	g.Expect(err).NotTo(HaveOccurred())
+	d, err := New(addr, provisioner.Credentials{Username: "admin", Password: "Canary-IPMI-Pa55"}, Options{Timeout: 20 * time.Second, Egress: egress.Policy{AllowLoopback: true}})
+	g.Expect(err).NotTo(HaveOccurred())
+
+	_, err = d.BootDeployImage(ctx, provisioner.DeployImage{}, true)
+	g.Expect(err).To(MatchError(ContainSubstring("the BMC accepted boot device")))
+	g.Expect(m.Boots()).To(BeZero(), "not restarted")
+
+	res, err := d.PowerOn(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Dirty).To(BeTrue(), "acknowledged, still off")
+	g.Expect(m.PoweredOn()).To(BeFalse())
+	g.Expect(plan.Fired(fault.IPMIIgnore)).To(Equal(2))
+
+	g.Expect(d.PowerOn(ctx)).To(Equal(provisioner.Done), "asked again")
+	g.Expect(m.PoweredOn()).To(BeTrue())
+	boots := m.Boots()
+	g.Expect(d.BootDeployImage(ctx, provisioner.DeployImage{}, true)).To(Equal(provisioner.Done))
+	g.Expect(m.Boots()).To(Equal(boots+1), "set PXE, read it back, then reset")
+	g.Expect(m.Override().Target).To(Equal(machine.BootNone), "the one-time PXE boot was used")
+}
