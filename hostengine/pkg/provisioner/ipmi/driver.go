@@ -162,10 +162,13 @@ func (d *Driver) open(ctx context.Context, command bool, fn func(*ipmiclient.Cli
 		d.suite = suite
 		d.mu.Unlock()
 		defer c.Close(ctx) //nolint:errcheck // closing the session is best effort
-		if command {
-			c.WithRetry(0).WithTimeout(commandTimeout)
+		if !command {
+			return translate(fn(c))
 		}
-		return translate(fn(c))
+		c.WithRetry(0).WithTimeout(commandTimeout)
+		err = fn(c)
+		c.WithRetry(2).WithTimeout(exchangeTimeout) // closing the session is no command
+		return translate(err)
 	}
 	return lastErr
 }
