@@ -87,7 +87,7 @@ the third only; 2-5; 4-: from the fourth on):
   metalshift sim bmc --hosts 3 --faults 'seed=1234,redfish.5xx=10%,redfish.hang[host-1]=@5,machine.netdrop=@20:30s'
 Kinds, with their :<param> and its default: redfish.5xx (status, 500), redfish.hang (longest
 hold, 10m), redfish.reset, redfish.slowpower (delay, 10s), redfish.media, redfish.task,
-ipmi.fail, ipmi.drop, machine.powerloss (bytes written first, 512KiB), machine.netdrop
+ipmi.fail, ipmi.drop, ipmi.ignore, machine.powerloss (bytes written first, 512KiB), machine.netdrop
 (duration, 10s); docs/host-engine.md ("Fault plans") says what each does. Without a seed one
 is chosen and printed: give it to replay the same faults.`,
 		Args: cobra.NoArgs,

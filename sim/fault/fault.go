@@ -67,6 +67,11 @@ const (
 	// a while (sim/ipmi.DropFor), then processes what queued up. A
 	// decision per command.
 	IPMIDrop Kind = "ipmi.drop"
+	// IPMIIgnore acknowledges a chassis control command of an IPMI BMC
+	// without carrying it out: ipmi_sim answers success, and the power
+	// or the boot device stays as it was (as a BMC that acknowledges a
+	// command before acting and then does not). A decision per command.
+	IPMIIgnore Kind = "ipmi.ignore"
 	// MachinePowerLoss cuts a machine's power while the deploy agent
 	// writes an image: the write stops after the parameter's bytes
 	// (default 512KiB) and the machine is off. A decision per image write
@@ -103,6 +108,7 @@ var kinds = map[Kind]kindInfo{
 	RedfishTask:      {paramNone, ""},
 	IPMIFail:         {paramNone, ""},
 	IPMIDrop:         {paramNone, ""},
+	IPMIIgnore:       {paramNone, ""},
 	MachinePowerLoss: {paramSize, "512KiB"},
 	MachineNetDrop:   {paramDuration, "10s"},
 }

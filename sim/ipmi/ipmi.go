@@ -54,8 +54,9 @@ const DropFor = 20 * time.Second
 // carries nothing out and ipmi_sim answers with an error completion code;
 // fault.IPMIDrop carries nothing out and holds ipmi_sim, which waits for
 // its chassis control program, for DropFor: it answers no command
-// meanwhile, then those that queued up. Status queries (power status,
-// boot device) are not faulted.
+// meanwhile, then those that queued up; fault.IPMIIgnore carries nothing
+// out and ipmi_sim answers success. Status queries (power status, boot
+// device) are not faulted.
 func (b *BMC) SetFaults(d *fault.Decider) { b.faults.Store(d) }
 
 // Start runs ipmi_sim for m in dir with one admin user.
@@ -172,35 +173,65 @@ func (b *BMC) serve(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		reqs, _ := filepath.Glob(filepath.Join(b.dir, "request.*"))
-		for _, r := range reqs {
-			if strings.HasSuffix(r, ".tmp") {
-				continue
-			}
-			data, err := os.ReadFile(r)
-			if err == nil {
-				if f := b.decide(); f != "" {
-					_ = os.WriteFile(r+"."+f, nil, 0o600)
-				} else {
-					b.apply(string(data))
-				}
-			}
-			_ = os.Remove(r)
-		}
-		b.publish()
+		b.poll()
 	}
 }
 
-// decide is the fault of a chassis control command: "fail", "drop" or "".
-// Both kinds are decided on every command.
+// poll applies the requests the control script has written and publishes
+// the state. Only request.<pid> files are requests: the .tmp file being
+// written and the .fail and .drop answers left for a script are not. An
+// answer taken for a request would be removed before its script saw it
+// (the script would report the failed command done) and would use up a
+// fault decision of its own.
+func (b *BMC) poll() {
+	reqs, _ := filepath.Glob(filepath.Join(b.dir, "request.*"))
+	for _, r := range reqs {
+		if !isRequest(filepath.Base(r)) {
+			continue
+		}
+		data, err := os.ReadFile(r)
+		if err == nil {
+			switch f := b.decide(); f {
+			case "":
+				b.apply(string(data))
+			case "ignore":
+				// Answered as done, carried out never.
+			default:
+				_ = os.WriteFile(r+"."+f, nil, 0o600)
+			}
+		}
+		_ = os.Remove(r)
+	}
+	b.publish()
+}
+
+// isRequest tells a request file's name (request.<pid>) from the other
+// files of the exchange.
+func isRequest(name string) bool {
+	pid, ok := strings.CutPrefix(name, "request.")
+	if !ok || pid == "" {
+		return false
+	}
+	for _, c := range pid {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// decide is the fault of a chassis control command: "fail", "drop",
+// "ignore" or "". Every kind is decided on every command.
 func (b *BMC) decide() string {
 	d := b.faults.Load()
-	fail, drop := d.Decide(fault.IPMIFail), d.Decide(fault.IPMIDrop)
+	fail, drop, ignore := d.Decide(fault.IPMIFail), d.Decide(fault.IPMIDrop), d.Decide(fault.IPMIIgnore)
 	switch {
 	case fail.Fired():
 		return "fail"
 	case drop.Fired():
 		return "drop"
+	case ignore.Fired():
+		return "ignore"
 	}
 	return ""
 }

@@ -1,7 +1,9 @@
 package ipmi
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -78,5 +80,44 @@ func TestPlannedFaults(t *testing.T) {
 	out, err = ipmitool(t, bmc.Addr, "Canary-IPMI-Pa55", "power", "off")
 	t.Logf("dropped: %s", out)
 	g.Expect(err).To(HaveOccurred(), out)
+	g.Expect(m.PoweredOn()).To(BeTrue())
+}
+
+// TestFaultAnswerIsNotARequest: the answer the BMC leaves for a failed
+// command's control script (request.<pid>.fail) is the script's to read,
+// not a new request: were it taken for one, it would be gone before the
+// script looked (ipmi_sim would answer the failed command as done, which
+// a loaded machine made happen about one run in three) and it would use
+// up the next fault decision.
+func TestFaultAnswerIsNotARequest(t *testing.T) {
+	g := NewWithT(t)
+	dir := t.TempDir()
+	m := machine.New("ipmi-2", "0c6b3e9a-0000-4000-8000-000000000003", machine.Hardware{})
+	b := &BMC{m: m, dir: dir}
+	plan := fault.MustParse("ipmi.fail=@1,ipmi.drop=@2")
+	b.SetFaults(plan.For(m.ID))
+	write := func(name, content string) {
+		g.Expect(os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600)).To(Succeed())
+	}
+
+	write("request.41", "power 1\n")
+	b.poll()
+	g.Expect(filepath.Join(dir, "request.41")).NotTo(BeAnExistingFile())
+	g.Expect(filepath.Join(dir, "request.41.fail")).To(BeAnExistingFile())
+	g.Expect(m.PoweredOn()).To(BeFalse())
+
+	write("request.42.tmp", "power 1\n")
+	b.poll()
+	g.Expect(filepath.Join(dir, "request.41.fail")).To(BeAnExistingFile(), "left for the script")
+	g.Expect(filepath.Join(dir, "request.42.tmp")).To(BeAnExistingFile(), "still being written")
+	g.Expect(plan.Fired(fault.IPMIFail)).To(Equal(1))
+	g.Expect(plan.Fired(fault.IPMIDrop)).To(Equal(0), "no decision for what is not a request")
+
+	write("request.43", "power 1\n")
+	b.poll()
+	g.Expect(filepath.Join(dir, "request.43.drop")).To(BeAnExistingFile(), "the second command is the second decision")
+	g.Expect(m.PoweredOn()).To(BeFalse())
+	write("request.44", "power 1\n")
+	b.poll()
 	g.Expect(m.PoweredOn()).To(BeTrue())
 }

@@ -79,12 +79,3 @@ func issueTLS(t *testing.T, more ...string) (serving.TLSFiles, []byte) {
 }
 
 func ctrlConfigSkipNameValidation() config.Controller { return hostenginetest.ControllerConfig() }
-
-// requireChaos skips a fault test that belongs to `make chaos`
-// (METALSHIFT_CHAOS=1), not to `make test`.
-func requireChaos(t *testing.T) {
-	t.Helper()
-	if os.Getenv("METALSHIFT_CHAOS") == "" {
-		t.Skip("a fault test of make chaos (METALSHIFT_CHAOS=1)")
-	}
-}

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/metalshift/metalshift/hostengine/pkg/egress"
 	"github.com/metalshift/metalshift/hostengine/pkg/provisioner"
 	rf "github.com/metalshift/metalshift/hostengine/pkg/redfish"
@@ -21,6 +23,9 @@ type Driver struct {
 	addr   provisioner.Address
 	client *rf.Client
 	poll   time.Duration
+	// taskTimeout is how long a BMC task may run; clock measures it.
+	taskTimeout time.Duration
+	clock       clock.PassiveClock
 
 	mu         sync.Mutex
 	systemPath string
@@ -31,10 +36,20 @@ type Driver struct {
 	task *pendingTask
 }
 
-// pendingTask is a running BMC task: the operation and step that started it.
+// pendingTask is a running BMC task: the operation and step that started
+// it, and when.
 type pendingTask struct {
 	op, step, monitor string
+	started           time.Time
 }
+
+// DefaultTaskTimeout is how long a BMC task (a power action, a virtual
+// media insert the BMC runs in the background) may run before the
+// operation that started it fails. A BMC finishes a power action within
+// seconds to a minute or two; a task still Running after this long is
+// stuck (it would otherwise be polled for ever, and hold up every other
+// operation of the host, which waits for it).
+const DefaultTaskTimeout = 5 * time.Minute
 
 var _ provisioner.Provisioner = &Driver{}
 
@@ -45,6 +60,10 @@ type Options struct {
 	// TaskPollInterval is how soon an operation waiting for a BMC task is
 	// called again; 0 means 1 second.
 	TaskPollInterval time.Duration
+	// TaskTimeout bounds each BMC task; 0 means DefaultTaskTimeout.
+	TaskTimeout time.Duration
+	// Clock measures TaskTimeout; nil means the real clock.
+	Clock clock.PassiveClock
 	// Egress is where connections to the BMC may go.
 	Egress egress.Policy
 }
@@ -61,12 +80,21 @@ func New(addr provisioner.Address, insecure bool, creds provisioner.Credentials,
 	if opts.TaskPollInterval == 0 {
 		opts.TaskPollInterval = time.Second
 	}
-	return &Driver{addr: addr, client: c, systemPath: addr.SystemPath, poll: opts.TaskPollInterval}, nil
+	if opts.TaskTimeout == 0 {
+		opts.TaskTimeout = DefaultTaskTimeout
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	return &Driver{addr: addr, client: c, systemPath: addr.SystemPath, poll: opts.TaskPollInterval,
+		taskTimeout: opts.TaskTimeout, clock: opts.Clock}, nil
 }
 
 // await polls the task this driver started, if any, once. It returns
 // running while the task runs, and the "op/step" that started a task that
-// has just completed; a task that failed is an error.
+// has just completed; a task that failed is an error, and so is one that
+// still runs taskTimeout after it started: the driver forgets it, and the
+// operation called again starts over (its steps are idempotent).
 func (d *Driver) await(ctx context.Context) (finished string, running bool, err error) {
 	d.mu.Lock()
 	t := d.task
@@ -76,6 +104,13 @@ func (d *Driver) await(ctx context.Context) (finished string, running bool, err 
 	}
 	running, err = d.client.Task(ctx, t.monitor)
 	if running {
+		if age := d.clock.Since(t.started); age >= d.taskTimeout {
+			d.mu.Lock()
+			d.task = nil
+			d.mu.Unlock()
+			return "", false, fmt.Errorf("the BMC's task %s (%s, step %s) still runs %s after it started (the limit is %s): the operation starts over",
+				t.monitor, t.op, t.step, age.Truncate(time.Second), d.taskTimeout)
+		}
 		return "", true, nil
 	}
 	var he *rf.HTTPError
@@ -103,7 +138,7 @@ func (d *Driver) started(op, step, monitor string) (provisioner.Result, bool) {
 		return provisioner.Done, false
 	}
 	d.mu.Lock()
-	d.task = &pendingTask{op: op, step: step, monitor: monitor}
+	d.task = &pendingTask{op: op, step: step, monitor: monitor, started: d.clock.Now()}
 	d.mu.Unlock()
 	return provisioner.InProgress(d.poll), true
 }

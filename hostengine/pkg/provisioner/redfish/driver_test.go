@@ -10,10 +10,12 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/metalshift/metalshift/hostengine/pkg/egress"
 	"github.com/metalshift/metalshift/hostengine/pkg/provisioner"
 	rf "github.com/metalshift/metalshift/hostengine/pkg/redfish"
+	"github.com/metalshift/metalshift/sim/fault"
 	"github.com/metalshift/metalshift/sim/machine"
 	simredfish "github.com/metalshift/metalshift/sim/redfish"
 )
@@ -142,4 +144,44 @@ func TestRefusalsAreNotUnreachable(t *testing.T) {
 	err = d.Register(ctx)
 	g.Expect(errors.Is(err, rf.ErrOffOrigin)).To(BeTrue(), "got %v", err)
 	g.Expect(errors.Is(err, provisioner.ErrUnreachable)).To(BeFalse())
+}
+
+// TestStuckTaskFailsTheStep: a task the BMC never finishes (it stays
+// Running and never acts) is polled until the task timeout; then the
+// operation fails, saying so, and the next call starts it over.
+func TestStuckTaskFailsTheStep(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	s := simredfish.New("admin", "pw-canary")
+	m := machine.New("node-0", "uuid-0", machine.Hardware{})
+	s.Add(m)
+	s.SetPlan(fault.MustParse("redfish.task=@1"))
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(ts.Close)
+	addr, err := provisioner.ParseAddress("redfish+http://" + strings.TrimPrefix(ts.URL, "http://") + "/redfish/v1/Systems/node-0")
+	g.Expect(err).NotTo(HaveOccurred())
+	clk := clocktesting.NewFakePassiveClock(time.Now())
+	d, err := New(addr, false, provisioner.Credentials{Username: "admin", Password: "pw-canary"}, Options{Timeout: 5 * time.Second, Clock: clk,
+		Egress: egress.Policy{AllowLoopback: true}})
+	g.Expect(err).NotTo(HaveOccurred())
+
+	res, err := d.PowerOn(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Dirty).To(BeTrue(), "the power-on runs behind a task")
+	clk.SetTime(clk.Now().Add(DefaultTaskTimeout - time.Second))
+	res, err = d.PowerOn(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Dirty).To(BeTrue(), "still within the task timeout")
+	res, err = d.PowerOff(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Dirty).To(BeTrue(), "another operation waits for the task too")
+
+	clk.SetTime(clk.Now().Add(time.Second))
+	_, err = d.PowerOn(ctx)
+	g.Expect(err).To(MatchError(ContainSubstring("still runs 5m0s after it started (the limit is 5m0s)")))
+	g.Expect(errors.Is(err, provisioner.ErrUnreachable)).To(BeFalse(), "the BMC answered")
+	g.Expect(m.PoweredOn()).To(BeFalse(), "the stuck task did not act")
+
+	g.Expect(d.PowerOn(ctx)).To(Equal(provisioner.Done), "started over: the second reset is not stuck")
+	g.Expect(m.PoweredOn()).To(BeTrue())
 }
