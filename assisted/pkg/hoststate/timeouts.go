@@ -154,3 +154,39 @@ func stageTimedOutInfo(stage assistedapi.HostStage, limit time.Duration) string 
 func rebootTimedOutInfo(disk string) string {
 	return InfoRebootTimedOut + disk + infoRebootTimedOutEnd
 }
+
+// timedStages are the stages that time out, by their name and by the name
+// upstream's HOST_STAGE_<NAME>_TIMEOUT settings give them
+// (WRITING_IMAGE_TO_DISK).
+var timedStages = func() map[string]assistedapi.HostStage {
+	m := map[string]assistedapi.HostStage{}
+	for _, s := range []assistedapi.HostStage{
+		assistedapi.StageStartingInstallation, assistedapi.StageWaitingForControlPlane, assistedapi.StageWaitingForBootkube,
+		assistedapi.StageWaitingForController, assistedapi.StageInstalling, assistedapi.StageWritingImageToDisk,
+		assistedapi.StageCopyingRegistryData, assistedapi.StageRebooting, assistedapi.StageWaitingForIgnition,
+		assistedapi.StageConfiguring, assistedapi.StageJoined,
+	} {
+		m[strings.ToLower(string(s))] = s
+		m[strings.ToLower(strings.ReplaceAll(string(s), " ", "_"))] = s
+	}
+	return m
+}()
+
+// ParseStageTimeouts reads stage limits given as stage name to duration
+// ("Writing image to disk": "45m", or "WRITING_IMAGE_TO_DISK": "45m"; case
+// does not matter).
+func ParseStageTimeouts(in map[string]string) (map[assistedapi.HostStage]time.Duration, error) {
+	out := map[assistedapi.HostStage]time.Duration{}
+	for k, v := range in {
+		s, ok := timedStages[strings.ToLower(strings.TrimSpace(k))]
+		if !ok {
+			return nil, fmt.Errorf("unknown host stage %q", k)
+		}
+		d, err := time.ParseDuration(strings.TrimSpace(v))
+		if err != nil || d <= 0 {
+			return nil, fmt.Errorf("timeout of host stage %q: %q is not a positive duration", k, v)
+		}
+		out[s] = d
+	}
+	return out, nil
+}
