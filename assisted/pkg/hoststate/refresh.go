@@ -221,10 +221,11 @@ func refreshInstalling(f Facts) (string, string) {
 		return StatusError, InfoConnectionTimedOutInst
 	case f.Stage == "":
 		return f.Status, keep(f, InfoInstalling)
-	case f.Status == StatusInstallingPendingUserAction && f.Stage != assistedapi.StageRebooting &&
-		strings.HasPrefix(f.StatusInfo, InfoRebootTimedOut):
-		// Back from a reboot that timed out: the host reached its next
-		// stage.
+	case f.Status == StatusInstallingPendingUserAction && f.Stage != assistedapi.StageRebooting:
+		// The host waited in Rebooting for the user to fix its boot (it
+		// booted the discovery image, or its reboot timed out) and has
+		// reached its next stage since: the install goes on, as
+		// upstream's progress update has it.
 		return StatusInstallingInProgress, string(f.Stage)
 	case f.Status == StatusInstallingPendingUserAction:
 		return f.Status, keep(f, string(f.Stage))

@@ -190,6 +190,11 @@ func TestRefreshInstalling(t *testing.T) {
 			f.StatusInfo = InfoRebootTimedOut + "(sdb, /dev/disk/by-id/wwn-0x2) and has network access"
 			return f
 		}(), StatusInstallingInProgress, "Joined"},
+		"booted from disk after all": {func() Facts {
+			f := inst(StatusInstallingPendingUserAction, assistedapi.StageConfiguring)
+			f.StatusInfo = InfoBootedISOAfterReboot
+			return f
+		}(), StatusInstallingInProgress, "Configuring"},
 		"start timeout":         {func() Facts { f := inst(StatusInstalling, ""); f.StageTimedOut = true; return f }(), StatusError, InfoInstallationTimedOut},
 		"lost before any stage": {func() Facts { f := inst(StatusInstalling, ""); f.Connected = false; return f }(), StatusError, InfoConnectionTimedOutInst},
 		"rebooted, silent": {func() Facts {

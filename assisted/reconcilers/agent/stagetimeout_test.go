@@ -230,3 +230,24 @@ func TestProgressDoesNotTimeOut(t *testing.T) {
 	got, _ := reconcile()
 	g.Expect(got.Status.DebugInfo.State).To(Equal(hoststate.StatusInstalled))
 }
+
+// TestRebootTimeout: a host that does not come back from Rebooting within
+// the limit is not failed but waits for the user to fix its boot, naming
+// its installation disk; its next stage ends the wait.
+func TestRebootTimeout(t *testing.T) {
+	g := NewWithT(t)
+	a, reconcile := installing(t, g, hoststate.StatusInstallingInProgress, assistedapi.StageRebooting)
+	clk.Step(testStage + time.Second)
+	got, res := reconcile()
+	g.Expect(got.Status.DebugInfo.State).To(Equal(hoststate.StatusInstallingPendingUserAction))
+	g.Expect(got.Status.DebugInfo.StateInfo).To(Equal("Host timed out when pulling the configuration files. Verify in the host console that the host " +
+		"boots from the OpenShift installation disk (sdb, /dev/disk/by-id/wwn-0x2) and has network access to the cluster API. The installation " +
+		"will resume after the host successfully boots and can access the cluster API"))
+	g.Expect(res.RequeueAfter).To(Equal(time.Minute), "no limit while the user is asked")
+
+	clk.Step(time.Hour)
+	reportStage(g, a, assistedapi.StageJoined, "")
+	got, _ = reconcile()
+	g.Expect(got.Status.DebugInfo.State).To(Equal(hoststate.StatusInstallingInProgress))
+	g.Expect(got.Status.DebugInfo.StateInfo).To(Equal("Joined"))
+}
