@@ -100,6 +100,18 @@ type Clock struct {
 	// it: a stage that reports progress, e.g. the percentage of the image
 	// written, is not stuck).
 	StageSince time.Time
+	// HeldSince is when the stage's count was last held (Held): it counts
+	// from the later of this and StageSince, so that a host that waited on
+	// another's boot has its full limit once the wait ends.
+	HeldSince time.Time
+}
+
+// Held tells whether the stage's count is held: the cluster waits for the
+// user to fix a host's boot and this host, installing, waits in one of the
+// stages that depend on it. Upstream counts such a stage again from the
+// time the wait ends.
+func Held(c Clock) bool {
+	return (c.Status == StatusInstalling || c.Status == StatusInstallingInProgress) && c.ClusterStatus == clusterPendingUser && wrongBootStages[c.Stage]
 }
 
 // Deadline tells when a host times out and the limit that applies; ok is
@@ -119,13 +131,17 @@ func (t Timeouts) Deadline(c Clock) (at time.Time, limit time.Duration, ok bool)
 		return c.StatusSince.Add(limit), limit, true
 	case c.Status != StatusInstalling && c.Status != StatusInstallingInProgress:
 		return time.Time{}, 0, false
-	case c.ClusterStatus == clusterPendingUser && wrongBootStages[c.Stage]:
+	case Held(c):
 		return time.Time{}, 0, false
 	case c.StageSince.IsZero():
 		return time.Time{}, 0, false
 	}
 	limit = t.Stage(c.Stage, c.SNO)
-	return c.StageSince.Add(limit), limit, true
+	since := c.StageSince
+	if c.HeldSince.After(since) {
+		since = c.HeldSince
+	}
+	return since.Add(limit), limit, true
 }
 
 // TimedOut tells whether a host past its deadline at now has timed out

@@ -71,6 +71,16 @@ func TestDeadline(t *testing.T) {
 			c.ClusterStatus = "installing-pending-user-action"
 			return c
 		}()},
+		"after a hold, from its end": {c: func() Clock {
+			c := inStage(assistedapi.StageWaitingForControlPlane, t0)
+			c.HeldSince = t0.Add(2 * time.Hour)
+			return c
+		}(), ok: true, at: t0.Add(3 * time.Hour), limit: time.Hour},
+		"a hold before the stage's last report": {c: func() Clock {
+			c := inStage(assistedapi.StageWritingImageToDisk, t0)
+			c.HeldSince = t0.Add(-time.Hour)
+			return c
+		}(), ok: true, at: t0.Add(30 * time.Minute), limit: 30 * time.Minute},
 		"configuring while the cluster waits for the user": {c: func() Clock {
 			c := inStage(assistedapi.StageConfiguring, t0)
 			c.ClusterStatus = "installing-pending-user-action"
@@ -94,6 +104,20 @@ func TestDeadline(t *testing.T) {
 			}
 		})
 	}
+	held := Clock{Status: StatusInstallingInProgress, Stage: assistedapi.StageWaitingForBootkube, ClusterStatus: "installing-pending-user-action"}
+	if !Held(held) {
+		t.Error("Waiting for bootkube is held while the cluster waits for the user")
+	}
+	for _, c := range []Clock{
+		{Status: StatusInstallingInProgress, Stage: assistedapi.StageWaitingForBootkube, ClusterStatus: "installing"},
+		{Status: StatusInstallingInProgress, Stage: assistedapi.StageConfiguring, ClusterStatus: "installing-pending-user-action"},
+		{Status: StatusInstallingPendingUserAction, Stage: assistedapi.StageRebooting, ClusterStatus: "installing-pending-user-action"},
+	} {
+		if Held(c) {
+			t.Errorf("%+v is held", c)
+		}
+	}
+
 	// Past the deadline only strictly after it; before, the time left.
 	at := t0.Add(30 * time.Minute)
 	for _, tc := range []struct {

@@ -301,6 +301,11 @@ func (r *Reconciler) compute(a *agentinstallv1.Agent, c *record.Cluster, sibling
 		facts.StageTimeout = limit
 		facts.StageTimedOut, _ = hoststate.TimedOut(at, now)
 	}
+	if cl := r.installClock(a, sno, facts.ClusterStatus, st.DebugInfo.State, since); hoststate.Held(cl) && now.Sub(cl.HeldSince) >= time.Minute {
+		// Recorded once a minute (as upstream refreshes the stage's
+		// time): the count starts from about when the hold ends.
+		record.SetStageHeld(a, now)
+	}
 	if d := diskOf(a, st.InstallationDiskID); d != nil {
 		facts.InstallationDisk = "(" + d.Name + ", " + d.ID + ")"
 	}
@@ -341,6 +346,7 @@ func (r *Reconciler) installClock(a *agentinstallv1.Agent, sno bool, clusterStat
 	case p.StageStartTime != nil:
 		cl.StageSince = p.StageStartTime.Time
 	}
+	cl.HeldSince = record.StageHeld(a)
 	return cl
 }
 

@@ -251,3 +251,49 @@ func TestRebootTimeout(t *testing.T) {
 	g.Expect(got.Status.DebugInfo.State).To(Equal(hoststate.StatusInstallingInProgress))
 	g.Expect(got.Status.DebugInfo.StateInfo).To(Equal("Joined"))
 }
+
+// TestStageHeldWhileClusterWaits: while the cluster waits for the user to
+// fix a host's boot, a host waiting in Waiting for bootkube does not time
+// out, however long; once the wait ends it has its full limit again, then
+// times out.
+func TestStageHeldWhileClusterWaits(t *testing.T) {
+	g := NewWithT(t)
+	a, reconcile := installing(t, g, hoststate.StatusInstallingInProgress, assistedapi.StageWaitingForBootkube)
+	setClusterState(g, a.Namespace, "installing-pending-user-action")
+	for range 3 {
+		clk.Step(testStage)
+		got, res := reconcile()
+		g.Expect(got.Status.DebugInfo.State).To(Equal(hoststate.StatusInstallingInProgress), "held after %s", testStage)
+		g.Expect(res.RequeueAfter).To(Equal(time.Minute))
+		g.Expect(record.StageHeld(got)).To(BeTemporally(">", clk.Now().Add(-testStage)), "the hold is recorded as it goes on")
+	}
+
+	setClusterState(g, a.Namespace, "installing")
+	cached(g, a)
+	held := record.StageHeld(a)
+	g.Expect(held).To(BeTemporally(">", clk.Now().Add(-testStage)))
+	clk.SetTime(held.Add(testStage - 30*time.Second))
+	got, res := reconcile()
+	g.Expect(got.Status.DebugInfo.State).To(Equal(hoststate.StatusInstallingInProgress), "the limit counts from the hold's end")
+	g.Expect(res.RequeueAfter).To(Equal(31 * time.Second))
+
+	clk.Step(res.RequeueAfter)
+	got, _ = reconcile()
+	g.Expect(got.Status.DebugInfo.State).To(Equal(hoststate.StatusError))
+	g.Expect(got.Status.DebugInfo.StateInfo).To(Equal("Host failed to install because its installation stage Waiting for bootkube took longer than expected 10m0s"))
+}
+
+// setClusterState sets the status of the install sno in ns, as the
+// AgentClusterInstall reconciler does, and waits for the cache to hold it.
+func setClusterState(g Gomega, ns, state string) {
+	ctx := context.Background()
+	aci := &hiveextv1.AgentClusterInstall{}
+	g.Eventually(func() error {
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "sno"}, aci); err != nil {
+			return err
+		}
+		aci.Status.DebugInfo.State = state
+		return env.Client.Status().Update(ctx, aci)
+	}).Should(Succeed())
+	cached(g, aci)
+}
