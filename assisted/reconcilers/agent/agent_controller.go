@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -169,21 +170,25 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		res, reterr = reconciler.RequeueOnConflict(res, reterr)
 	}()
 	now := r.Clock.Now()
-	// Look again when the host's install or stage would time out, else
-	// within a minute.
-	res.RequeueAfter = time.Minute
+	// Look again when the host's install or stage would time out or its
+	// agent would be disconnected, whichever comes first; else in a
+	// minute.
+	var next []time.Duration
 	if left, ok := r.compute(a, c, siblings, version, now); ok {
-		res.RequeueAfter = min(res.RequeueAfter, left+time.Second)
+		next = append(next, left+time.Second)
 	}
 	if ie := infraEnvUID(a); r.EventsURL != nil && ie != "" {
 		a.Status.DebugInfo.EventsURL = r.EventsURL("infra_env_id", ie, "host_id", a.Name)
 	}
 	record.MirrorAnnotations(a)
-	// Look again when the agent would be disconnected.
 	if last := r.silentSince(a); !last.IsZero() {
 		if wait := r.disconnectedAfter() - now.Sub(last); wait > 0 {
-			res.RequeueAfter = min(res.RequeueAfter, wait+time.Second)
+			next = append(next, wait+time.Second)
 		}
+	}
+	res.RequeueAfter = time.Minute
+	if len(next) > 0 {
+		res.RequeueAfter = slices.Min(next)
 	}
 	return res, nil
 }
