@@ -302,11 +302,12 @@ func (r *Reconciler) compute(a *agentinstallv1.Agent, c *record.Cluster, sibling
 	if since.IsZero() {
 		since = now // not recorded yet (an Agent of an older hub): from now on
 	}
-	if at, limit, timed := r.Timeouts.Deadline(r.installClock(a, sno, facts.ClusterStatus, st.DebugInfo.State, since)); timed && !registered {
+	cl := installClock(a, sno, facts.ClusterStatus, st.DebugInfo.State, since)
+	if at, limit, timed := r.Timeouts.Deadline(cl); timed && !registered {
 		facts.StageTimeout = limit
 		facts.StageTimedOut, _ = hoststate.TimedOut(at, now)
 	}
-	if cl := r.installClock(a, sno, facts.ClusterStatus, st.DebugInfo.State, since); hoststate.Held(cl) && now.Sub(cl.HeldSince) >= time.Minute {
+	if hoststate.Held(cl) && now.Sub(cl.HeldSince) >= time.Minute {
 		// Recorded once a minute (as upstream refreshes the stage's
 		// time): the count starts from about when the hold ends.
 		record.SetStageHeld(a, now)
@@ -323,7 +324,7 @@ func (r *Reconciler) compute(a *agentinstallv1.Agent, c *record.Cluster, sibling
 		record.SetStateSince(a, now)
 	}
 	st.DebugInfo.State, st.DebugInfo.StateInfo = state, info
-	if at, _, timed := r.Timeouts.Deadline(r.installClock(a, sno, facts.ClusterStatus, state, since)); timed {
+	if at, _, timed := r.Timeouts.Deadline(installClock(a, sno, facts.ClusterStatus, state, since)); timed {
 		var over bool
 		if over, left = hoststate.TimedOut(at, now); !over {
 			ok = true
@@ -342,7 +343,7 @@ func (r *Reconciler) compute(a *agentinstallv1.Agent, c *record.Cluster, sibling
 
 // installClock is what the timeouts of a's install count from, the host
 // being in state since since.
-func (r *Reconciler) installClock(a *agentinstallv1.Agent, sno bool, clusterStatus, state string, since time.Time) hoststate.Clock {
+func installClock(a *agentinstallv1.Agent, sno bool, clusterStatus, state string, since time.Time) hoststate.Clock {
 	p := a.Status.Progress
 	cl := hoststate.Clock{Status: state, Stage: assistedapi.HostStage(p.CurrentStage), SNO: sno, ClusterStatus: clusterStatus, StatusSince: since}
 	switch {
