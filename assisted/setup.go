@@ -23,6 +23,7 @@ import (
 	hivev1 "github.com/metalshift/metalshift/api/hive/v1"
 	hiveextv1 "github.com/metalshift/metalshift/api/hiveext/v1beta1"
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
+	"github.com/metalshift/metalshift/assisted/pkg/hoststate"
 	"github.com/metalshift/metalshift/assisted/pkg/record"
 	"github.com/metalshift/metalshift/assisted/reconcilers/agent"
 	"github.com/metalshift/metalshift/assisted/reconcilers/agentclassification"
@@ -80,6 +81,9 @@ type Options struct {
 	// Budgets limit what one client may cost the service's server; zero
 	// fields are serving's defaults.
 	Budgets serving.Budgets
+	// HostTimeouts limit each host's install and its stages; zero fields
+	// are upstream's defaults.
+	HostTimeouts hoststate.Timeouts
 }
 
 // Component is the agent-based install as a part of the hub: the
@@ -89,8 +93,9 @@ type Options struct {
 // flag the hub only serves the CRDs and their webhooks.
 func Component() component.Component {
 	var (
-		o        Options
-		insecure bool
+		o             Options
+		insecure      bool
+		stageTimeouts map[string]string
 	)
 	return component.Component{
 		Name:        "agent-install",
@@ -112,6 +117,9 @@ func Component() component.Component {
 				"(PreprovisioningImages, custom deploy start_assisted_install); needs --agent-service-deploy-url (default true, or $ALLOW_CONVERGED_FLOW)")
 			fs.StringVar(&o.DeployURL, "agent-service-deploy-url", "", "The host engine's deploy server URL as hosts reach it, which converged-flow discovery images carry")
 			fs.StringVar(&o.DeployCAFile, "agent-service-deploy-ca-file", "", "CA bundle hosts trust for --agent-service-deploy-url (https), which converged-flow discovery images carry; read again when it changes")
+			fs.DurationVar(&o.HostTimeouts.Start, "agent-installation-timeout", 0, "How long a host may stay installing before it reports its first stage, then it fails (default 20m, as upstream)")
+			fs.StringToStringVar(&stageTimeouts, "agent-host-stage-timeouts", nil, "Limits of host install stages, as stage=duration pairs, e.g. \"Writing image to disk=45m,REBOOTING=1h\"; "+
+				"a host whose stage has no report for longer fails (default upstream's: 30m for Starting installation and Writing image to disk, 40m for Rebooting (80m for a single node), 24h for Waiting for ignition, 60m for the others)")
 		},
 		Complete: func(hub *component.Options) error {
 			if o.ListenAddr == "" {
@@ -119,6 +127,13 @@ func Component() component.Component {
 			}
 			if len(hub.SigningKey) == 0 {
 				return errors.New("--signing-key-file is required with --agent-service-listen-address")
+			}
+			var err error
+			if o.HostTimeouts.Stages, err = hoststate.ParseStageTimeouts(stageTimeouts); err != nil {
+				return fmt.Errorf("--agent-host-stage-timeouts: %w", err)
+			}
+			if o.HostTimeouts.Start < 0 {
+				return errors.New("--agent-installation-timeout must not be negative")
 			}
 			if strings.HasPrefix(o.DeployURL, "https:") && o.DeployCAFile == "" {
 				return errors.New("--agent-service-deploy-ca-file is required with an https --agent-service-deploy-url: converged-flow images carry it")
@@ -211,7 +226,7 @@ func Setup(ctx context.Context, hub *component.Hub, o Options) error {
 	// The service serves from the manager's start, moments from now: its
 	// downtime before it does not count against the agents.
 	if err := (&agent.Reconciler{Client: mgr.GetClient(), Recorder: recorder, Clock: hub.Clock,
-		DisconnectedAfter: o.DisconnectedAfter, ServiceStart: hub.Clock.Now(), EventsURL: srv.EventsURL}).SetupWithManager(mgr, opts); err != nil {
+		DisconnectedAfter: o.DisconnectedAfter, ServiceStart: hub.Clock.Now(), EventsURL: srv.EventsURL, Timeouts: o.HostTimeouts}).SetupWithManager(mgr, opts); err != nil {
 		return err
 	}
 	if err := (&agentclassification.LabelReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr, opts); err != nil {

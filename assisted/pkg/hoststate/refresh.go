@@ -15,6 +15,8 @@ const (
 	clusterPreparing  = "preparing-for-installation"
 	clusterInstalling = "installing"
 	clusterError      = "error"
+	// clusterPendingUser: a host waits for the user to fix its boot.
+	clusterPendingUser = "installing-pending-user-action"
 )
 
 // Facts are what a host's refresh looks at.
@@ -36,10 +38,15 @@ type Facts struct {
 	ProgressInfo string
 	// Day2: the cluster is installed and takes more hosts (adding-hosts).
 	Day2 bool
-	// StageTimedOut: the install step or the current stage took too long.
+	// StageTimedOut: the install step or the current stage took too long
+	// (Timeouts.Deadline passed).
 	StageTimedOut bool
 	// StageTimeout is the limit that passed, shown in the status info.
 	StageTimeout time.Duration
+	// InstallationDisk names the host's installation disk, "(name, id)",
+	// for the status info of a host that did not come back from its
+	// reboot.
+	InstallationDisk string
 	// Day2Host: the host was bound to an installed cluster to be added to
 	// it (status.kind AddToExistingClusterHost); it may be unbound while
 	// it installs.
@@ -203,16 +210,23 @@ func refreshInstalling(f Facts) (string, string) {
 		return StatusInstalled, string(assistedapi.StageDone)
 	case f.StageTimedOut && f.Stage == "":
 		return StatusError, InfoInstallationTimedOut
+	case f.StageTimedOut && f.Stage == assistedapi.StageRebooting:
+		// The host most likely booted the discovery image again, or
+		// cannot reach the cluster: the user can fix that and the
+		// install goes on, as upstream has it.
+		return StatusInstallingPendingUserAction, rebootTimedOutInfo(f.InstallationDisk)
 	case f.StageTimedOut:
-		info := "Host failed to install because its installation stage " + string(f.Stage) + " took longer than expected"
-		if f.StageTimeout > 0 {
-			info += " " + f.StageTimeout.String()
-		}
-		return StatusError, info
+		return StatusError, stageTimedOutInfo(f.Stage, f.StageTimeout)
 	case f.Stage == "" && !f.Connected:
 		return StatusError, InfoConnectionTimedOutInst
 	case f.Stage == "":
 		return f.Status, keep(f, InfoInstalling)
+	case f.Status == StatusInstallingPendingUserAction && f.Stage != assistedapi.StageRebooting:
+		// The host waited in Rebooting for the user to fix its boot (it
+		// booted the discovery image, or its reboot timed out) and has
+		// reached its next stage since: the install goes on, as
+		// upstream's progress update has it.
+		return StatusInstallingInProgress, string(f.Stage)
 	case f.Status == StatusInstallingPendingUserAction:
 		return f.Status, keep(f, string(f.Stage))
 	}

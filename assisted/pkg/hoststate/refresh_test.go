@@ -172,7 +172,29 @@ func TestRefreshInstalling(t *testing.T) {
 			f := inst(StatusInstallingInProgress, assistedapi.StageWritingImageToDisk)
 			f.StageTimedOut, f.StageTimeout = true, time.Hour
 			return f
-		}(), StatusError, "Host failed to install because its installation stage Writing image to disk took longer than expected 1h0m0s"},
+		}(), StatusError, "Host failed to install because its installation stage Writing image to disk did not sufficiently progress in the last 1h0m0s."},
+		"stage timeout, configuring": {func() Facts {
+			f := inst(StatusInstallingInProgress, assistedapi.StageConfiguring)
+			f.StageTimedOut, f.StageTimeout = true, time.Hour
+			return f
+		}(), StatusError, "Host failed to install because its installation stage Configuring took longer than expected 1h0m0s"},
+		"reboot timeout": {func() Facts {
+			f := inst(StatusInstallingInProgress, assistedapi.StageRebooting)
+			f.StageTimedOut, f.StageTimeout, f.InstallationDisk = true, 40*time.Minute, "(sdb, /dev/disk/by-id/wwn-0x2)"
+			return f
+		}(), StatusInstallingPendingUserAction, "Host timed out when pulling the configuration files. Verify in the host console that the host boots from the " +
+			"OpenShift installation disk (sdb, /dev/disk/by-id/wwn-0x2) and has network access to the cluster API. The installation will resume after the host " +
+			"successfully boots and can access the cluster API"},
+		"back from a reboot timeout": {func() Facts {
+			f := inst(StatusInstallingPendingUserAction, assistedapi.StageJoined)
+			f.StatusInfo = InfoRebootTimedOut + "(sdb, /dev/disk/by-id/wwn-0x2) and has network access"
+			return f
+		}(), StatusInstallingInProgress, "Joined"},
+		"booted from disk after all": {func() Facts {
+			f := inst(StatusInstallingPendingUserAction, assistedapi.StageConfiguring)
+			f.StatusInfo = InfoBootedISOAfterReboot
+			return f
+		}(), StatusInstallingInProgress, "Configuring"},
 		"start timeout":         {func() Facts { f := inst(StatusInstalling, ""); f.StageTimedOut = true; return f }(), StatusError, InfoInstallationTimedOut},
 		"lost before any stage": {func() Facts { f := inst(StatusInstalling, ""); f.Connected = false; return f }(), StatusError, InfoConnectionTimedOutInst},
 		"rebooted, silent": {func() Facts {

@@ -141,6 +141,14 @@ const (
 	// RegistrationAppliedAnnotation is the Agent reconciler's: the value of
 	// RegisteredAnnotation it applied to debugInfo.state last.
 	RegistrationAppliedAnnotation = "metalshift.io/registration-applied"
+	// StateSinceAnnotation is the Agent reconciler's: when it last changed
+	// status.debugInfo.state (RFC 3339), which the timeout of a host that
+	// never starts installing counts from (upstream's status_updated_at).
+	StateSinceAnnotation = "metalshift.io/state-since"
+	// StageHeldAnnotation is the Agent reconciler's: when it last held
+	// the count of the host's stage timeout (RFC 3339; hoststate.Held),
+	// which the count starts from again once the hold ends.
+	StageHeldAnnotation = "metalshift.io/stage-held"
 )
 
 // LastContact is when the agent last contacted the service; zero when never.
@@ -155,6 +163,36 @@ func LastContact(a *agentinstallv1.Agent) time.Time {
 // SetLastContact records a contact at now.
 func SetLastContact(a *agentinstallv1.Agent, now time.Time) {
 	setAnnotation(a, LastContactAnnotation, now.UTC().Format(time.RFC3339Nano))
+}
+
+// StateSince is when the host's state last changed; zero when unknown.
+func StateSince(a *agentinstallv1.Agent) time.Time {
+	t, err := time.Parse(time.RFC3339Nano, a.Annotations[StateSinceAnnotation])
+	if err != nil {
+		return time.Time{}
+	}
+	return t
+}
+
+// SetStateSince records a change of the host's state at now.
+func SetStateSince(a *agentinstallv1.Agent, now time.Time) {
+	setAnnotation(a, StateSinceAnnotation, now.UTC().Format(time.RFC3339Nano))
+}
+
+// StageHeld is when the count of the host's stage timeout was last held;
+// zero when never.
+func StageHeld(a *agentinstallv1.Agent) time.Time {
+	t, err := time.Parse(time.RFC3339Nano, a.Annotations[StageHeldAnnotation])
+	if err != nil {
+		return time.Time{}
+	}
+	return t
+}
+
+// SetStageHeld records that the count of the host's stage timeout is held
+// at now.
+func SetStageHeld(a *agentinstallv1.Agent, now time.Time) {
+	setAnnotation(a, StageHeldAnnotation, now.UTC().Format(time.RFC3339Nano))
 }
 
 // SetRegistered records a registration at now.

@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -79,6 +80,9 @@ type Reconciler struct {
 	// after a restart every agent has a full DisconnectedAfter again.
 	// Zero counts from the last contact only.
 	ServiceStart time.Time
+	// Timeouts limit a host's install and each of its stages; zero fields
+	// take upstream's defaults (hoststate.Timeouts).
+	Timeouts hoststate.Timeouts
 	// live reads an Agent from the API rather than the cache
 	// (freshTransition); nil reads through Client.
 	live client.Reader
@@ -166,18 +170,27 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		res, reterr = reconciler.RequeueOnConflict(res, reterr)
 	}()
 	now := r.Clock.Now()
-	r.compute(a, c, siblings, version, now)
+	// Look again when the host's install or stage would time out or its
+	// agent would be disconnected, whichever comes first; else in a
+	// minute.
+	var next []time.Duration
+	if left, ok := r.compute(a, c, siblings, version, now); ok {
+		next = append(next, left+time.Second)
+	}
 	if ie := infraEnvUID(a); r.EventsURL != nil && ie != "" {
 		a.Status.DebugInfo.EventsURL = r.EventsURL("infra_env_id", ie, "host_id", a.Name)
 	}
 	record.MirrorAnnotations(a)
-	// Look again when the agent would be disconnected.
 	if last := r.silentSince(a); !last.IsZero() {
 		if wait := r.disconnectedAfter() - now.Sub(last); wait > 0 {
-			return ctrl.Result{RequeueAfter: wait + time.Second}, nil
+			next = append(next, wait+time.Second)
 		}
 	}
-	return ctrl.Result{RequeueAfter: time.Minute}, nil
+	res.RequeueAfter = time.Minute
+	if len(next) > 0 {
+		res.RequeueAfter = slices.Min(next)
+	}
+	return res, nil
 }
 
 // freshTransition tells whether this reconcile moves the host out of
@@ -225,8 +238,10 @@ func (r *Reconciler) registrationApplied(ctx context.Context, a *agentinstallv1.
 	return client.IgnoreNotFound(r.Client.Patch(ctx, a, client.RawPatch(types.MergePatchType, patch)))
 }
 
-// compute sets a's status from its record and cluster.
-func (r *Reconciler) compute(a *agentinstallv1.Agent, c *record.Cluster, siblings []agentinstallv1.Agent, version string, now time.Time) {
+// compute sets a's status from its record and cluster. It returns how long
+// the host has until its install or current stage times out; ok is false
+// when no timeout applies.
+func (r *Reconciler) compute(a *agentinstallv1.Agent, c *record.Cluster, siblings []agentinstallv1.Agent, version string, now time.Time) (left time.Duration, ok bool) {
 	st := &a.Status
 	registered := record.PendingRegistration(a) != ""
 	if registered {
@@ -282,11 +297,39 @@ func (r *Reconciler) compute(a *agentinstallv1.Agent, c *record.Cluster, sibling
 	}
 	v := validations.Host(in)
 	facts.Validations = v
+	sno := c != nil && c.SNO()
+	since := record.StateSince(a)
+	if since.IsZero() {
+		since = now // not recorded yet (an Agent of an older hub): from now on
+	}
+	cl := installClock(a, sno, facts.ClusterStatus, st.DebugInfo.State, since)
+	if at, limit, timed := r.Timeouts.Deadline(cl); timed && !registered {
+		facts.StageTimeout = limit
+		facts.StageTimedOut, _ = hoststate.TimedOut(at, now)
+	}
+	if hoststate.Held(cl) && now.Sub(cl.HeldSince) >= time.Minute {
+		// Recorded once a minute (as upstream refreshes the stage's
+		// time): the count starts from about when the hold ends.
+		record.SetStageHeld(a, now)
+	}
+	if d := diskOf(a, st.InstallationDiskID); d != nil {
+		facts.InstallationDisk = "(" + d.Name + ", " + d.ID + ")"
+	}
 	state, info := st.DebugInfo.State, st.DebugInfo.StateInfo
 	if !registered {
 		state, info = hoststate.Refresh(facts)
 	}
+	if state != st.DebugInfo.State || record.StateSince(a).IsZero() || registered {
+		since = now
+		record.SetStateSince(a, now)
+	}
 	st.DebugInfo.State, st.DebugInfo.StateInfo = state, info
+	if at, _, timed := r.Timeouts.Deadline(installClock(a, sno, facts.ClusterStatus, state, since)); timed {
+		var over bool
+		if over, left = hoststate.TimedOut(at, now); !over {
+			ok = true
+		}
+	}
 	if specErr == nil {
 		specErr = unbindError(a, c, state)
 	}
@@ -295,6 +338,22 @@ func (r *Reconciler) compute(a *agentinstallv1.Agent, c *record.Cluster, sibling
 	conds := []conditions.Cond{conditions.AgentSpecSynced(specErr, specErr != nil)}
 	conds = append(conds, conditions.Agent(state, info, a.Spec.Approved, st.Progress.CurrentStage, v)...)
 	conditions.Set(&st.Conditions, now, conds...)
+	return left, ok
+}
+
+// installClock is what the timeouts of a's install count from, the host
+// being in state since since.
+func installClock(a *agentinstallv1.Agent, sno bool, clusterStatus, state string, since time.Time) hoststate.Clock {
+	p := a.Status.Progress
+	cl := hoststate.Clock{Status: state, Stage: assistedapi.HostStage(p.CurrentStage), SNO: sno, ClusterStatus: clusterStatus, StatusSince: since}
+	switch {
+	case p.StageUpdateTime != nil:
+		cl.StageSince = p.StageUpdateTime.Time
+	case p.StageStartTime != nil:
+		cl.StageSince = p.StageStartTime.Time
+	}
+	cl.HeldSince = record.StageHeld(a)
+	return cl
 }
 
 // unbindError is the service's refusal of a day-1 host unbound in the
@@ -390,6 +449,16 @@ func installationDisk(a *agentinstallv1.Agent) string {
 		}
 	}
 	return ""
+}
+
+// diskOf is a's disk of ID id, nil if none.
+func diskOf(a *agentinstallv1.Agent, id string) *agentinstallv1.HostDisk {
+	for i := range a.Status.Inventory.Disks {
+		if d := &a.Status.Inventory.Disks[i]; d.ID == id {
+			return d
+		}
+	}
+	return nil
 }
 
 func diskPath(a *agentinstallv1.Agent, id string) string {

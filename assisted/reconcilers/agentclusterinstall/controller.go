@@ -258,7 +258,10 @@ func (in *install) run(ctx context.Context) (ctrl.Result, error) {
 		}
 		in.r.Recorder.Event(c.ACI, corev1.EventTypeNormal, "InstallationStarted", "The installation started: the requirements are met")
 		requeue = time.Second
-	case state == clusterstate.StatusInstalling || state == clusterstate.StatusFinalizing || state == clusterstate.StatusPreparingForInstallation:
+	case state == clusterstate.StatusInstalling || state == clusterstate.StatusFinalizing || state == clusterstate.StatusPreparingForInstallation ||
+		state == clusterstate.StatusInstallingPendingUserAction:
+		// Pending the user's fix of a host's boot, the hosts are followed
+		// too: the fixed host's Joined is what ends the wait.
 		requeue = 2 * time.Second
 		if err := in.follow(ctx); err != nil {
 			ctrl.LoggerFrom(ctx).Info("Following the installed cluster", "error", err.Error())

@@ -17,7 +17,9 @@ import (
 var (
 	env *testenv.Env
 	// clk is the hub's clock: agents' last contacts are stamped at its
-	// time, which the tests do not move (no agent is disconnected).
+	// time, which only TestStageTimeoutFailsInstall moves (past a stage's
+	// limit; its agents are then silent too): the other tests' agents stay
+	// connected.
 	clk = clocktesting.NewFakeClock(time.Date(2025, 6, 2, 12, 0, 0, 0, time.UTC))
 	// serviceAddr is where the agent service serves hosts' Ignition.
 	serviceAddr string
