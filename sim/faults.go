@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"sync"
 	"syscall"
@@ -75,7 +76,32 @@ func (t *faultyNet) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, errNetDown
 	}
 	t.net.mu.Unlock()
-	return t.base.RoundTrip(req)
+	resp, err := t.base.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = &faultyBody{ReadCloser: resp.Body, net: t.net}
+	return resp, nil
+}
+
+// faultyBody is a response body on a machine's network under
+// fault.MachineNetDrop: a transfer in flight when the network goes down
+// breaks (the connection is gone, as its peer or a switch in between
+// resets it).
+type faultyBody struct {
+	io.ReadCloser
+	net *machineNet
+}
+
+func (b *faultyBody) Read(p []byte) (int, error) {
+	b.net.mu.Lock()
+	down := time.Now().Before(b.net.downUntil)
+	b.net.mu.Unlock()
+	if down {
+		_ = b.ReadCloser.Close()
+		return 0, errNetDown
+	}
+	return b.ReadCloser.Read(p)
 }
 
 // closeBody closes a request's body, as a RoundTripper must, also on errors.

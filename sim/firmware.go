@@ -220,7 +220,7 @@ func (f *Firmware) runAgent(ctx context.Context, m *machine.Machine, cfg deploya
 	}
 	devs := f.devices(m, f.powerCut(ctx, m))
 	opts := deploy.Options{
-		Config: cfg, Devices: devs, HTTP: hc, PollInterval: f.AgentPollInterval,
+		Config: cfg, Devices: devs, HTTP: hc, PollInterval: f.AgentPollInterval, ProgressInterval: f.AgentPollInterval,
 		Logf:      func(format string, args ...any) { f.logf(m, format, args...) },
 		Inventory: func() (*deployapi.Inventory, error) { return inventory(m, devs), nil },
 	}
