@@ -61,7 +61,8 @@ type Firmware struct {
 	// Faults.For(machine ID)): fault.MachinePowerLoss cuts the power while
 	// the deploy agent writes an image, fault.MachineNetDrop drops the
 	// machine's network (network boot and its agents; virtual media is
-	// read by the BMC, on its own network).
+	// read by the BMC, on its own network), fault.MachineDownloadDrop
+	// drops it in the middle of a download.
 	Faults *fault.Plan
 
 	mu   sync.Mutex
