@@ -396,7 +396,7 @@ func (r *Reconciler) bootAgent(ctx context.Context, s *hostScope, errType metal3
 		// disk could be written twice. A custom deploy takes what its
 		// method takes (an agent-based install waits for the cluster's
 		// other hosts and its user): it has no timeout.
-		if res := r.checkAgentPower(ctx, s, errType, "claimed it"); res != nil {
+		if res := r.checkAgentPower(ctx, s, errType, "it claimed the request"); res != nil {
 			return res
 		}
 		if r.Clock.Since(rep.Time.Time) < agentTimeout || req.Action == deployapi.ActionCustomDeploy {
@@ -413,7 +413,7 @@ func (r *Reconciler) bootAgent(ctx context.Context, s *hostScope, errType metal3
 			req.Generation, tok.Source, strandedTokenTimeout, tok.LastRefusalSource))
 	case req.BootedAt != nil:
 		if r.Clock.Since(req.BootedAt.Time) >= bootPowerGrace {
-			if res := r.checkAgentPower(ctx, s, errType, "was booted for it"); res != nil {
+			if res := r.checkAgentPower(ctx, s, errType, fmt.Sprintf("it was booted at %s", req.BootedAt.UTC().Format(time.RFC3339))); res != nil {
 				return res
 			}
 		}
@@ -500,7 +500,7 @@ func (r *Reconciler) checkAgentPower(ctx context.Context, s *hostScope, errType 
 		return nil
 	}
 	s.host.Status.PoweredOn = false
-	msg := fmt.Sprintf("The host is powered off while the deploy agent of request %s (%s) should be running: the agent is lost (a power loss, or the host was turned off); %s again from the start for a new request",
+	msg := fmt.Sprintf("The host is powered off while the deploy agent of request %s should be running (%s): the agent is lost (a power loss, or the host was turned off); %s again from the start for a new request",
 		req.Generation, how, agentVerb(req.Action))
 	s.event(corev1.EventTypeWarning, "DeployAgentLost", "DeployAgent", "%s", msg)
 	s.setAgentBooted(false, "AgentLost", msg)

@@ -311,7 +311,7 @@ func TestHandleProvisioningPowerLoss(t *testing.T) {
 	res := r.handleProvisioning(ctx, scopeFor(host, f))
 	g.Expect(res).To(BeAssignableToTypeOf(actionError{}))
 	g.Expect(res.(actionError).msg).To(And(ContainSubstring("powered off"), ContainSubstring("request "+req.Generation), ContainSubstring("agent is lost"),
-		ContainSubstring("writing the image again from the start")))
+		ContainSubstring("(it claimed the request)"), ContainSubstring("writing the image again from the start")))
 	g.Expect(host.Status.DeployAgent).To(BeNil(), "the lost request is dropped")
 	c := meta.FindStatusCondition(host.Status.Conditions, DeployAgentBootedCondition)
 	g.Expect(c.Reason).To(Equal("AgentLost"))
@@ -330,7 +330,7 @@ func TestHandleProvisioningPowerLoss(t *testing.T) {
 	clk.Step(bootPowerGrace)
 	res = r.handleProvisioning(ctx, scopeFor(host, f))
 	g.Expect(res).To(BeAssignableToTypeOf(actionError{}))
-	g.Expect(res.(actionError).msg).To(ContainSubstring("was booted for it"))
+	g.Expect(res.(actionError).msg).To(ContainSubstring("(it was booted at 2026-11-21T12:"))
 
 	// A BMC that does not answer is no evidence: the agent may run.
 	host.Status.DeployAgent = nil
