@@ -122,7 +122,7 @@ func (b *faultyBody) Read(p []byte) (int, error) {
 	down := now.Before(b.net.downUntil)
 	b.net.mu.Unlock()
 	if down {
-		_ = b.ReadCloser.Close()
+		_ = b.Close()
 		return 0, errNetDown
 	}
 	if b.dropAt >= 0 && int64(len(p)) > b.dropAt-b.read {

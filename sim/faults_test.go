@@ -126,7 +126,10 @@ func TestPlannedDownloadDrop(t *testing.T) {
 	resp.Body.Close()
 	g.Expect(errors.Is(err, syscall.ENETUNREACH)).To(BeTrue(), "got %v", err)
 	g.Expect(n).To(Equal(int64(1 << 20)))
-	_, err = hc.Get(srv.URL + "/small")
+	resp, err = hc.Get(srv.URL + "/small")
+	if err == nil {
+		resp.Body.Close()
+	}
 	g.Expect(errors.Is(err, syscall.ENETUNREACH)).To(BeTrue(), "the network is down: %v", err)
 	g.Expect(f.Faults.Fired(fault.MachineDownloadDrop)).To(Equal(1))
 	g.Expect(f.Log(m.ID)).To(ContainElement("Network down for 1h0m0s, 1048576 bytes into a download (injected fault)"))
