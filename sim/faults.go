@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"sync"
 	"syscall"
@@ -27,7 +28,7 @@ var errNetDown = fmt.Errorf("the machine's network is down (injected fault): %w"
 // machineHTTP is c as m's own calls use it: failing while the fault plan
 // has m's network down.
 func (f *Firmware) machineHTTP(m *machine.Machine, c *http.Client) *http.Client {
-	if !f.Faults.Has(fault.MachineNetDrop) {
+	if !f.Faults.Has(fault.MachineNetDrop) && !f.Faults.Has(fault.MachineDownloadDrop) {
 		return c
 	}
 	f.mu.Lock()
@@ -75,7 +76,61 @@ func (t *faultyNet) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, errNetDown
 	}
 	t.net.mu.Unlock()
-	return t.base.RoundTrip(req)
+	resp, err := t.base.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	body := &faultyBody{ReadCloser: resp.Body, net: t.net, dropAt: -1, logf: t.logf}
+	if resp.ContentLength >= downloadDropMin {
+		if f := t.d.Decide(fault.MachineDownloadDrop); f.Fired() {
+			body.dropAt, body.dropFor = downloadDropAt, f.Duration
+		}
+	}
+	resp.Body = body
+	return resp, nil
+}
+
+// fault.MachineDownloadDrop is decided on answers of downloadDropMin
+// bytes or more, and drops the network after downloadDropAt of them.
+const (
+	downloadDropMin = 2 << 20
+	downloadDropAt  = 1 << 20
+)
+
+// faultyBody is a response body on a machine's network under
+// fault.MachineNetDrop: a transfer in flight when the network goes down
+// breaks (the connection is gone, as its peer or a switch in between
+// resets it). Under fault.MachineDownloadDrop it takes the network down
+// itself after dropAt bytes (-1: never).
+type faultyBody struct {
+	io.ReadCloser
+	net     *machineNet
+	logf    func(format string, args ...any)
+	read    int64
+	dropAt  int64
+	dropFor time.Duration
+}
+
+func (b *faultyBody) Read(p []byte) (int, error) {
+	now := time.Now()
+	b.net.mu.Lock()
+	if b.dropAt >= 0 && b.read >= b.dropAt {
+		b.net.downUntil = now.Add(b.dropFor)
+		b.dropAt = -1
+		b.logf("Network down for %s, %d bytes into a download (injected fault)", b.dropFor, b.read)
+	}
+	down := now.Before(b.net.downUntil)
+	b.net.mu.Unlock()
+	if down {
+		_ = b.Close()
+		return 0, errNetDown
+	}
+	if b.dropAt >= 0 && int64(len(p)) > b.dropAt-b.read {
+		p = p[:max(b.dropAt-b.read, 1)]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.read += int64(n)
+	return n, err
 }
 
 // closeBody closes a request's body, as a RoundTripper must, also on errors.

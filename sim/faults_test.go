@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -93,4 +94,43 @@ func TestPlannedPowerLoss(t *testing.T) {
 	_, _ = disk.ReadAt(got, 0)
 	g.Expect(got).To(Equal(image))
 	g.Expect(m.PoweredOn()).To(BeTrue())
+}
+
+// TestPlannedDownloadDrop: the planned drop breaks the first answer of 2
+// MiB or more after its first MiB, whatever calls came before; small
+// answers are not decisions. While it lasts the machine's calls fail.
+func TestPlannedDownloadDrop(t *testing.T) {
+	g := NewWithT(t)
+	big := make([]byte, 3<<20)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/small" {
+			_, _ = io.WriteString(w, "ok")
+			return
+		}
+		w.Header().Set("Content-Length", strconv.Itoa(len(big)))
+		_, _ = w.Write(big)
+	}))
+	defer srv.Close()
+	f := &Firmware{HTTP: srv.Client(), Faults: fault.MustParse("machine.downloaddrop=@1:1h")}
+	m := NewMachine("dl", 0, "192.0.2", 1, 1<<30)
+	hc := f.machineHTTP(m, f.HTTP)
+	for range 3 {
+		resp, err := hc.Get(srv.URL + "/small")
+		g.Expect(err).NotTo(HaveOccurred())
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	resp, err := hc.Get(srv.URL + "/image")
+	g.Expect(err).NotTo(HaveOccurred())
+	n, err := io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	g.Expect(errors.Is(err, syscall.ENETUNREACH)).To(BeTrue(), "got %v", err)
+	g.Expect(n).To(Equal(int64(1 << 20)))
+	resp, err = hc.Get(srv.URL + "/small")
+	if err == nil {
+		resp.Body.Close()
+	}
+	g.Expect(errors.Is(err, syscall.ENETUNREACH)).To(BeTrue(), "the network is down: %v", err)
+	g.Expect(f.Faults.Fired(fault.MachineDownloadDrop)).To(Equal(1))
+	g.Expect(f.Log(m.ID)).To(ContainElement("Network down for 1h0m0s, 1048576 bytes into a download (injected fault)"))
 }

@@ -61,7 +61,8 @@ type Firmware struct {
 	// Faults.For(machine ID)): fault.MachinePowerLoss cuts the power while
 	// the deploy agent writes an image, fault.MachineNetDrop drops the
 	// machine's network (network boot and its agents; virtual media is
-	// read by the BMC, on its own network).
+	// read by the BMC, on its own network), fault.MachineDownloadDrop
+	// drops it in the middle of a download.
 	Faults *fault.Plan
 
 	mu   sync.Mutex
@@ -220,7 +221,7 @@ func (f *Firmware) runAgent(ctx context.Context, m *machine.Machine, cfg deploya
 	}
 	devs := f.devices(m, f.powerCut(ctx, m))
 	opts := deploy.Options{
-		Config: cfg, Devices: devs, HTTP: hc, PollInterval: f.AgentPollInterval,
+		Config: cfg, Devices: devs, HTTP: hc, PollInterval: f.AgentPollInterval, ProgressInterval: f.AgentPollInterval,
 		Logf:      func(format string, args ...any) { f.logf(m, format, args...) },
 		Inventory: func() (*deployapi.Inventory, error) { return inventory(m, devs), nil },
 	}

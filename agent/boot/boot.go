@@ -17,6 +17,7 @@ import (
 	"github.com/insomniacslk/dhcp/dhcpv4/nclient4"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+	"k8s.io/utils/clock"
 
 	deployapi "github.com/metalshift/metalshift/api/deploy/v1"
 )
@@ -243,7 +244,7 @@ func carrier(name string) bool {
 }
 
 // dhcp asks for a lease on link and configures its address, the default
-// route and the resolver.
+// route and the resolver, then keeps the lease (keepLease) while ctx lasts.
 func dhcp(ctx context.Context, link netlink.Link, logf Logf) error {
 	name := link.Attrs().Name
 	logf("%s: DHCP", name)
@@ -251,17 +252,46 @@ func dhcp(ctx context.Context, link netlink.Link, logf Logf) error {
 	if err != nil {
 		return err
 	}
-	defer c.Close() //nolint:errcheck // a DHCP client socket
 	lease, err := c.Request(ctx)
+	if err == nil {
+		err = configureLease(link, lease, logf)
+	}
 	if err != nil {
+		_ = c.Close()
 		return err
 	}
+	go func() {
+		defer c.Close() //nolint:errcheck // a DHCP client socket
+		keepLease(ctx, c, clock.RealClock{}, lease,
+			func(l *nclient4.Lease) error { return configureLease(link, l, logf) },
+			func(l *nclient4.Lease) { _ = netlink.AddrDel(link, leaseAddr(l)) }, logf)
+	}()
+	return nil
+}
+
+// leaseAddr is the address of a lease, valid (in the kernel) for as long
+// as the lease, so that an address whose lease ended without a renewal is
+// not used on.
+func leaseAddr(lease *nclient4.Lease) *netlink.Addr {
 	ack := lease.ACK
 	mask := ack.SubnetMask()
 	if mask == nil {
 		mask = net.CIDRMask(24, 32)
 	}
 	addr := &netlink.Addr{IPNet: &net.IPNet{IP: ack.YourIPAddr, Mask: mask}}
+	if length, _, _ := leaseTimes(ack); length < infiniteLease {
+		addr.ValidLft = int(length / time.Second)
+		addr.PreferedLft = addr.ValidLft
+	}
+	return addr
+}
+
+// configureLease configures link with lease: its address, the default
+// route and the resolver.
+func configureLease(link netlink.Link, lease *nclient4.Lease, logf Logf) error {
+	name := link.Attrs().Name
+	ack := lease.ACK
+	addr := leaseAddr(lease)
 	if err := netlink.AddrReplace(link, addr); err != nil {
 		return fmt.Errorf("adding %s: %w", addr.IPNet, err)
 	}
@@ -280,6 +310,9 @@ func dhcp(ctx context.Context, link netlink.Link, logf Logf) error {
 		}
 		_ = os.MkdirAll("/etc", 0o755) //nolint:gosec // the root filesystem's /etc
 		_ = os.WriteFile("/etc/resolv.conf", []byte(b.String()), 0o644)
+	}
+	if length, _, _ := leaseTimes(ack); length < infiniteLease {
+		msg += fmt.Sprintf(", lease %s", length)
 	}
 	logf("%s", msg)
 	return nil

@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	deployapi "github.com/metalshift/metalshift/api/deploy/v1"
@@ -34,6 +35,9 @@ type Options struct {
 	HTTP *http.Client
 	// PollInterval is the pause between polls and repeated reports; 0 means 2s.
 	PollInterval time.Duration
+	// ProgressInterval is the pause between the running reports that
+	// carry the bytes written while an image is written; 0 means 30s.
+	ProgressInterval time.Duration
 	// Logf receives progress lines; nil discards them.
 	Logf func(format string, args ...any)
 	// Inventory reads the machine's inventory, for inspect requests; nil
@@ -57,6 +61,9 @@ type Options struct {
 func Run(ctx context.Context, opts Options) error {
 	if opts.PollInterval == 0 {
 		opts.PollInterval = 2 * time.Second
+	}
+	if opts.ProgressInterval == 0 {
+		opts.ProgressInterval = 30 * time.Second
 	}
 	if opts.HTTP == nil {
 		opts.HTTP = http.DefaultClient
@@ -256,6 +263,33 @@ func (a *agent) report(ctx context.Context, rep deployapi.StatusReport) error {
 	}
 	resp.Body.Close()
 	return nil
+}
+
+// heartbeat sends a running report with the bytes written every
+// ProgressInterval while an image is written, until stop is called: the
+// engine sees the write progress (and that the agent is alive), and the
+// report's time moves with it. A report that does not get through is
+// not repeated; the next one carries the newer count.
+func (a *agent) heartbeat(ctx context.Context, ins *deployapi.Instructions, progress *atomic.Int64) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(a.opts.ProgressInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			rep := deployapi.StatusReport{Action: ins.Action, Generation: ins.Generation, Phase: deployapi.PhaseRunning, Session: a.session, BytesWritten: progress.Load()}
+			if err := a.report(ctx, rep); err != nil && ctx.Err() == nil {
+				a.opts.Logf("Reporting progress (%d bytes written): %v", rep.BytesWritten, err)
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
 }
 
 // newSession returns a random identifier of this boot of the agent.

@@ -2,10 +2,12 @@ package deploy
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -30,6 +32,10 @@ type fakeEngine struct {
 	bearers []string
 	reports []deployapi.StatusReport
 	done    bool
+	// ins, when set, are the instructions (else an inspect request).
+	ins *deployapi.Instructions
+	// onReport, when set, sees every report.
+	onReport func(deployapi.StatusReport)
 }
 
 const (
@@ -62,7 +68,11 @@ func (f *fakeEngine) handler() http.Handler {
 		if !f.authorized(w, r) {
 			return
 		}
-		_ = json.NewEncoder(w).Encode(deployapi.Instructions{Action: deployapi.ActionInspect, Generation: "0000000000000001"})
+		ins := deployapi.Instructions{Action: deployapi.ActionInspect, Generation: "0000000000000001"}
+		if f.ins != nil {
+			ins = *f.ins
+		}
+		_ = json.NewEncoder(w).Encode(ins)
 	})
 	mux.HandleFunc("POST /deploy/v1/hosts/ns~h~1/status", func(w http.ResponseWriter, r *http.Request) {
 		if !f.authorized(w, r) {
@@ -74,6 +84,9 @@ func (f *fakeEngine) handler() http.Handler {
 		defer f.mu.Unlock()
 		f.reports = append(f.reports, rep)
 		f.done = rep.Phase != deployapi.PhaseRunning
+		if f.onReport != nil {
+			f.onReport(rep)
+		}
 		w.WriteHeader(http.StatusAccepted)
 	})
 	return mux
@@ -122,18 +135,20 @@ func (l *logLines) String() string {
 }
 
 // runAgent runs the agent against f until the test stops it.
-func runAgent(t *testing.T, f *fakeEngine) (*logLines, func()) {
+func runAgent(t *testing.T, f *fakeEngine, edits ...func(*Options)) (*logLines, func()) {
 	t.Helper()
 	ts := httptest.NewServer(f.handler())
 	t.Cleanup(ts.Close)
 	logs := &logLines{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() {
-		done <- Run(ctx, Options{Config: deployapi.BootConfig{EngineURL: ts.URL, HostID: "ns~h~1", Ticket: testTicket},
-			PollInterval: time.Millisecond, Logf: logs.logf,
-			Inventory: func() (*deployapi.Inventory, error) { return &deployapi.Inventory{}, nil }})
-	}()
+	opts := Options{Config: deployapi.BootConfig{EngineURL: ts.URL, HostID: "ns~h~1", Ticket: testTicket},
+		PollInterval: time.Millisecond, Logf: logs.logf,
+		Inventory: func() (*deployapi.Inventory, error) { return &deployapi.Inventory{}, nil }}
+	for _, edit := range edits {
+		edit(&opts)
+	}
+	go func() { done <- Run(ctx, opts) }()
 	stop := func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -189,4 +204,53 @@ func TestAgentStopsWhenItsTicketIsRefused(t *testing.T) {
 			g.Expect(f.bearers).To(BeEmpty())
 		})
 	}
+}
+
+// TestAgentReportsProgress: while the agent writes an image it sends
+// running reports with the bytes written (its heartbeat); the image's
+// server holds the second MiB until the engine has heard of the first.
+func TestAgentReportsProgress(t *testing.T) {
+	g := NewWithT(t)
+	img := make([]byte, 2<<20)
+	_, _ = rand.Read(img)
+	heard := make(chan struct{})
+	var once sync.Once
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", strconv.Itoa(len(img)))
+		_, _ = w.Write(img[:1<<20])
+		w.(http.Flusher).Flush()
+		select {
+		case <-heard:
+		case <-r.Context().Done():
+			return
+		}
+		_, _ = w.Write(img[1<<20:])
+	}))
+	defer srv.Close()
+	f := &fakeEngine{ins: &deployapi.Instructions{Action: deployapi.ActionDeploy, Generation: "0000000000000001",
+		Image:           &deployapi.Image{URL: srv.URL + "/os.raw", Checksum: sha256Hex(img), ChecksumType: "sha256"},
+		RootDeviceHints: &deployapi.RootDeviceHints{DeviceName: "/dev/mem"}}}
+	f.onReport = func(rep deployapi.StatusReport) {
+		if rep.Phase == deployapi.PhaseRunning && rep.BytesWritten == 1<<20 {
+			once.Do(func() { close(heard) })
+		}
+	}
+	disk := &simDisk{&memDisk{b: make([]byte, diskSize)}}
+	logs, stop := runAgent(t, f, func(o *Options) {
+		o.Devices, o.ProgressInterval = []BlockDevice{disk}, time.Millisecond
+		o.HTTP = &http.Client{Transport: srv.Client().Transport}
+	})
+	g.Eventually(logs.String, 10*time.Second).Should(ContainSubstring("The engine has the outcome of request 0000000000000001"))
+	stop()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	last := f.reports[len(f.reports)-1]
+	g.Expect(last.Phase).To(Equal(deployapi.PhaseDone), "%s", logs)
+	g.Expect(last.BytesWritten).To(BeEquivalentTo(len(img)))
+	g.Expect(f.reports[0].BytesWritten).To(BeZero(), "the claim")
+	g.Expect(f.reports).To(ContainElement(And(HaveField("Phase", deployapi.PhaseRunning), HaveField("BytesWritten", BeEquivalentTo(1<<20)))))
+	for _, rep := range f.reports[:len(f.reports)-1] {
+		g.Expect(rep.Phase).To(Equal(deployapi.PhaseRunning))
+	}
+	g.Expect(disk.b[:len(img)]).To(Equal(img))
 }

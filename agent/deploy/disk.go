@@ -12,7 +12,10 @@ import (
 	"io"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/metalshift/metalshift/agent/configdrive"
 	deployapi "github.com/metalshift/metalshift/api/deploy/v1"
@@ -90,7 +93,10 @@ func (a *agent) deploy(ctx context.Context, ins *deployapi.Instructions) (string
 	}
 	info := dev.Info()
 	a.opts.Logf("Writing %s to %s for request %s", ins.Image.URL, info.Name, ins.Generation)
-	n, err := WriteImage(ctx, a.opts.HTTP, dev, *ins.Image)
+	var progress atomic.Int64
+	stop := a.heartbeat(ctx, ins, &progress)
+	n, err := writeImage(ctx, a.opts.HTTP, dev, *ins.Image, imageWrite{retryPause: a.opts.PollInterval, progress: &progress, logf: a.opts.Logf})
+	stop()
 	if err != nil {
 		return info.Name, n, err
 	}
@@ -106,8 +112,43 @@ func (a *agent) deploy(ctx context.Context, ins *deployapi.Instructions) (string
 // WriteImage streams the raw image img from its URL to the start of dev,
 // leaving room for a config drive at the end, and verifies its checksum
 // (img.ChecksumType md5, sha256, sha512, or "" / "auto" to tell by the
-// checksum's length). It returns the bytes written.
+// checksum's length). It returns the bytes written. A download that
+// breaks off is an error here: the caller tries again as it sees fit (the
+// deploy agent's own writes resume it, see ImageRetries).
 func WriteImage(ctx context.Context, client *http.Client, dev BlockDevice, img deployapi.Image) (int64, error) {
+	return writeImage(ctx, client, dev, img, imageWrite{retries: -1})
+}
+
+// ImageRetries is how many times in a row the deploy agent resumes a
+// broken image download (the network dropped, the server failed with a
+// 5xx) without a byte of progress before the deploy fails; the pauses
+// between them double from the agent's poll interval up to 30 seconds
+// (about 3 minutes in all with the default 2 s). A download is resumed
+// where it stopped with an HTTP Range request, or started again from the
+// first byte when the server ignores ranges.
+const ImageRetries = 8
+
+// imageWrite are the knobs of an image write.
+type imageWrite struct {
+	// retries is how many times in a row a broken download is resumed
+	// without progress; 0 means ImageRetries, -1 none.
+	retries int
+	// retryPause is the first pause before resuming a download; 0 means 2s.
+	retryPause time.Duration
+	// progress, when set, is updated with the bytes written so far.
+	progress *atomic.Int64
+	// logf, when set, is told about resumed downloads.
+	logf func(format string, args ...any)
+}
+
+// errRetryable marks an error of the download (not of the disk) after
+// which the download can be resumed.
+type errRetryable struct{ err error }
+
+func (e *errRetryable) Error() string { return e.err.Error() }
+func (e *errRetryable) Unwrap() error { return e.err }
+
+func writeImage(ctx context.Context, client *http.Client, dev BlockDevice, img deployapi.Image, w imageWrite) (int64, error) {
 	if img.URL == "" {
 		return 0, errors.New("no image URL")
 	}
@@ -122,27 +163,122 @@ func WriteImage(ctx context.Context, client *http.Client, dev BlockDevice, img d
 	if client == nil {
 		client = http.DefaultClient
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, img.URL, nil)
+	if w.retryPause == 0 {
+		w.retryPause = 2 * time.Second
+	}
+	switch w.retries {
+	case 0:
+		w.retries = ImageRetries
+	case -1:
+		w.retries = 0
+	}
+	limit := info.SizeBytes - configdrive.Reserved
+	var off int64
+	validator := "" // the ETag or Last-Modified of the first answer, for If-Range
+	pause := w.retryPause
+	for failures := 0; ; {
+		start := off
+		n, v, err := downloadFrom(ctx, client, dev, img.URL, h, off, validator, limit, w.progress)
+		if v != "" {
+			validator = v
+		}
+		off = n
+		if err == nil {
+			break
+		}
+		var re *errRetryable
+		if !errors.As(err, &re) || ctx.Err() != nil {
+			return off, err
+		}
+		if off > start {
+			failures, pause = 0, w.retryPause
+		}
+		failures++
+		if failures > w.retries {
+			if w.retries == 0 {
+				return off, err
+			}
+			return off, fmt.Errorf("%w (gave up after %d attempts without progress)", err, w.retries+1)
+		}
+		if w.logf != nil {
+			w.logf("The image download broke off after %d bytes: %v; resuming in %s", off, err, pause)
+		}
+		select {
+		case <-ctx.Done():
+			return off, ctx.Err()
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 30*time.Second)
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); !strings.EqualFold(got, img.Checksum) {
+		return off, fmt.Errorf("image checksum mismatch: got %s, want %s", got, img.Checksum)
+	}
+	return off, nil
+}
+
+// downloadFrom downloads url from byte off on (the bytes before it are on
+// dev and in h already), writing to dev and hashing into h; validator,
+// when set, is sent as If-Range so that a changed image comes whole. A
+// server that answers a range with the whole image makes the write start
+// over (h is reset). It returns the offset reached, the answer's
+// validator, and an error; errRetryable ones are the network's or the
+// server's, worth resuming after.
+func downloadFrom(ctx context.Context, client *http.Client, dev BlockDevice, url string, h hash.Hash, off int64, validator string, limit int64, progress *atomic.Int64) (int64, string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return 0, err
+		return off, "", err
+	}
+	if off > 0 {
+		req.Header.Set("Range", fmt.Sprintf("bytes=%d-", off))
+		if validator != "" {
+			req.Header.Set("If-Range", validator)
+		}
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return 0, fmt.Errorf("downloading the image: %w", err)
+		return off, "", &errRetryable{fmt.Errorf("downloading the image: %w", err)}
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("downloading the image %s: %s", img.URL, resp.Status)
+	v := resp.Header.Get("ETag")
+	if v == "" || strings.HasPrefix(v, "W/") {
+		v = resp.Header.Get("Last-Modified")
 	}
-	limit := info.SizeBytes - configdrive.Reserved
-	n, err := copyToDevice(dev, io.TeeReader(resp.Body, h), limit)
+	switch {
+	case resp.StatusCode == http.StatusOK:
+		if off > 0 {
+			// No range: the whole image again, from the first byte.
+			off = 0
+			h.Reset()
+		}
+	case resp.StatusCode == http.StatusPartialContent && off > 0:
+		if got := contentRangeStart(resp.Header.Get("Content-Range")); got != off {
+			return off, v, fmt.Errorf("downloading the image %s: asked for bytes from %d, got Content-Range %q", url, off, resp.Header.Get("Content-Range"))
+		}
+	case resp.StatusCode >= 500, resp.StatusCode == http.StatusRequestTimeout, resp.StatusCode == http.StatusTooManyRequests:
+		return off, v, &errRetryable{fmt.Errorf("downloading the image %s: %s", url, resp.Status)}
+	default:
+		return off, v, fmt.Errorf("downloading the image %s: %s", url, resp.Status)
+	}
+	n, err := copyToDevice(dev, io.TeeReader(resp.Body, h), off, limit, progress)
+	return n, v, err
+}
+
+// contentRangeStart is the first byte of a Content-Range "bytes a-b/n"; -1
+// when it is not one.
+func contentRangeStart(cr string) int64 {
+	rest, ok := strings.CutPrefix(cr, "bytes ")
+	if !ok {
+		return -1
+	}
+	a, _, ok := strings.Cut(rest, "-")
+	if !ok {
+		return -1
+	}
+	n, err := strconv.ParseInt(a, 10, 64)
 	if err != nil {
-		return n, err
+		return -1
 	}
-	if got := hex.EncodeToString(h.Sum(nil)); !strings.EqualFold(got, img.Checksum) {
-		return n, fmt.Errorf("image checksum mismatch: got %s, want %s", got, img.Checksum)
-	}
-	return n, nil
+	return n
 }
 
 // Flush makes what was written to dev durable when the device can tell
@@ -156,11 +292,14 @@ func Flush(dev BlockDevice) error {
 	return nil
 }
 
-func copyToDevice(dev BlockDevice, r io.Reader, limit int64) (int64, error) {
+// copyToDevice writes r to dev from off on, up to limit, and returns the
+// offset reached. Every byte read is written before an error is returned,
+// so a download resumed from the offset has the hash of what came before;
+// read errors are errRetryable. progress, when set, follows the offset.
+func copyToDevice(dev BlockDevice, r io.Reader, off, limit int64, progress *atomic.Int64) (int64, error) {
 	buf := make([]byte, 1<<20)
-	var off int64
 	for {
-		n, err := io.ReadFull(r, buf)
+		n, err := fill(r, buf)
 		if n > 0 {
 			if off+int64(n) > limit {
 				return off, fmt.Errorf("the image is larger than the disk %s (%d bytes available)", dev.Info().Name, limit)
@@ -169,14 +308,32 @@ func copyToDevice(dev BlockDevice, r io.Reader, limit int64) (int64, error) {
 				return off, fmt.Errorf("writing %s: %w", dev.Info().Name, werr)
 			}
 			off += int64(n)
+			if progress != nil {
+				progress.Store(off)
+			}
 		}
-		if err == io.EOF || err == io.ErrUnexpectedEOF {
+		if err == io.EOF {
 			return off, nil
 		}
 		if err != nil {
-			return off, fmt.Errorf("downloading the image: %w", err)
+			return off, &errRetryable{fmt.Errorf("downloading the image: %w", err)}
 		}
 	}
+}
+
+// fill reads into buf until it is full or r fails; unlike io.ReadFull it
+// returns r's own error, so that a body cut short (io.ErrUnexpectedEOF from
+// the HTTP client) is not taken for the image's end.
+func fill(r io.Reader, buf []byte) (int, error) {
+	n := 0
+	for n < len(buf) {
+		m, err := r.Read(buf[n:])
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
 }
 
 // UnpartitionedConfigDrive is a BlockDevice that takes the config drive of

@@ -543,7 +543,10 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "invalid report: an inspect report carries the inventory", http.StatusBadRequest)
 		return
 	}
-	if prev != nil && prev.Phase == rep.Phase && prev.Message == rep.Message && prev.RootDevice == rep.RootDevice {
+	// A running report with more bytes written is the agent's progress
+	// (its heartbeat while it writes an image): recorded, so that the
+	// report's time says when the agent was last heard of.
+	if prev != nil && prev.Phase == rep.Phase && prev.Message == rep.Message && prev.RootDevice == rep.RootDevice && prev.BytesWritten == rep.BytesWritten {
 		w.WriteHeader(http.StatusAccepted) // a repeated report: nothing new
 		return
 	}

@@ -192,6 +192,12 @@ func TestTokenIsHandedOutOnce(t *testing.T) {
 	running.Session = "agent-session"
 	code, _ = report(t, base, id, tr.Token, running)
 	g.Expect(code).To(Equal(http.StatusAccepted))
+	// The agent's heartbeat while it writes: its progress is recorded.
+	beat := running
+	beat.BytesWritten = 1 << 20
+	code, _ = report(t, base, id, tr.Token, beat)
+	g.Expect(code).To(Equal(http.StatusAccepted))
+	g.Expect(get(g, host).Status.DeployAgent.Report.BytesWritten).To(BeEquivalentTo(1<<20), "a heartbeat's progress is recorded")
 	code, _ = exchange(t, base, id, ticket, "agent-session")
 	g.Expect(code).To(Equal(http.StatusConflict), "once the session has reported, its token is not handed out again")
 	done := running

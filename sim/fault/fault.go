@@ -82,6 +82,13 @@ const (
 	// boot, its agents) fail while it lasts. A decision per HTTP call of
 	// the machine made while its network is up.
 	MachineNetDrop Kind = "machine.netdrop"
+	// MachineDownloadDrop drops a machine's network for the parameter
+	// (default 10s) in the middle of a download: once the first MiB of
+	// the response's body was read, the transfer breaks and the machine's
+	// HTTP calls fail while it lasts. A decision per answer of at least 2
+	// MiB (by its Content-Length) to an HTTP call of the machine, such as
+	// the deploy agent's image download, whatever calls came before it.
+	MachineDownloadDrop Kind = "machine.downloaddrop"
 )
 
 // param is what a kind's parameter is.
@@ -111,6 +118,8 @@ var kinds = map[Kind]kindInfo{
 	IPMIIgnore:       {paramNone, ""},
 	MachinePowerLoss: {paramSize, "512KiB"},
 	MachineNetDrop:   {paramDuration, "10s"},
+
+	MachineDownloadDrop: {paramDuration, "10s"},
 }
 
 // Kinds returns every kind, sorted.

@@ -26,6 +26,12 @@ const (
 	// strandedTokenTimeout is how long the engine waits for the report of
 	// an agent whose token was asked for again by another boot.
 	strandedTokenTimeout = 2 * time.Minute
+	// bootPowerGrace is how long after the engine booted the deploy image
+	// a machine found off, whose agent has not claimed the request, is
+	// taken for one that will not start: a BMC may report the power on
+	// some seconds after it accepted the command (IPMI's power up does
+	// not wait).
+	bootPowerGrace = 2 * time.Minute
 )
 
 // stateHandler runs the work of one state.
@@ -390,6 +396,9 @@ func (r *Reconciler) bootAgent(ctx context.Context, s *hostScope, errType metal3
 		// disk could be written twice. A custom deploy takes what its
 		// method takes (an agent-based install waits for the cluster's
 		// other hosts and its user): it has no timeout.
+		if res := r.checkAgentPower(ctx, s, errType, "it claimed the request"); res != nil {
+			return res
+		}
 		if r.Clock.Since(rep.Time.Time) < agentTimeout || req.Action == deployapi.ActionCustomDeploy {
 			return wait(agentPollInterval)
 		}
@@ -403,6 +412,11 @@ func (r *Reconciler) bootAgent(ctx context.Context, s *hostScope, errType metal3
 		return r.agentTimedOut(s, errType, fmt.Sprintf("The deploy agent token of request %s went to %s, which did not report within %s; a second boot asked for it from %s: booting the deploy agent again for a new request",
 			req.Generation, tok.Source, strandedTokenTimeout, tok.LastRefusalSource))
 	case req.BootedAt != nil:
+		if r.Clock.Since(req.BootedAt.Time) >= bootPowerGrace {
+			if res := r.checkAgentPower(ctx, s, errType, fmt.Sprintf("it was booted at %s", req.BootedAt.UTC().Format(time.RFC3339))); res != nil {
+				return res
+			}
+		}
 		if r.Clock.Since(req.BootedAt.Time) < agentTimeout {
 			return wait(agentPollInterval)
 		}
@@ -462,6 +476,49 @@ func (r *Reconciler) agentTimedOut(s *hostScope, errType metal3v1.ErrorType, msg
 	s.setAgentBooted(false, "AgentTimeout", "The deploy agent did not report in time; booting it again")
 	s.host.Status.DeployAgent = nil
 	return fail(errType, msg)
+}
+
+// checkAgentPower reads the machine's power while the agent of the
+// current request should be running on it (it claimed the request, or it
+// was booted for it bootPowerGrace ago): a machine that is off runs no
+// agent (it lost its power, or someone turned it off), and the request
+// would otherwise wait for agentTimeout. The request is lost: it is
+// dropped, which the host's error and a DeployAgentLost Event say, and the
+// next pass makes a new one, whose agent writes the whole image again
+// (the old request's token dies with it, so nothing of the old boot can
+// write under the new request). A custom deploy is left alone: its method
+// owns the machine, and may power it off or restart it. nil means the
+// agent may still be running; a failed read is taken as that too (the
+// next poll reads again; the report timeout still holds).
+func (r *Reconciler) checkAgentPower(ctx context.Context, s *hostScope, errType metal3v1.ErrorType, how string) actionResult {
+	req := s.host.DeployAgentRequest()
+	if req.Action == deployapi.ActionCustomDeploy {
+		return nil
+	}
+	on, err := s.prov.PowerState(ctx)
+	if err != nil || on {
+		return nil
+	}
+	s.host.Status.PoweredOn = false
+	msg := fmt.Sprintf("The host is powered off while the deploy agent of request %s should be running (%s): the agent is lost (a power loss, or the host was turned off); %s again from the start for a new request",
+		req.Generation, how, agentVerb(req.Action))
+	s.event(corev1.EventTypeWarning, "DeployAgentLost", "DeployAgent", "%s", msg)
+	s.setAgentBooted(false, "AgentLost", msg)
+	s.host.Status.DeployAgent = nil
+	return fail(errType, msg)
+}
+
+// agentVerb says what a new request for action will do, for messages.
+func agentVerb(action string) string {
+	switch action {
+	case deployapi.ActionDeploy:
+		return "writing the image"
+	case deployapi.ActionClean:
+		return "cleaning the disks"
+	case deployapi.ActionInspect:
+		return "inspecting the host"
+	}
+	return "running " + action
 }
 
 // stranded reports whether the host's current request is stuck on a token

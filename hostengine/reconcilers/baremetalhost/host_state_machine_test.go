@@ -247,7 +247,9 @@ func TestHandleProvisioningActsOnTheReportInTheStatus(t *testing.T) {
 	host := newTestHost(metal3v1.StateProvisioning)
 	host.Spec.Online = true
 	host.Spec.Image = &metal3v1.Image{URL: "http://images/os.raw", Checksum: "abc"}
-	f := &fixture.Fixture{}
+	// The machine is on: the running agent's report below is of a boot a
+	// replica that died started.
+	f := &fixture.Fixture{PoweredOn: true}
 	ctx := context.Background()
 	g.Expect(r.handleProvisioning(ctx, scopeFor(host, f))).To(Equal(actionWait{after: time.Millisecond}))
 	gen := host.DeployAgentRequest().Generation
@@ -272,6 +274,76 @@ func TestHandleProvisioningActsOnTheReportInTheStatus(t *testing.T) {
 	g.Expect(f.BootedDisk).To(Equal(1))
 	g.Expect(host.Status.Provisioning.Image).To(Equal(*host.Spec.Image))
 	g.Expect(host.Status.DeployAgent).To(BeNil(), "the finished request is dropped")
+}
+
+// TestHandleProvisioningPowerLoss: a machine found off while the agent
+// that claimed the request should be writing the image lost the request:
+// the engine drops it at once (not after agentTimeout), says so, and
+// makes a new one. A machine found off right after the boot, before its
+// agent claimed the request, is given bootPowerGrace (a BMC reports the
+// power late).
+func TestHandleProvisioningPowerLoss(t *testing.T) {
+	g := NewWithT(t)
+	r, clk := newTestReconciler(t)
+	host := newTestHost(metal3v1.StateProvisioning)
+	host.Spec.Online = true
+	host.Spec.Image = &metal3v1.Image{URL: "http://images/os.raw", Checksum: "abc"}
+	f := &fixture.Fixture{}
+	ctx := context.Background()
+	for range 2 {
+		g.Expect(r.handleProvisioning(ctx, scopeFor(host, f))).To(Equal(actionWait{after: time.Millisecond}))
+	}
+	g.Expect(r.handleProvisioning(ctx, scopeFor(host, f))).To(Equal(actionWait{after: agentPollInterval}))
+	req := host.DeployAgentRequest()
+	g.Expect(req.BootedAt).NotTo(BeNil())
+
+	// Off before the agent claimed the request: within the grace it waits.
+	f.PoweredOn = false
+	clk.Step(bootPowerGrace - time.Second)
+	g.Expect(r.handleProvisioning(ctx, scopeFor(host, f))).To(Equal(actionWait{after: agentPollInterval}))
+	f.PoweredOn = true
+
+	// The agent claimed the request and writes; the power goes.
+	host.Status.DeployAgent.Report = &metal3v1.DeployAgentReport{Generation: req.Generation, Phase: deployapi.PhaseRunning, Session: "s1", Time: metav1.NewTime(clk.Now())}
+	g.Expect(r.handleProvisioning(ctx, scopeFor(host, f))).To(Equal(actionWait{after: agentPollInterval}))
+	f.PoweredOn = false
+	clk.Step(agentPollInterval)
+	res := r.handleProvisioning(ctx, scopeFor(host, f))
+	g.Expect(res).To(BeAssignableToTypeOf(actionError{}))
+	g.Expect(res.(actionError).msg).To(And(ContainSubstring("powered off"), ContainSubstring("request "+req.Generation), ContainSubstring("agent is lost"),
+		ContainSubstring("(it claimed the request)"), ContainSubstring("writing the image again from the start")))
+	g.Expect(host.Status.DeployAgent).To(BeNil(), "the lost request is dropped")
+	c := meta.FindStatusCondition(host.Status.Conditions, DeployAgentBootedCondition)
+	g.Expect(c.Reason).To(Equal("AgentLost"))
+	g.Expect(host.Status.PoweredOn).To(BeFalse())
+
+	// The next pass makes a new request and boots the agent for it.
+	g.Expect(r.handleProvisioning(ctx, scopeFor(host, f))).To(Equal(actionWait{after: time.Millisecond}))
+	g.Expect(host.DeployAgentRequest().Generation).NotTo(Equal(req.Generation))
+	g.Expect(r.handleProvisioning(ctx, scopeFor(host, f))).To(Equal(actionWait{after: time.Millisecond}))
+	g.Expect(r.handleProvisioning(ctx, scopeFor(host, f))).To(Equal(actionWait{after: agentPollInterval}))
+	g.Expect(f.BootedDeploy).To(Equal(2))
+
+	// A machine that stays off after its boot, its agent never claiming
+	// the request, is lost after the grace.
+	f.PoweredOn = false
+	clk.Step(bootPowerGrace)
+	res = r.handleProvisioning(ctx, scopeFor(host, f))
+	g.Expect(res).To(BeAssignableToTypeOf(actionError{}))
+	g.Expect(res.(actionError).msg).To(ContainSubstring("(it was booted at 2026-11-21T12:"))
+
+	// A BMC that does not answer is no evidence: the agent may run.
+	host.Status.DeployAgent = nil
+	f.PoweredOn = true
+	for range 2 {
+		g.Expect(r.handleProvisioning(ctx, scopeFor(host, f))).To(Equal(actionWait{after: time.Millisecond}))
+	}
+	g.Expect(r.handleProvisioning(ctx, scopeFor(host, f))).To(Equal(actionWait{after: agentPollInterval}))
+	req = host.DeployAgentRequest()
+	host.Status.DeployAgent.Report = &metal3v1.DeployAgentReport{Generation: req.Generation, Phase: deployapi.PhaseRunning, Session: "s2", Time: metav1.NewTime(clk.Now())}
+	f.PowerErr = errors.New("BMC unreachable")
+	g.Expect(r.handleProvisioning(ctx, scopeFor(host, f))).To(Equal(actionWait{after: agentPollInterval}))
+	g.Expect(host.DeployAgentRequest().Generation).To(Equal(req.Generation))
 }
 
 func TestHandleProvisioningRefusesSecretsOfAnotherNamespace(t *testing.T) {
