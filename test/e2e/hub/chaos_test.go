@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/metalshift/metalshift/internal/testenv"
+	"github.com/metalshift/metalshift/localcp"
 	"github.com/metalshift/metalshift/test/e2e/ztp"
 )
 
@@ -108,8 +109,14 @@ func installCAPI(t *testing.T, r capiRun) (o capiOutcome) {
 			g.Expect(o.kills).To(BeZero(), "%s: a hub up ended:\n%s", r.name, hubOut)
 			break
 		}
+		// The hub's process and the one the test started (create
+		// cluster, which started the hub as a process of its own, or
+		// the last hub up): the hub's machine died.
 		g.Expect(hubProc.Process.Signal(syscall.SIGKILL)).To(Succeed())
 		<-hubDone
+		if localcp.Running(hubDir) {
+			killHub(g, hubDir)
+		}
 		o.kills++
 		t.Logf("%s: kill %d of %d, %s after the hub process started, %s into the install", r.name, i+1, len(r.kills), after, time.Since(start).Round(time.Second))
 		hubOut.Write([]byte(fmt.Sprintf("--- SIGKILLed after %s; hub up\n", after)))
@@ -118,6 +125,8 @@ func installCAPI(t *testing.T, r capiRun) (o capiOutcome) {
 	if o.kills > 0 {
 		// The install goes on on the last hub up: wait for it there, as
 		// a person does after a crash.
+		out, err = run(t, "hub", "status", "--dir", hubDir, "--wait", "3m")
+		g.Expect(err).NotTo(HaveOccurred(), "%s: %s", r.name, out)
 		out, err = run(t, "wait-for", "install-complete", "--dir", dir, "--timeout", "15m")
 		g.Expect(err).NotTo(HaveOccurred(), "%s: %s", r.name, out)
 		g.Expect(out).To(ContainSubstring("Reached install-complete"))
@@ -136,9 +145,9 @@ func installCAPI(t *testing.T, r capiRun) (o capiOutcome) {
 	g.Expect(strings.Count(out, " Ready ")).To(Equal(r.masters+r.workers), "%s: %s", r.name, out)
 	o.completed = true
 
-	// Nothing orphaned on the hub (it runs still: create cluster's hub
-	// stops with it, so one is started for the check when needed).
-	if isClosed(hubDone) {
+	// Nothing orphaned on the hub (create cluster leaves its hub running;
+	// a hub up the test started may have ended with a kill's timing).
+	if !localcp.Running(hubDir) {
 		startHubProc("hub", "up", "--dir", hubDir)
 		out, err = run(t, "hub", "status", "--dir", hubDir, "--wait", "3m")
 		g.Expect(err).NotTo(HaveOccurred(), "%s", out)

@@ -21,6 +21,7 @@ import (
 
 	controlplanev1 "github.com/metalshift/metalshift/api/controlplane/v1alpha1"
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
+	"github.com/metalshift/metalshift/localcp"
 	"github.com/metalshift/metalshift/manager"
 )
 
@@ -71,11 +72,14 @@ var killPoints = []killPoint{
 	}},
 }
 
-// TestHubKilledMidInstallResumes: the embedded hub (the `create cluster`
-// process) is SIGKILLed at three points of an install; `hub up` on the same
-// directory and `wait-for install-complete` then finish it. Every piece of
-// state the controllers need is in the hub's API, so nothing is lost with
-// the process. 1 master + 1 worker (and the bootstrap node) on 3 hosts.
+// TestHubKilledMidInstallResumes: the embedded hub (the `hub up` process
+// `create cluster` started in the background, and its etcd,
+// kube-apiserver and kube-controller-manager) is SIGKILLed at three points
+// of an install, with `create cluster` itself, as when the hub's machine
+// dies; `hub up` on the same directory and `wait-for install-complete` then
+// finish it. Every piece of state the controllers need is in the hub's API,
+// so nothing is lost with the process. 1 master + 1 worker (and the
+// bootstrap node) on 3 hosts.
 func TestHubKilledMidInstallResumes(t *testing.T) {
 	t.Parallel()
 	for _, kp := range killPoints {
@@ -135,7 +139,8 @@ func killAndResume(t *testing.T, kp killPoint) {
 		"the install did not reach %q:\n%s", kp.name, createOut)
 	g.Expect(create.Process.Signal(syscall.SIGKILL)).To(Succeed())
 	g.Eventually(exited, time.Minute).Should(BeClosed())
-	t.Logf("SIGKILLed the hub at %q; create cluster had printed:\n%s", kp.name, createOut)
+	killHub(g, hubDir)
+	t.Logf("SIGKILLed the hub and create cluster at %q; create cluster had printed:\n%s", kp.name, createOut)
 
 	resumed = exec.Command(metalshiftBin, "hub", "up", "--dir", hubDir)
 	resumedOut := &syncBuffer{}
@@ -169,6 +174,20 @@ func killAndResume(t *testing.T, kp killPoint) {
 			g.Expect(string(data)).NotTo(ContainSubstring(canary), "%s holds a secret", f)
 		}
 	}
+}
+
+// killHub SIGKILLs the hub running in hubDir (the process hub.json names,
+// which holds the directory's lock; its children die with it) and waits
+// until the kernel has released the lock. `create cluster` starts the hub
+// as a process of its own: killing `create cluster` leaves the hub running.
+func killHub(g Gomega, hubDir string) {
+	g.Expect(localcp.Running(hubDir)).To(BeTrue(), "no hub runs in %s", hubDir)
+	st, err := localcp.ReadState(hubDir)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(st.PID).NotTo(BeZero())
+	g.Expect(syscall.Kill(st.PID, syscall.SIGKILL)).To(Succeed())
+	g.Eventually(func() bool { return localcp.Running(hubDir) }, time.Minute, 50*time.Millisecond).Should(BeFalse(),
+		"the hub (pid %d) still holds its directory after SIGKILL", st.PID)
 }
 
 // Canary secrets: they must never leave the hub nor reach a log.
