@@ -41,12 +41,15 @@ type ChaosRow struct {
 	Faults int
 	// Orphans and DoubleWrites found, summed over the runs.
 	Orphans, DoubleWrites int
+	// BMCTrouble is how many hosts had a condition naming BMC trouble,
+	// cleared by the end of their run, summed over the runs.
+	BMCTrouble int
 	// Seeds of the runs that failed ("-" when none did), or of every run.
 	Seeds []string
 }
 
 // ChaosReportHeader is the report's first line, tab-separated as the rows.
-const ChaosReportHeader = "scenario\truns\tcompleted\ttime\tfault-free\tratio\tfaults\torphans\tdisks-written-twice\tseeds"
+const ChaosReportHeader = "scenario\truns\tcompleted\ttime\tfault-free\tratio\tfaults\thosts-bmc-trouble-cleared\torphans\tdisks-written-twice\tseeds"
 
 func (r ChaosRow) String() string {
 	ratio, free := "-", "-"
@@ -58,8 +61,8 @@ func (r ChaosRow) String() string {
 	if seeds == "" {
 		seeds = "-"
 	}
-	return fmt.Sprintf("%s\t%d\t%d\t%s\t%s\t%s\t%d\t%d\t%d\t%s", r.Scenario, r.Runs, r.Completed, r.Took.Round(100*time.Millisecond),
-		free, ratio, r.Faults, r.Orphans, r.DoubleWrites, seeds)
+	return fmt.Sprintf("%s\t%d\t%d\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s", r.Scenario, r.Runs, r.Completed, r.Took.Round(100*time.Millisecond),
+		free, ratio, r.Faults, r.BMCTrouble, r.Orphans, r.DoubleWrites, seeds)
 }
 
 var reportMu sync.Mutex

@@ -19,6 +19,10 @@ var (
 	// ErrNotSupported: the driver cannot do this (e.g. out-of-band
 	// inspection over IPMI).
 	ErrNotSupported = errors.New("not supported by this BMC driver")
+	// ErrTaskStuck: a task the BMC started for an operation did not finish
+	// in the driver's time limit. The operation starts over when called
+	// again.
+	ErrTaskStuck = errors.New("the BMC did not finish its task")
 	// ErrMedia: the BMC could not attach the deploy image.
 	ErrMedia = errors.New("the BMC could not attach the deploy image")
 	// ErrAddressRefused: the hub's BMC egress policy refuses the address

@@ -224,11 +224,13 @@ func (r *Reconciler) run(ctx context.Context, s *hostScope) (ctrl.Result, error)
 			return ctrl.Result{}, reconcile.TerminalError(err)
 		}
 		r.clearError(host)
+		setBMCCondition(host, nil)
 		host.Status.ErrorCount = 0
 		r.transition(ctx, s, res.next)
 		return ctrl.Result{RequeueAfter: time.Millisecond}, nil
 	case actionWait:
 		r.clearError(host)
+		setBMCCondition(host, nil)
 		host.Status.ErrorCount = 0
 		return ctrl.Result{RequeueAfter: res.after}, nil
 	case actionError:
@@ -288,6 +290,7 @@ func (r *Reconciler) recordError(s *hostScope, e actionError) time.Duration {
 	changed := host.Status.ErrorMessage != e.msg || host.Status.ErrorType != e.errType
 	host.Status.ErrorType, host.Status.ErrorMessage = e.errType, e.msg
 	host.Status.OperationalStatus = metal3v1.OperationalStatusError
+	setBMCCondition(host, &e)
 	host.Status.ErrorCount++
 	if changed {
 		now := metav1.NewTime(r.Clock.Now().Truncate(time.Second))

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	. "github.com/onsi/gomega/gstruct"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -15,10 +16,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/conditions"
 
 	"github.com/metalshift/metalshift/agent/configdrive"
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	"github.com/metalshift/metalshift/hostengine"
+	"github.com/metalshift/metalshift/hostengine/reconcilers/baremetalhost"
 	"github.com/metalshift/metalshift/internal/testenv"
 	"github.com/metalshift/metalshift/sim"
 	"github.com/metalshift/metalshift/sim/machine"
@@ -183,10 +186,16 @@ func TestBMCDownThenBack(t *testing.T) {
 		h := get(g, host)
 		g.Expect(h.Status.ErrorMessage).To(ContainSubstring("did not answer"))
 		g.Expect(h.Status.ErrorCount).To(BeNumerically(">=", 2), "retries back off")
+		c := conditions.Get(h, baremetalhost.BMCReachableCondition)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(*c).To(MatchFields(IgnoreExtras, Fields{"Status": Equal(metav1.ConditionFalse), "Reason": Equal(baremetalhost.ReasonBMCNotAnswering),
+			"Message": Equal(h.Status.ErrorMessage)}), "the condition names the BMC trouble while it lasts")
 	}, 30*time.Second).Should(Succeed())
 	lab.BMC.SetFaults(simredfish.Faults{})
 	waitState(t, host, metal3v1.StateAvailable)
 	g.Expect(host.Status.ErrorCount).To(BeZero())
+	g.Expect(conditions.IsTrue(host, baremetalhost.BMCReachableCondition)).To(BeTrue(), "and clears after: %v", host.Status.Conditions)
+	g.Expect(conditions.GetReason(host, baremetalhost.BMCReachableCondition)).To(Equal(baremetalhost.ReasonNoBMCTrouble))
 }
 
 // TestPowerDriftAndReboot: spec.online is enforced; reboot.metal3.io power-cycles once.
@@ -330,9 +339,12 @@ func TestVirtualMediaFault(t *testing.T) {
 		h := get(g, host)
 		g.Expect(h.Status.ErrorType).To(Equal(metal3v1.ProvisioningError))
 		g.Expect(h.Status.ErrorMessage).To(ContainSubstring("could not attach the deploy image"))
+		g.Expect(conditions.IsFalse(h, baremetalhost.BMCReachableCondition)).To(BeTrue())
+		g.Expect(conditions.GetReason(h, baremetalhost.BMCReachableCondition)).To(Equal(baremetalhost.ReasonBMCMediaFailed))
 	}, 60*time.Second).Should(Succeed())
 	m.SetMediaFault(false)
 	waitState(t, host, metal3v1.StateProvisioned)
+	g.Expect(conditions.IsTrue(host, baremetalhost.BMCReachableCondition)).To(BeTrue(), "cleared once the BMC took the image: %v", host.Status.Conditions)
 }
 
 // TestWatchFilter: an engine started with a watch filter (sharding hosts

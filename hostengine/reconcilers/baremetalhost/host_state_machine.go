@@ -127,13 +127,13 @@ func registrationError(s *hostScope, err error) actionResult {
 	addr := metal3v1.RedactBMCAddress(s.host.Spec.BMC.Address)
 	switch {
 	case errors.Is(err, provisioner.ErrAddressRefused):
-		return fail(metal3v1.RegistrationError, fmt.Sprintf("spec.bmc.address %s is refused, nothing was sent to it: %v", addr, err))
+		return failOn(metal3v1.RegistrationError, err, fmt.Sprintf("spec.bmc.address %s is refused, nothing was sent to it: %v", addr, err))
 	case errors.Is(err, provisioner.ErrCredentials):
 		return fail(metal3v1.RegistrationError, fmt.Sprintf("The BMC at %s refused the credentials in Secret %s: fix username and password there", addr, s.host.Spec.BMC.CredentialsName))
 	case errors.Is(err, provisioner.ErrUnreachable):
-		return fail(metal3v1.RegistrationError, fmt.Sprintf("The BMC at %s did not answer: check the address and that it is reachable (%v)", addr, err))
+		return failOn(metal3v1.RegistrationError, err, fmt.Sprintf("The BMC at %s did not answer: check the address and that it is reachable (%v)", addr, err))
 	}
-	return fail(metal3v1.RegistrationError, fmt.Sprintf("Registering with the BMC at %s failed: %v", addr, err))
+	return failOn(metal3v1.RegistrationError, err, fmt.Sprintf("Registering with the BMC at %s failed: %v", addr, err))
 }
 
 // handleInspecting reads the hardware out of band, or takes it from the
@@ -167,7 +167,7 @@ func (r *Reconciler) handleInspecting(ctx context.Context, s *hostScope) actionR
 		return r.inspectInBand(ctx, s)
 	}
 	if err != nil {
-		return fail(metal3v1.InspectionError, fmt.Sprintf("Inspecting over the BMC failed: %v", err))
+		return failOn(metal3v1.InspectionError, err, fmt.Sprintf("Inspecting over the BMC failed: %v", err))
 	}
 	s.host.Status.HardwareDetails = hw
 	if s.host.Spec.Architecture == "" && hw.CPU.Arch != "" {
@@ -196,7 +196,7 @@ func (r *Reconciler) inspectInBand(ctx context.Context, s *hostScope) actionResu
 	// the moment before the engine reboots the host for it.
 	res, err := s.prov.BootDisk(ctx, s.uefi(), false)
 	if err != nil {
-		return fail(metal3v1.InspectionError, fmt.Sprintf("Powering the host off after in-band inspection failed: %v", err))
+		return failOn(metal3v1.InspectionError, err, fmt.Sprintf("Powering the host off after in-band inspection failed: %v", err))
 	}
 	if res.Dirty {
 		return wait(res.RequeueAfter)
@@ -227,7 +227,7 @@ func hardwareFromAnnotation(s *hostScope) actionResult {
 	}
 	hw := &metal3v1.HardwareDetails{}
 	if err := json.Unmarshal([]byte(raw), hw); err != nil {
-		return fail(metal3v1.InspectionError, fmt.Sprintf("Annotation %s is not valid hardware details JSON: %v", metal3v1.HardwareDetailsAnnotation, err))
+		return failOn(metal3v1.InspectionError, err, fmt.Sprintf("Annotation %s is not valid hardware details JSON: %v", metal3v1.HardwareDetailsAnnotation, err))
 	}
 	s.host.Status.HardwareDetails = hw
 	return nil
@@ -309,7 +309,7 @@ func (r *Reconciler) awaitDeploy(ctx context.Context, s *hostScope) actionResult
 	}
 	res, err := s.prov.BootDisk(ctx, s.uefi(), s.host.Spec.Online)
 	if err != nil {
-		return fail(metal3v1.ProvisioningError, fmt.Sprintf("Booting the host from its disk failed: %v", err))
+		return failOn(metal3v1.ProvisioningError, err, fmt.Sprintf("Booting the host from its disk failed: %v", err))
 	}
 	if res.Dirty {
 		return wait(res.RequeueAfter)
@@ -343,9 +343,9 @@ func (r *Reconciler) bootLiveISO(ctx context.Context, s *hostScope) actionResult
 	res, err := s.prov.BootDeployImage(ctx, provisioner.DeployImage{ISOURL: s.host.Spec.Image.URL}, s.uefi())
 	if err != nil {
 		if errors.Is(err, provisioner.ErrMedia) {
-			return fail(metal3v1.ProvisioningError, fmt.Sprintf("The BMC could not attach the live ISO: %v", err))
+			return failOn(metal3v1.ProvisioningError, err, fmt.Sprintf("The BMC could not attach the live ISO: %v", err))
 		}
-		return fail(metal3v1.ProvisioningError, fmt.Sprintf("Booting the live ISO failed: %v", err))
+		return failOn(metal3v1.ProvisioningError, err, fmt.Sprintf("Booting the live ISO failed: %v", err))
 	}
 	if res.Dirty {
 		return wait(res.RequeueAfter)
@@ -441,7 +441,7 @@ func (r *Reconciler) bootAgent(ctx context.Context, s *hostScope, errType metal3
 	}
 	if own {
 		if err := r.Deploy.CheckBootConfig(ctx, s.host); err != nil {
-			return fail(errType, fmt.Sprintf("The deploy image cannot be made for this host: %v", err))
+			return failOn(errType, err, fmt.Sprintf("The deploy image cannot be made for this host: %v", err))
 		}
 		img = r.Deploy.DeployImage(s.host)
 	}
@@ -457,9 +457,9 @@ func (r *Reconciler) bootAgent(ctx context.Context, s *hostScope, errType metal3
 	if err != nil {
 		req.BootStartedAt = nil
 		if errors.Is(err, provisioner.ErrMedia) {
-			return fail(errType, fmt.Sprintf("The BMC could not attach the deploy image: %v", err))
+			return failOn(errType, err, fmt.Sprintf("The BMC could not attach the deploy image: %v", err))
 		}
-		return fail(errType, fmt.Sprintf("Booting the deploy image failed: %v", err))
+		return failOn(errType, err, fmt.Sprintf("Booting the deploy image failed: %v", err))
 	}
 	if res.Dirty {
 		return wait(res.RequeueAfter)
@@ -559,7 +559,7 @@ func (r *Reconciler) handleDeprovisioning(ctx context.Context, s *hostScope) act
 	}
 	res, err := s.prov.BootDisk(ctx, s.uefi(), false)
 	if err != nil {
-		return fail(metal3v1.ProvisioningError, fmt.Sprintf("Powering the host off after deprovisioning failed: %v", err))
+		return failOn(metal3v1.ProvisioningError, err, fmt.Sprintf("Powering the host off after deprovisioning failed: %v", err))
 	}
 	if res.Dirty {
 		return wait(res.RequeueAfter)
@@ -591,7 +591,7 @@ func (r *Reconciler) handlePoweringOffBeforeDelete(ctx context.Context, s *hostS
 		if errors.Is(err, provisioner.ErrCredentials) {
 			return complete(metal3v1.StateDeleting)
 		}
-		return fail(metal3v1.PowerManagementError, fmt.Sprintf("Powering off before delete failed: %v", err))
+		return failOn(metal3v1.PowerManagementError, err, fmt.Sprintf("Powering off before delete failed: %v", err))
 	}
 	if res.Dirty {
 		return wait(res.RequeueAfter)
@@ -615,7 +615,7 @@ func (r *Reconciler) managePower(ctx context.Context, s *hostScope) actionResult
 	if keys := rebootAnnotations(s.host); len(keys) > 0 {
 		res, err := s.prov.Reboot(ctx, rebootSoft(s.host, keys))
 		if err != nil {
-			return fail(metal3v1.PowerManagementError, fmt.Sprintf("Rebooting failed: %v", err))
+			return failOn(metal3v1.PowerManagementError, err, fmt.Sprintf("Rebooting failed: %v", err))
 		}
 		if res.Dirty {
 			return wait(res.RequeueAfter) // the annotations stay until the reboot is done
@@ -630,7 +630,7 @@ func (r *Reconciler) managePower(ctx context.Context, s *hostScope) actionResult
 	}
 	on, err := s.prov.PowerState(ctx)
 	if err != nil {
-		return fail(metal3v1.PowerManagementError, fmt.Sprintf("Reading the power state failed: %v", err))
+		return failOn(metal3v1.PowerManagementError, err, fmt.Sprintf("Reading the power state failed: %v", err))
 	}
 	s.host.Status.PoweredOn = on
 	if on == s.host.Spec.Online {
@@ -643,7 +643,7 @@ func (r *Reconciler) managePower(ctx context.Context, s *hostScope) actionResult
 		res, err = s.prov.PowerOff(ctx)
 	}
 	if err != nil {
-		return fail(metal3v1.PowerManagementError, fmt.Sprintf("Changing the power to online=%t failed: %v", s.host.Spec.Online, err))
+		return failOn(metal3v1.PowerManagementError, err, fmt.Sprintf("Changing the power to online=%t failed: %v", s.host.Spec.Online, err))
 	}
 	if res.Dirty {
 		return wait(res.RequeueAfter)

@@ -43,7 +43,37 @@ const (
 	ReasonTokenAskedAgain = "TokenAskedAgain"
 )
 
-var ownedConditions = []string{ManageableCondition, ProvisionedCondition, DeployAgentBootedCondition, DeployAgentTokenCondition}
+// BMCReachableCondition is metalshift's own condition on a BareMetalHost
+// about its BMC: False while the host's last step failed because of the BMC
+// (it did not answer, answered with an error or timed out: reason
+// BMCNotAnswering; refused the deploy image: BMCMediaFailed; refused the
+// credentials: BMCCredentialsRefused), its message the step's error; True
+// (reason NoBMCTrouble) once a step went through again. It is set once the
+// engine first met trouble, so a host whose BMC never failed has none.
+// status.errorType and errorMessage say the same in baremetal-operator's
+// terms, an Event each time the message changes.
+const (
+	BMCReachableCondition = "BMCReachable"
+
+	ReasonBMCNotAnswering       = "BMCNotAnswering"
+	ReasonBMCMediaFailed        = "BMCMediaFailed"
+	ReasonBMCCredentialsRefused = "BMCCredentialsRefused"
+	ReasonNoBMCTrouble          = "NoBMCTrouble"
+)
+
+var ownedConditions = []string{ManageableCondition, ProvisionedCondition, DeployAgentBootedCondition, DeployAgentTokenCondition, BMCReachableCondition}
+
+// setBMCCondition records in BMCReachable whether the step that just ran
+// failed because of the BMC (e, nil for a step that went through).
+func setBMCCondition(h *metal3v1.BareMetalHost, e *actionError) {
+	switch {
+	case e != nil && e.bmc != "":
+		conditions.Set(h, metav1.Condition{Type: BMCReachableCondition, Status: metav1.ConditionFalse, Reason: e.bmc, Message: e.msg})
+	case conditions.IsFalse(h, BMCReachableCondition) && e == nil:
+		conditions.Set(h, metav1.Condition{Type: BMCReachableCondition, Status: metav1.ConditionTrue, Reason: ReasonNoBMCTrouble,
+			Message: "The BMC answered the host's last step"})
+	}
+}
 
 // errorReason turns an error type into an Event reason.
 func errorReason(t metal3v1.ErrorType) string {

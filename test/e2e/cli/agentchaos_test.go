@@ -118,6 +118,7 @@ func reportZTP(t *testing.T, scenario string, runs int, base ztpRun, next func(s
 		})
 		row.Runs++
 		row.Faults += o.Faults + o.kills
+		row.BMCTrouble += o.BMCTrouble
 		row.Orphans += len(o.Orphans)
 		row.DoubleWrites += len(o.Twice)
 		if ok && o.completed {

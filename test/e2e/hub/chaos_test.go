@@ -43,6 +43,9 @@ type capiOutcome struct {
 	faults, kills int
 	orphans       []string
 	twice         []string
+	// bmcTrouble counts the hosts whose BMCReachable condition was set:
+	// the engine met BMC trouble on them.
+	bmcTrouble int
 }
 
 // installCAPI runs r: the simulator with --console (and --faults), an
@@ -161,6 +164,7 @@ func installCAPI(t *testing.T, r capiRun) (o capiOutcome) {
 		o.orphans, err = testenv.Orphans(context.Background(), cfg, "e2e")
 		return o.orphans, err
 	}, time.Minute, time.Second).Should(BeEmpty(), "%s: objects left orphaned on the hub", r.name)
+	o.bmcTrouble = ztp.BMCTroubleCleared(g, cfg, "e2e")
 	o.twice = testenv.WrittenTwice(testenv.DiskWrites(console.String()))
 	o.faults = o.kills + len(ztp.FiredFault.FindAllString(console.String(), -1))
 	g.Expect(o.twice).To(BeEmpty(), "%s: disks written twice for one request", r.name)
@@ -197,6 +201,7 @@ func reportCAPI(t *testing.T, scenario string, runs int, masters, workers int, n
 		})
 		row.Runs++
 		row.Faults += o.faults
+		row.BMCTrouble += o.bmcTrouble
 		row.Orphans += len(o.orphans)
 		row.DoubleWrites += len(o.twice)
 		if ok && o.completed {
@@ -222,7 +227,7 @@ func TestInstallUnderBMCFaults(t *testing.T) {
 	t.Logf("seed %d (replay: METALSHIFT_CHAOS_SEED=%d)", seed, seed)
 	o := installCAPI(t, capiRun{name: "1+1 under BMC faults", masters: 1, workers: 1, faults: ztp.BMCFaults, seed: seed})
 	NewWithT(t).Expect(o.faults).To(BeNumerically(">", 0), "the BMCs did fail requests")
-	t.Logf("completed in %s with %d faults", o.took.Round(time.Second), o.faults)
+	t.Logf("completed in %s with %d faults; the BMCReachable condition named BMC trouble on %d hosts, and cleared", o.took.Round(time.Second), o.faults, o.bmcTrouble)
 }
 
 // TestChaosCAPIUnderBMCFaults (make chaos): 3 masters and 2 workers through

@@ -87,6 +87,7 @@ func TestChaosLeaderKilledAnywhereZTP(t *testing.T) {
 		})
 		row.Runs++
 		row.Faults += killed
+		row.BMCTrouble += o.BMCTrouble
 		row.Orphans += len(o.Orphans)
 		row.DoubleWrites += len(o.Twice)
 		if ok {

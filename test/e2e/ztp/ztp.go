@@ -20,8 +20,15 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/cluster-api/util/conditions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
+	"github.com/metalshift/metalshift/hostengine/reconcilers/baremetalhost"
 	"github.com/metalshift/metalshift/internal/testenv"
 )
 
@@ -278,11 +285,15 @@ type Outcome struct {
 	// Orphans on the hub; Twice, the machines that wrote their disk more
 	// than once.
 	Orphans, Twice []string
+	// BMCTrouble counts the hosts whose BMCReachable condition named BMC
+	// trouble (cleared since).
+	BMCTrouble int
 }
 
 // WaitAndCheck waits for every install to complete (none failed), then
-// looks for objects orphaned in the clusters' namespaces and machines that
-// wrote their disk twice, and fails the test on any.
+// looks for objects orphaned in the clusters' namespaces, hosts whose BMC
+// trouble has not cleared and machines that wrote their disk twice, and
+// fails the test on any.
 func (l *Lab) WaitAndCheck(t testing.TB, timeout time.Duration) (o Outcome) {
 	t.Helper()
 	g := NewWithT(t)
@@ -303,6 +314,7 @@ func (l *Lab) WaitAndCheck(t testing.TB, timeout time.Duration) (o Outcome) {
 		}
 		g.Expect(o.Orphans).To(BeEmpty(), "objects left orphaned on the hub")
 	}, time.Minute, time.Second).Should(Succeed())
+	o.BMCTrouble = BMCTroubleCleared(g, cfg, l.Names...)
 	writes := map[string][]string{}
 	console := l.Console.String()
 	for _, m := range osWrite.FindAllStringSubmatch(console, -1) {
@@ -362,4 +374,30 @@ func Kills(seed uint64, n int) []time.Duration {
 		kills = append(kills, time.Duration(2000+rng.IntN(12000))*time.Millisecond)
 	}
 	return kills
+}
+
+// BMCTroubleCleared checks, for up to a minute, that no BareMetalHost of
+// the namespaces still has an error or a BMCReachable condition other than
+// True: the BMC trouble the engine met has cleared. It returns how many
+// hosts met some (their condition is set).
+func BMCTroubleCleared(g Gomega, cfg *rest.Config, namespaces ...string) (troubled int) {
+	scheme := runtime.NewScheme()
+	g.Expect(metal3v1.AddToScheme(scheme)).To(Succeed())
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Eventually(func(g Gomega) {
+		troubled = 0
+		for _, ns := range namespaces {
+			hosts := &metal3v1.BareMetalHostList{}
+			g.Expect(c.List(context.Background(), hosts, client.InNamespace(ns))).To(Succeed())
+			for _, h := range hosts.Items {
+				g.Expect(h.Status.ErrorMessage).To(BeEmpty(), "host %s/%s", ns, h.Name)
+				if c := conditions.Get(&h, baremetalhost.BMCReachableCondition); c != nil {
+					troubled++
+					g.Expect(c.Status).To(Equal(metav1.ConditionTrue), "host %s/%s: %s", ns, h.Name, c.Message)
+				}
+			}
+		}
+	}, time.Minute, time.Second).Should(Succeed(), "BMC trouble the hosts' conditions named has cleared")
+	return troubled
 }

@@ -108,8 +108,8 @@ func (d *Driver) await(ctx context.Context) (finished string, running bool, err 
 			d.mu.Lock()
 			d.task = nil
 			d.mu.Unlock()
-			return "", false, fmt.Errorf("the BMC's task %s (%s, step %s) still runs %s after it started (the limit is %s): the operation starts over",
-				t.monitor, t.op, t.step, age.Truncate(time.Second), d.taskTimeout)
+			return "", false, fmt.Errorf("%w: its task %s (%s, step %s) still runs %s after it started (the limit is %s): the operation starts over",
+				provisioner.ErrTaskStuck, t.monitor, t.op, t.step, age.Truncate(time.Second), d.taskTimeout)
 		}
 		return "", true, nil
 	}

@@ -180,6 +180,7 @@ func TestStuckTaskFailsTheStep(t *testing.T) {
 	_, err = d.PowerOn(ctx)
 	g.Expect(err).To(MatchError(ContainSubstring("still runs 5m0s after it started (the limit is 5m0s)")))
 	g.Expect(errors.Is(err, provisioner.ErrUnreachable)).To(BeFalse(), "the BMC answered")
+	g.Expect(errors.Is(err, provisioner.ErrTaskStuck)).To(BeTrue())
 	g.Expect(m.PoweredOn()).To(BeFalse(), "the stuck task did not act")
 
 	g.Expect(d.PowerOn(ctx)).To(Equal(provisioner.Done), "started over: the second reset is not stuck")
