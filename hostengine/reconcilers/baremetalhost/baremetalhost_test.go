@@ -156,7 +156,9 @@ func TestCredentials(t *testing.T) {
 		h := get(g, wrong)
 		g.Expect(h.Status.ErrorType).To(Equal(metal3v1.RegistrationError))
 		g.Expect(h.Status.ErrorMessage).To(ContainSubstring("refused the credentials in Secret host-1-bmc-secret"))
+		g.Expect(conditions.GetReason(h, baremetalhost.BMCReachableCondition)).To(Equal(baremetalhost.ReasonBMCCredentialsRefused))
 	}).Should(Succeed())
+	g.Expect(conditions.Get(get(g, missing), baremetalhost.BMCReachableCondition)).To(BeNil(), "a missing Secret is no BMC trouble")
 
 	sec.Data["password"] = []byte(canary)
 	g.Expect(env.Client.Update(ctx, sec)).To(Succeed())

@@ -129,7 +129,7 @@ func registrationError(s *hostScope, err error) actionResult {
 	case errors.Is(err, provisioner.ErrAddressRefused):
 		return failOn(metal3v1.RegistrationError, err, fmt.Sprintf("spec.bmc.address %s is refused, nothing was sent to it: %v", addr, err))
 	case errors.Is(err, provisioner.ErrCredentials):
-		return fail(metal3v1.RegistrationError, fmt.Sprintf("The BMC at %s refused the credentials in Secret %s: fix username and password there", addr, s.host.Spec.BMC.CredentialsName))
+		return failOn(metal3v1.RegistrationError, err, fmt.Sprintf("The BMC at %s refused the credentials in Secret %s: fix username and password there", addr, s.host.Spec.BMC.CredentialsName))
 	case errors.Is(err, provisioner.ErrUnreachable):
 		return failOn(metal3v1.RegistrationError, err, fmt.Sprintf("The BMC at %s did not answer: check the address and that it is reachable (%v)", addr, err))
 	}
