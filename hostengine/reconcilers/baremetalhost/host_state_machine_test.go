@@ -66,7 +66,8 @@ func TestHandleRegistering(t *testing.T) {
 		{name: "externally provisioned", mutate: func(h *metal3v1.BareMetalHost) { h.Spec.ExternallyProvisioned = true },
 			want: actionComplete{next: metal3v1.StateExternallyProvisioned}, wantGood: true},
 		{name: "wrong credentials", err: provisioner.ErrCredentials,
-			want: actionError{errType: metal3v1.RegistrationError, msg: "The BMC at redfish://bmc/redfish/v1/Systems/1 refused the credentials in Secret creds: fix username and password there"}},
+			want: actionError{errType: metal3v1.RegistrationError, msg: "The BMC at redfish://bmc/redfish/v1/Systems/1 refused the credentials in Secret creds: fix username and password there",
+				bmc: ReasonBMCCredentialsRefused}},
 		{name: "no BMC address", mutate: func(h *metal3v1.BareMetalHost) { h.Spec.BMC.Address = "" }, want: actionComplete{next: metal3v1.StateUnmanaged}},
 		{name: "refused by the BMC egress policy", err: fmt.Errorf("connecting to 127.0.0.1:8000: %w", &egress.RefusedError{Addr: netip.MustParseAddr("127.0.0.1"), Class: "loopback"}),
 			mutate: func(h *metal3v1.BareMetalHost) {
@@ -78,7 +79,8 @@ func TestHandleRegistering(t *testing.T) {
 			mutate: func(h *metal3v1.BareMetalHost) {
 				h.Spec.BMC.Address = "redfish://admin:Ca/na?ry#Pa@ss@bmc/redfish/v1/Systems/1"
 			},
-			want: actionError{errType: metal3v1.RegistrationError, msg: "The BMC at redfish://redacted@bmc/redfish/v1/Systems/1 did not answer: check the address and that it is reachable (the BMC did not answer)"}},
+			want: actionError{errType: metal3v1.RegistrationError, msg: "The BMC at redfish://redacted@bmc/redfish/v1/Systems/1 did not answer: check the address and that it is reachable (the BMC did not answer)",
+				bmc: ReasonBMCNotAnswering}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
