@@ -185,12 +185,21 @@ func TestHubRestoredMidInstall(t *testing.T) {
 	hubDir, restored := filepath.Join(work, "hub"), filepath.Join(work, "restored")
 	hub := hubUp(t, hubDir)
 	lab := &ztp.Lab{Bin: metalshiftBin, Tools: toolsDir, HubDir: hubDir, Kubeconfig: localcp.KubeconfigPath(hubDir)}
-	t.Cleanup(func() {
-		if t.Failed() && lab.Console != nil {
-			out, _ := lab.Kubectl("", "get", "agentclusterinstalls,agents,bmh", "-A", "-o", "wide")
-			t.Logf("hub:\n%s\nsimulators (tail):\n%s", out, tailOf(lab.Console.String(), 20000))
+	// What the hub and the machines say when the test fails, once: before
+	// the hub that runs then stops (cleanups run last first).
+	dumped := false
+	dump := func() {
+		if !t.Failed() || lab.Console == nil || dumped {
+			return
 		}
-	})
+		dumped = true
+		out, _ := lab.Kubectl("", "get", "agentclusterinstalls,agents,bmh", "-A", "-o", "wide")
+		t.Logf("hub:\n%s\nsimulators (tail):\n%s", out, tailOf(lab.Console.String(), 20000))
+		if data, err := os.ReadFile(filepath.Join(filepath.Dir(lab.Kubeconfig), "logs", "manager.log")); err == nil {
+			t.Logf("manager.log of the hub in %s (tail):\n%s", filepath.Dir(lab.Kubeconfig), tailOf(string(data), 30000))
+		}
+	}
+	t.Cleanup(dump)
 	lab.Start(t, ztp.Options{Clusters: 1, Masters: 1, Subnet: 48})
 	name := lab.Names[0]
 	g.Eventually(func() string {
@@ -216,6 +225,7 @@ func TestHubRestoredMidInstall(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	hubUp(t, restored)
 	t.Cleanup(func() { _, _ = metalshift(t, "hub", "down", "--dir", restored) })
+	t.Cleanup(dump)
 	lab.Kubeconfig = localcp.KubeconfigPath(restored)
 	o := lab.WaitAndCheck(t, 10*time.Minute)
 	t.Logf("the install completed on the restored hub; %d faults", o.Faults)
