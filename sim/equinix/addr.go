@@ -1,6 +1,7 @@
 package equinix
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/bits"
@@ -70,12 +71,9 @@ func (p *pool) free(b netip.Prefix) {
 // addOffset is a + off.
 func addOffset(a netip.Addr, off uint64) netip.Addr {
 	b := a.As16()
-	carry := off
-	for i := 15; i >= 0 && carry > 0; i-- {
-		sum := uint64(b[i]) + carry&0xff
-		b[i] = byte(sum)
-		carry = carry>>8 + sum>>8
-	}
+	lo, carry := bits.Add64(binary.BigEndian.Uint64(b[8:]), off, 0)
+	binary.BigEndian.PutUint64(b[:8], binary.BigEndian.Uint64(b[:8])+carry)
+	binary.BigEndian.PutUint64(b[8:], lo)
 	r := netip.AddrFrom16(b)
 	if a.Is4() {
 		return r.Unmap()
@@ -83,25 +81,11 @@ func addOffset(a netip.Addr, off uint64) netip.Addr {
 	return r
 }
 
-// offsetOf is b - a, for b in a's block (at most 64 bits apart).
+// offsetOf is b - a, for b in a's block (less than 2^64 apart).
 func offsetOf(a, b netip.Addr) uint64 {
 	x, y := a.As16(), b.As16()
-	var off uint64
-	borrow := 0
-	diff := [16]byte{}
-	for i := 15; i >= 0; i-- {
-		d := int(y[i]) - int(x[i]) - borrow
-		borrow = 0
-		if d < 0 {
-			d += 256
-			borrow = 1
-		}
-		diff[i] = byte(d)
-	}
-	for i := 8; i < 16; i++ {
-		off = off<<8 | uint64(diff[i])
-	}
-	return off
+	d, _ := bits.Sub64(binary.BigEndian.Uint64(y[8:]), binary.BigEndian.Uint64(x[8:]), 0)
+	return d
 }
 
 // netmask is the dotted (IPv4) or colon (IPv6) form of p's mask.

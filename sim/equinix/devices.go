@@ -1,6 +1,7 @@
 package equinix
 
 import (
+	"encoding/binary"
 	"fmt"
 	"maps"
 	"net/http"
@@ -291,8 +292,9 @@ func (s *Server) createDeviceLocked(p *project, in *equinixapi.DeviceCreateInput
 	}
 	for range 2 {
 		s.macSerial++
-		n := s.macSerial
-		d.macs = append(d.macs, fmt.Sprintf("02:4d:%02x:%02x:%02x:%02x", byte(n>>24), byte(n>>16), byte(n>>8), byte(n)))
+		var n [4]byte
+		binary.BigEndian.PutUint32(n[:], s.macSerial)
+		d.macs = append(d.macs, fmt.Sprintf("02:4d:%02x:%02x:%02x:%02x", n[0], n[1], n[2], n[3]))
 	}
 	s.devices[id] = d
 	return d, nil

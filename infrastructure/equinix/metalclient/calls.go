@@ -139,7 +139,7 @@ func (c *Client) DeviceAction(ctx context.Context, id string, in equinixapi.Devi
 	return c.do(ctx, http.MethodPost, "/devices/"+esc(id)+"/actions", in, nil)
 }
 
-// PowerOn, PowerOff and Reboot are DeviceAction of their type.
+// PowerOn powers a device on.
 func (c *Client) PowerOn(ctx context.Context, id string) error {
 	return c.DeviceAction(ctx, id, equinixapi.DeviceActionInput{Type: equinixapi.ActionPowerOn})
 }
