@@ -306,11 +306,11 @@ func TestCreateValidation(t *testing.T) {
 	}
 	var d equinixapi.Device
 	status, _ := e.call("POST", path, equinixapi.DeviceCreateInput{Facility: equinixapi.StringOrList{"sv15", "any"}, Plan: "c3.small.x86",
-		OperatingSystem: equinixapi.OSCustomIPXE, Userdata: "#!ipxe\nchain http://x/y", HardwareReservationID: equinixapi.HardwareReservationNextAvailable}, &d)
+		OperatingSystem: equinixapi.OSCustomIPXE, Userdata: "#!ipxe\nchain http://x/y"}, &d)
 	g.Expect(status).To(Equal(http.StatusCreated), "iPXE userdata, a facility list")
 	g.Expect(d.Metro.Code).To(Equal("sv"))
 	g.Expect(d.Facility.Code).To(Equal("sv15"))
-	g.Expect(d.HardwareReservation).NotTo(BeNil())
+	g.Expect(d.HardwareReservation).To(BeNil())
 	g.Expect(d.BillingCycle).To(Equal(equinixapi.BillingHourly))
 }
 
@@ -362,4 +362,80 @@ func TestCatalogAndRequestCounts(t *testing.T) {
 		"GET /metal/v1/plans": 1, "GET /metal/v1/locations/metros": 1, "GET /metal/v1/operating-systems": 1,
 		"POST /metal/v1/projects/{id}/devices": 1, "GET /metal/v1/devices/{id}": 2,
 	}))
+}
+
+// TestHardwareReservations: a device runs on the hardware reservation it
+// names, or on the next free one of its plan and metro; one in use, of
+// another project or of another plan is refused with 422 naming the
+// field; a deleted device frees its reservation.
+func TestHardwareReservations(t *testing.T) {
+	g := NewWithT(t)
+	e := newEnv(t, Options{})
+	h1, err := e.s.AddHardwareReservation(e.project, "da", "c3.small.x86")
+	g.Expect(err).NotTo(HaveOccurred())
+	e.clock.Step(time.Second)
+	h2, _ := e.s.AddHardwareReservation(e.project, "da", "c3.small.x86")
+	hm, _ := e.s.AddHardwareReservation(e.project, "da", "m3.small.x86")
+	otherToken := e.s.NewToken()
+	otherProject, _ := e.s.CreateProject(otherToken, "other")
+	ho, _ := e.s.AddHardwareReservation(otherProject.ID, "da", "c3.small.x86")
+	_, err = e.s.AddHardwareReservation(e.project, "zz", "c3.small.x86")
+	g.Expect(err).To(HaveOccurred())
+
+	path := "/metal/v1/projects/" + e.project + "/devices"
+	in := func(hostname, hw string) equinixapi.DeviceCreateInput {
+		return equinixapi.DeviceCreateInput{Metro: "da", Plan: "c3.small.x86", OperatingSystem: "rocky_9", Hostname: hostname, HardwareReservationID: hw}
+	}
+	var d2 equinixapi.Device
+	status, _ := e.call("POST", path, in("hw-2", h2), &d2)
+	g.Expect(status).To(Equal(http.StatusCreated))
+	g.Expect(d2.HardwareReservation.ID).To(Equal(h2), "the one named")
+	var dn equinixapi.Device
+	status, _ = e.call("POST", path, in("hw-n", equinixapi.HardwareReservationNextAvailable), &dn)
+	g.Expect(status).To(Equal(http.StatusCreated))
+	g.Expect(dn.HardwareReservation.ID).To(Equal(h1), "the free one")
+	status, errs := e.errorsOf("POST", path, in("hw-x", equinixapi.HardwareReservationNextAvailable))
+	g.Expect(status).To(Equal(http.StatusUnprocessableEntity))
+	g.Expect(errs[0]).To(ContainSubstring("no available hardware reservations"))
+	for hw, want := range map[string]string{h2: "in use by device " + d2.ID, ho: "not a hardware reservation of the project", hm: "is a m3.small.x86 in da"} {
+		status, errs := e.errorsOf("POST", path, in("hw-y", hw))
+		g.Expect(status).To(Equal(http.StatusUnprocessableEntity), want)
+		g.Expect(errs[0]).To(ContainSubstring("hardware_reservation_id"))
+		g.Expect(errs[0]).To(ContainSubstring(want))
+	}
+
+	var l equinixapi.HardwareReservationList
+	e.call("GET", "/metal/v1/projects/"+e.project+"/hardware-reservations", nil, &l)
+	g.Expect(l.HardwareReservations).To(HaveLen(3))
+	g.Expect(l.HardwareReservations[0].Device.ID).To(Equal(dn.ID))
+	for _, h := range l.HardwareReservations {
+		g.Expect(h.Provisionable).To(Equal(h.ID == hm), h.ID)
+	}
+	status, _ = e.call("GET", "/metal/v1/hardware-reservations/"+ho, nil, nil)
+	g.Expect(status).To(Equal(http.StatusForbidden))
+
+	e.call("DELETE", "/metal/v1/devices/"+d2.ID, nil, nil)
+	e.clock.Step(testTimings.Deprovisioning)
+	var h equinixapi.HardwareReservation
+	e.call("GET", "/metal/v1/hardware-reservations/"+h2, nil, &h)
+	g.Expect(h.Provisionable).To(BeTrue(), "freed with its device")
+	g.Expect(h.Device).To(BeNil())
+}
+
+// TestForbidFailed: with the option, a failed device answers 403, as
+// the archived provider assumed; without it, 200 with state failed.
+func TestForbidFailed(t *testing.T) {
+	g := NewWithT(t)
+	for _, forbid := range []bool{false, true} {
+		e := newEnv(t, Options{ForbidFailed: forbid, Faults: mustPlan("equinix.failed=@1")})
+		d := e.create("ff-0")
+		e.clock.Step(time.Hour)
+		got, status := e.device(d.ID)
+		if forbid {
+			g.Expect(status).To(Equal(http.StatusForbidden))
+			continue
+		}
+		g.Expect(status).To(Equal(http.StatusOK))
+		g.Expect(got.State).To(Equal(equinixapi.StateFailed))
+	}
 }

@@ -252,6 +252,10 @@ func (s *Server) createDeviceLocked(p *project, in *equinixapi.DeviceCreateInput
 	if s.opts.Faults.For(hostname).Decide(fault.EquinixNoHardware).Fired() {
 		return nil, unprocessable(fmt.Sprintf("no available hardware: the %s metro has no %s server that can be provisioned", metro, in.Plan))
 	}
+	hw, herr := s.findHardware(p.id, metro, findPlan(in.Plan).Slug, in.HardwareReservationID)
+	if herr != nil {
+		return nil, herr
+	}
 	d := &device{
 		id: id, project: p.id, hostname: hostname, description: in.Description, state: equinixapi.StateQueued,
 		until: now.Add(s.opts.Timings.Queued), tags: slices.Clone(in.Tags), billing: in.BillingCycle, alwaysPXE: in.AlwaysPXE,
@@ -264,13 +268,6 @@ func (s *Server) createDeviceLocked(p *project, in *equinixapi.DeviceCreateInput
 	}
 	if d.billing == "" {
 		d.billing = equinixapi.BillingHourly
-	}
-	switch r := in.HardwareReservationID; r {
-	case "":
-	case equinixapi.HardwareReservationNextAvailable:
-		d.hardwareReservation = uuidFrom(id, "hardware-reservation")
-	default:
-		d.hardwareReservation = r
 	}
 	for _, b := range []struct {
 		pool           *pool
@@ -296,6 +293,9 @@ func (s *Server) createDeviceLocked(p *project, in *equinixapi.DeviceCreateInput
 		binary.BigEndian.PutUint32(n[:], s.macSerial)
 		d.macs = append(d.macs, fmt.Sprintf("02:4d:%02x:%02x:%02x:%02x", n[0], n[1], n[2], n[3]))
 	}
+	if hw != nil {
+		hw.device, d.hardwareReservation = id, hw.id
+	}
 	s.devices[id] = d
 	return d, nil
 }
@@ -319,6 +319,9 @@ func (s *Server) getDevice(w http.ResponseWriter, r *http.Request) {
 		d, err := s.deviceFor(token(r), r.PathValue("id"))
 		if err != nil {
 			return nil, err
+		}
+		if s.opts.ForbidFailed && d.state == equinixapi.StateFailed {
+			return nil, forbidden()
 		}
 		return s.apiDevice(d), nil
 	})
@@ -580,6 +583,9 @@ func (s *Server) advanceLocked(now time.Time) {
 			next.state = equinixapi.StateActive
 		case equinixapi.StateDeprovisioning:
 			s.freeOwn(next)
+			if h := s.hardware[next.hardwareReservation]; h != nil && h.device == next.id {
+				h.device = ""
+			}
 			delete(s.devices, next.id)
 		}
 	}

@@ -19,6 +19,8 @@
 //     refused with 422 over the project's quota), assignments of their
 //     addresses to devices, unassigning and releasing (refused while a
 //     block has assignments), tags on reservations;
+//   - hardware reservations (AddHardwareReservation) that devices run on,
+//     by ID or "next-available";
 //   - the catalog: plans, metros, operating systems;
 //   - the rate-limit headers on every answer, and 429 once a key has made
 //     Options.RateLimit calls in a window;

@@ -128,6 +128,10 @@ type Options struct {
 	// Machines, when set, is told when devices provision, change power
 	// and go.
 	Machines Machines
+	// ForbidFailed answers a GET of a failed device with 403, as the
+	// archived Cluster API provider assumed the API does (it took 403 for
+	// a failed provisioning): a provider can be tested against both.
+	ForbidFailed bool
 }
 
 // Server is the emulator. Create it with New; serve Handler (the API and
@@ -142,6 +146,7 @@ type Server struct {
 	devices   map[string]*device
 	ips       map[string]*reservation // by reservation ID
 	assigned  map[string]*assignment  // by assignment ID (devices' own addresses too)
+	hardware  map[string]*hardware
 	private   *pool
 	public    *pool
 	elastic   *pool
@@ -155,6 +160,7 @@ type Server struct {
 	servers             []*http.Server
 	stop                chan struct{}
 	done                sync.WaitGroup
+	closeOnce           sync.Once
 }
 
 type window struct {
@@ -193,7 +199,7 @@ func New(opts Options) *Server {
 	return &Server{
 		opts: opts, clock: opts.Clock,
 		tokens: map[string]bool{}, projects: map[string]*project{}, devices: map[string]*device{},
-		ips: map[string]*reservation{}, assigned: map[string]*assignment{},
+		ips: map[string]*reservation{}, assigned: map[string]*assignment{}, hardware: map[string]*hardware{},
 		private: newPool(opts.PrivateBlock), public: newPool(opts.PublicBlock),
 		elastic: newPool(opts.ElasticBlock), ipv6: newPool(opts.IPv6Block),
 		windows: map[string]*window{}, requests: map[string]int{},
@@ -282,6 +288,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET "+p+"/ips/{id}", s.getIP)
 	mux.HandleFunc("PATCH "+p+"/ips/{id}", s.updateIP)
 	mux.HandleFunc("DELETE "+p+"/ips/{id}", s.deleteIP)
+	mux.HandleFunc("GET "+p+"/projects/{id}/hardware-reservations", s.listHardware)
+	mux.HandleFunc("GET "+p+"/hardware-reservations/{id}", s.getHardware)
 	mux.HandleFunc("GET "+p+"/plans", s.listPlans)
 	mux.HandleFunc("GET "+p+"/locations/metros", s.listMetros)
 	mux.HandleFunc("GET "+p+"/operating-systems", s.listOperatingSystems)
@@ -404,15 +412,17 @@ func (s *Server) MetadataURL() string {
 
 // Close stops the listeners Start started.
 func (s *Server) Close() {
-	if s.stop != nil {
-		close(s.stop)
-	}
-	for _, srv := range s.servers {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_ = srv.Shutdown(ctx)
-		cancel()
-	}
-	s.done.Wait()
+	s.closeOnce.Do(func() {
+		if s.stop != nil {
+			close(s.stop)
+		}
+		for _, srv := range s.servers {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			_ = srv.Shutdown(ctx)
+			cancel()
+		}
+		s.done.Wait()
+	})
 }
 
 func newID() string { return uuid.NewString() }

@@ -15,7 +15,7 @@
 //	POST            /metal/v1/devices/{id}/actions     ← DeviceActionInput → 202
 //	GET/POST        /metal/v1/devices/{id}/ips         ← IPAssignmentInput → 201 IPAssignment; IPAssignmentList
 //	GET/POST        /metal/v1/projects/{id}/ips        ← IPReservationRequest → 201 IPReservation; IPReservationList
-//	GET/PATCH/DELETE /metal/v1/ips/{id}                DELETE: an assignment is unassigned, a reservation released
+//	GET/PATCH/DELETE /metal/v1/ips/{id}               DELETE: an assignment is unassigned, a reservation released
 //	GET             /metal/v1/plans, /metal/v1/locations/metros, /metal/v1/operating-systems
 //
 // Lists carry a Meta block for their pages. Errors are an ErrorResponse.

@@ -262,6 +262,30 @@ const (
 	PortTypeBond = "NetworkBondPort"
 )
 
+// HardwareReservation is a server reserved for a project: a device
+// created with its ID (or with HardwareReservationNextAvailable) runs on
+// it.
+type HardwareReservation struct {
+	ID        string    `json:"id"`
+	Href      string    `json:"href"`
+	ShortID   string    `json:"short_id"`
+	Plan      *Plan     `json:"plan,omitempty"`
+	Metro     *Metro    `json:"metro,omitempty"`
+	Facility  *Facility `json:"facility,omitempty"`
+	Project   *Href     `json:"project,omitempty"`
+	Device    *Href     `json:"device,omitempty"`
+	Spare     bool      `json:"spare"`
+	CreatedAt time.Time `json:"created_at"`
+	// Provisionable says no device runs on it.
+	Provisionable bool `json:"provisionable"`
+}
+
+// HardwareReservationList is a page of a project's hardware reservations.
+type HardwareReservationList struct {
+	HardwareReservations []HardwareReservation `json:"hardware_reservations"`
+	Meta                 Meta                  `json:"meta"`
+}
+
 // DeviceList is a page of devices.
 type DeviceList struct {
 	Devices []Device `json:"devices"`

@@ -272,3 +272,26 @@ func (c *Client) ListOperatingSystems(ctx context.Context) ([]equinixapi.Operati
 	err := c.do(ctx, http.MethodGet, "/operating-systems", nil, &l)
 	return l.OperatingSystems, err
 }
+
+// ListHardwareReservations lists a project's hardware reservations,
+// reading every page.
+func (c *Client) ListHardwareReservations(ctx context.Context, projectID string) ([]equinixapi.HardwareReservation, error) {
+	var all []equinixapi.HardwareReservation
+	path := "/projects/" + esc(projectID) + "/hardware-reservations"
+	err := c.pages(ctx, nil, func(query string) (equinixapi.Meta, error) {
+		var l equinixapi.HardwareReservationList
+		err := c.do(ctx, http.MethodGet, path+"?"+query, nil, &l)
+		all = append(all, l.HardwareReservations...)
+		return l.Meta, err
+	})
+	return all, err
+}
+
+// GetHardwareReservation reads a hardware reservation.
+func (c *Client) GetHardwareReservation(ctx context.Context, id string) (*equinixapi.HardwareReservation, error) {
+	var h equinixapi.HardwareReservation
+	if err := c.do(ctx, http.MethodGet, "/hardware-reservations/"+esc(id), nil, &h); err != nil {
+		return nil, err
+	}
+	return &h, nil
+}
