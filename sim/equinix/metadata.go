@@ -1,6 +1,7 @@
 package equinix
 
 import (
+	"encoding/json"
 	"maps"
 	"net"
 	"net/http"
@@ -73,8 +74,8 @@ func (s *Server) metadata(d *device) equinixapi.Metadata {
 		ID: d.id, Hostname: d.hostname, IQN: "iqn.2026-01.net.metalshift:device." + d.id[:8], Plan: d.plan, Class: d.plan,
 		Metro: d.metro, Facility: d.fac, State: d.state, Tags: append([]string{}, d.tags...),
 		SSHKeys: append([]string{}, s.opts.SSHKeys...), Customdata: maps.Clone(d.customdata),
-		PrivateSubnets: []string{s.opts.PrivateBlock.String()},
-		Network:        equinixapi.MetadataNetwork{Bonding: equinixapi.MetadataBonding{Mode: equinixapi.BondModeLACP}},
+		PrivateSubnets: []string{s.opts.PrivateBlock.String()}, Volumes: []json.RawMessage{},
+		Network: equinixapi.MetadataNetwork{Bonding: equinixapi.MetadataBonding{Mode: equinixapi.BondModeLACP}},
 	}
 	if md.Customdata == nil {
 		md.Customdata = map[string]any{}
