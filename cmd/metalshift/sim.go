@@ -50,7 +50,7 @@ type simBMCOptions struct {
 func newSimCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "sim",
-		Short: "Run simulated hardware behind real protocols (Redfish BMCs, machines that boot what they are told)",
+		Short: "Run simulated hardware behind real protocols (Redfish BMCs, machines that boot what they are told, the Equinix Metal API)",
 	}
 	o := &simBMCOptions{}
 	bmc := &cobra.Command{
@@ -122,7 +122,7 @@ is chosen and printed: give it to replay the same faults.`,
 	f.StringToStringVar(&o.hostAnnotations, "host-annotation", nil, "Annotations of the printed BareMetalHosts, key=value (e.g. bmac.agent-install.openshift.io/role=master)")
 	f.StringVar(&o.faults, "faults", "", "Fault plan of the BMCs and machines, e.g. 'seed=1234,redfish.5xx=10%,machine.netdrop=@20:30s' (see above)")
 	f.StringToStringVar(&o.addHosts, "add-host", nil, "Records of the simulated network's DNS, name=IP: the names machines reach the hub's servers at (e.g. the ignition server's, which its certificate carries)")
-	cmd.AddCommand(bmc, newSimImageCommand())
+	cmd.AddCommand(bmc, newSimImageCommand(), newSimEquinixCommand())
 	return cmd
 }
 

@@ -1,7 +1,9 @@
 // Package fault is the simulator's fault plan: which faults the emulators
-// (the Redfish BMCs, the IPMI BMCs, the machines) inject, when, and with
-// which seed. One syntax serves the `metalshift sim bmc --faults` flag and
-// in-process tests (sim.LabOptions.Faults):
+// (the Redfish BMCs, the IPMI BMCs, the machines, the Equinix Metal API
+// and its devices) inject, when, and with which seed. One syntax serves
+// the `metalshift sim bmc --faults` and `metalshift sim equinix --faults`
+// flags and in-process tests (sim.LabOptions.Faults,
+// sim/equinix.Options.Faults):
 //
 //	seed=1234,redfish.5xx=10%,redfish.hang[host-1]=@3,machine.netdrop=5-:20s
 //
@@ -89,6 +91,23 @@ const (
 	// MiB (by its Content-Length) to an HTTP call of the machine, such as
 	// the deploy agent's image download, whatever calls came before it.
 	MachineDownloadDrop Kind = "machine.downloaddrop"
+	// Equinix5xx answers a request to the Equinix Metal emulator's API
+	// with a 5xx error (the parameter: the status, default 500) and does
+	// nothing. A decision per authenticated request, on the emulator's
+	// endpoint (sim/equinix.EndpointID).
+	Equinix5xx Kind = "equinix.5xx"
+	// EquinixSlowProvision makes a device of the Equinix Metal emulator
+	// provision longer by the parameter (default 5m). A decision per
+	// provisioning (a create or a reinstall), on the device's hostname.
+	EquinixSlowProvision Kind = "equinix.slowprovision"
+	// EquinixNoHardware refuses a device create with 422 "no available
+	// hardware" and creates nothing. A decision per create, on the
+	// hostname asked for.
+	EquinixNoHardware Kind = "equinix.nohardware"
+	// EquinixFailed makes a device end failed instead of active: its
+	// provisioning never reaches a machine. A decision per provisioning
+	// (a create or a reinstall), on the device's hostname.
+	EquinixFailed Kind = "equinix.failed"
 )
 
 // param is what a kind's parameter is.
@@ -120,6 +139,11 @@ var kinds = map[Kind]kindInfo{
 	MachineNetDrop:   {paramDuration, "10s"},
 
 	MachineDownloadDrop: {paramDuration, "10s"},
+
+	Equinix5xx:           {paramStatus, "500"},
+	EquinixSlowProvision: {paramDuration, "5m"},
+	EquinixNoHardware:    {paramNone, ""},
+	EquinixFailed:        {paramNone, ""},
 }
 
 // Kinds returns every kind, sorted.
@@ -184,8 +208,9 @@ type Plan struct {
 //	<n>-<m> the n-th through the m-th decision
 //	<n>-    every decision from the n-th on
 //
-// and <param> a status (redfish.5xx), a duration (redfish.hang,
-// redfish.slowpower, machine.netdrop: 5s, 1m30s) or a size
+// and <param> a status (redfish.5xx, equinix.5xx), a duration
+// (redfish.hang, redfish.slowpower, machine.netdrop,
+// equinix.slowprovision: 5s, 1m30s) or a size
 // (machine.powerloss: 4096, 64KiB, 1MiB). An empty plan injects nothing.
 // Errors name the item at fault.
 func Parse(s string) (*Plan, error) {
@@ -488,10 +513,10 @@ type Fault struct {
 	// N is the number of the decision (from 1) among the emulator's
 	// decisions of Kind.
 	N int
-	// Status is redfish.5xx's status.
+	// Status is the status of redfish.5xx and equinix.5xx.
 	Status int
-	// Duration is the parameter of redfish.hang, redfish.slowpower and
-	// machine.netdrop.
+	// Duration is the parameter of redfish.hang, redfish.slowpower,
+	// machine.netdrop, machine.downloaddrop and equinix.slowprovision.
 	Duration time.Duration
 	// Bytes is machine.powerloss's parameter.
 	Bytes int64

@@ -22,6 +22,7 @@ func TestParse(t *testing.T) {
 		{"redfish.slowpower=50%:2s,redfish.media=@1,redfish.task=1-", "redfish.media=@1,redfish.slowpower=50%:2s,redfish.task=1-"},
 		{"seed=18446744073709551615", "seed=18446744073709551615"},
 		{"redfish.hang[host-1]=@3,redfish.hang=10%,redfish.5xx[host-0]=1-", "redfish.5xx[host-0]=1-,redfish.hang=10%,redfish.hang[host-1]=@3"},
+		{"equinix.5xx=10%:503,equinix.slowprovision=@1:2m,equinix.nohardware[worker-0]=@1,equinix.failed=2-3", "equinix.5xx=10%:503,equinix.failed=2-3,equinix.nohardware[worker-0]=@1,equinix.slowprovision=@1:2m"},
 	} {
 		p, err := Parse(tc.plan)
 		if err != nil {
@@ -67,6 +68,9 @@ func TestParseErrorsNameTheItem(t *testing.T) {
 		{"ipmi.fail[h-1=@1", "ipmi.fail[h-1=@1", "to name one emulator"},
 		{"ipmi.fail[]=@1", "ipmi.fail[]=@1", "to name one emulator"},
 		{"ipmi.fial[h-1]=@1", "ipmi.fial[h-1]=@1", "unknown kind"},
+		{"equinix.5xx=10%:429", "equinix.5xx=10%:429", "500 to 599"},
+		{"equinix.failed=@1:5s", "equinix.failed=@1:5s", "takes no parameter"},
+		{"equinix.slowprovision=@1:later", "equinix.slowprovision=@1:later", "positive duration"},
 	} {
 		_, err := Parse(tc.plan)
 		if err == nil {
@@ -90,6 +94,11 @@ func TestDefaultsAndParams(t *testing.T) {
 	g.Expect(d.Decide(RedfishSlowPower).Duration).To(Equal(10 * time.Second))
 	g.Expect(d.Decide(RedfishReset).Fired()).To(BeFalse(), "not in the plan")
 	g.Expect(p.Fired(Redfish5xx)).To(Equal(1))
+	e := MustParse("equinix.5xx=100%,equinix.slowprovision=100%,equinix.nohardware=@1,equinix.failed=@1").For("master-0")
+	g.Expect(e.Decide(Equinix5xx)).To(Equal(Fault{Kind: Equinix5xx, N: 1, Status: 500}))
+	g.Expect(e.Decide(EquinixSlowProvision).Duration).To(Equal(5 * time.Minute))
+	g.Expect(e.Decide(EquinixNoHardware)).To(Equal(Fault{Kind: EquinixNoHardware, N: 1}))
+	g.Expect(e.Decide(EquinixFailed).Fired()).To(BeTrue())
 	var nilPlan *Plan
 	g.Expect(nilPlan.For("x").Decide(Redfish5xx).Fired()).To(BeFalse())
 	g.Expect(nilPlan.String()).To(BeEmpty())
