@@ -39,6 +39,18 @@ func TestFiles(t *testing.T) {
 	g.Expect(a.code).To(Equal(http.StatusConflict), a.body)
 	g.Expect(a.body).To(ContainSubstring(`host ` + hostA + ` is not downloading its installation files (state \"known\", stage \"\")`))
 
+	// A host running an install step the hub has no record of (a hub
+	// restored from a backup taken while the install was prepared): not
+	// yet, to be asked again, not a refusal that fails the install.
+	setState(g, in.ns, hostA, hoststate.StatusPreparingSuccessful, assistedapi.StageInstalling)
+	a = file(cluster, masterA, assistedapi.HostKeyHeader, credA)
+	g.Expect(a.code).To(Equal(http.StatusServiceUnavailable), a.body)
+	g.Expect(a.header.Get("Retry-After")).To(Equal("5"))
+	g.Expect(a.body).To(ContainSubstring(`its install has not started on the hub yet (state \"preparing-successful\")`))
+	g.Expect(a.body).NotTo(ContainSubstring("ignition"))
+	a = file(cluster, masterA, assistedapi.HostKeyHeader, credB)
+	g.Expect(a.code).To(Equal(http.StatusUnauthorized), "another host's credential is refused first: %s", a.body)
+
 	setState(g, in.ns, hostA, hoststate.StatusInstalling, "")
 	setState(g, in.ns, hostB, hoststate.StatusInstallingInProgress, assistedapi.StageInstalling)
 	for name, tc := range map[string]struct {

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	agentinstallv1 "github.com/metalshift/metalshift/api/agentinstall/v1beta1"
 	assistedapi "github.com/metalshift/metalshift/api/assisted/v2"
+	"github.com/metalshift/metalshift/assisted/pkg/hoststate"
 	"github.com/metalshift/metalshift/assisted/pkg/installstate"
 	"github.com/metalshift/metalshift/assisted/pkg/record"
 )
@@ -75,6 +77,17 @@ func (s *Server) files(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if stage := assistedapi.HostStage(a.Status.Progress.CurrentStage); preparing(record.State(a)) && fetchStage(stage) && stage != "" {
+		// The host runs an install step the hub has no record of handing
+		// out: the hub was restored from a backup taken while the install
+		// was being prepared. The hub starts the host's install again
+		// (its state moves to installing) and the download can go on
+		// then: "not yet", not a refusal that would fail the install.
+		w.Header().Set("Retry-After", strconv.Itoa(filesRetryAfter))
+		apiError(w, http.StatusServiceUnavailable, fmt.Sprintf("host %s reports stage %q but its install has not started on the hub yet (state %q): try again",
+			a.Name, stage, record.State(a)))
+		return
+	}
 	if !installing(record.State(a)) || !fetchStage(assistedapi.HostStage(a.Status.Progress.CurrentStage)) {
 		apiError(w, http.StatusConflict, fmt.Sprintf("host %s is not downloading its installation files (state %q, stage %q)",
 			a.Name, record.State(a), a.Status.Progress.CurrentStage))
@@ -94,6 +107,16 @@ func (s *Server) files(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/vnd.coreos.ignition+json")
 	w.Header().Set("Cache-Control", "no-store")
 	_, _ = w.Write(data)
+}
+
+// filesRetryAfter is the pause, in seconds, a host asks again after for
+// files its install is not started for yet.
+const filesRetryAfter = 5
+
+// preparing tells whether a host is in the install's preparation, from
+// which the hub starts its install.
+func preparing(state string) bool {
+	return state == hoststate.StatusPreparingForInstallation || state == hoststate.StatusPreparingSuccessful
 }
 
 // fetchStage tells whether a host reporting stage may still download its
