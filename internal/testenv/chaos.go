@@ -79,11 +79,11 @@ func ReportChaos(t testing.TB, row ChaosRow) {
 	reportMu.Lock()
 	defer reportMu.Unlock()
 	// The first writer (of every test process of the run) writes the header.
-	if f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644); err == nil {
+	if f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600); err == nil {
 		_, _ = fmt.Fprintln(f, ChaosReportHeader)
 		_ = f.Close()
 	}
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0o644)
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
 		t.Errorf("writing the chaos report: %v", err)
 		return

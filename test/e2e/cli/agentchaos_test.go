@@ -83,7 +83,7 @@ func installZTP(t *testing.T, r ztpRun) (o ztpOutcome) {
 		<-hubDone
 		o.kills++
 		t.Logf("%s: kill %d of %d, %s after the hub process started, %s into the run", r.name, i+1, len(r.kills), after, time.Since(start).Round(time.Second))
-		_, _ = hubOut.Write([]byte(fmt.Sprintf("--- SIGKILLed after %s; hub up\n", after)))
+		_, _ = fmt.Fprintf(hubOut, "--- SIGKILLed after %s; hub up\n", after)
 		startHub()
 	}
 	o.Outcome = lab.WaitAndCheck(t, 15*time.Minute)

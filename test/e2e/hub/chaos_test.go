@@ -122,7 +122,7 @@ func installCAPI(t *testing.T, r capiRun) (o capiOutcome) {
 		}
 		o.kills++
 		t.Logf("%s: kill %d of %d, %s after the hub process started, %s into the install", r.name, i+1, len(r.kills), after, time.Since(start).Round(time.Second))
-		hubOut.Write([]byte(fmt.Sprintf("--- SIGKILLed after %s; hub up\n", after)))
+		_, _ = fmt.Fprintf(hubOut, "--- SIGKILLed after %s; hub up\n", after)
 		startHubProc("hub", "up", "--dir", hubDir)
 	}
 	if o.kills > 0 {

@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -193,7 +193,7 @@ func (l *Lab) Kubectl(stdin string, args ...string) (string, error) {
 // processes stop when the test ends.
 func (l *Lab) Start(t testing.TB, o Options) {
 	t.Helper()
-	g := NewWithT(t)
+	g := gomega.NewWithT(t)
 	dir := t.TempDir()
 	if l.Console == nil {
 		l.Console = &Buffer{}
@@ -201,14 +201,14 @@ func (l *Lab) Start(t testing.TB, o Options) {
 	imageEnv := filepath.Join(dir, "image.env")
 	l.background(t, "sim", "image", "--size", "8MiB", "--env", imageEnv)
 	var env []byte
-	g.Eventually(func() string { env, _ = os.ReadFile(imageEnv); return string(env) }, 10*time.Second).Should(ContainSubstring("IMAGE_SHA256="))
+	g.Eventually(func() string { env, _ = os.ReadFile(imageEnv); return string(env) }, 10*time.Second).Should(gomega.ContainSubstring("IMAGE_SHA256="))
 	vars := map[string]string{}
 	for _, line := range strings.Split(strings.TrimSpace(string(env)), "\n") {
 		k, v, _ := strings.Cut(line, "=")
 		vars[k] = v
 	}
 	out, err := l.Kubectl(fmt.Sprintf(ServiceConfig, vars["IMAGE_URL"], vars["IMAGE_SHA256"]), "apply", "-f", "-")
-	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(err).NotTo(gomega.HaveOccurred(), out)
 	for i := range o.Clusters {
 		name := fmt.Sprintf("ztp-%d", i)
 		l.Names = append(l.Names, name)
@@ -218,7 +218,7 @@ func (l *Lab) Start(t testing.TB, o Options) {
 			manifest = Cluster(name, o.Masters, subnet+".100", subnet+".101")
 		}
 		out, err = l.Kubectl(manifest, "apply", "-f", "-")
-		g.Expect(err).NotTo(HaveOccurred(), out)
+		g.Expect(err).NotTo(gomega.HaveOccurred(), out)
 		hosts := filepath.Join(dir, name+"-hosts.yaml")
 		args := []string{"sim", "bmc", "--hosts", strconv.Itoa(o.Masters), "--name-prefix", name, "--namespace", name,
 			"--subnet", subnet, "--mac-octet", fmt.Sprintf("0x%x", 0x50+i),
@@ -234,9 +234,9 @@ func (l *Lab) Start(t testing.TB, o Options) {
 		g.Eventually(func() int {
 			data, _ = os.ReadFile(hosts)
 			return strings.Count(string(data), "kind: BareMetalHost")
-		}, 30*time.Second, 50*time.Millisecond).Should(Equal(o.Masters), "%s lists the hosts", hosts)
+		}, 30*time.Second, 50*time.Millisecond).Should(gomega.Equal(o.Masters), "%s lists the hosts", hosts)
 		out, err = l.Kubectl(string(data), "apply", "-f", "-")
-		g.Expect(err).NotTo(HaveOccurred(), out)
+		g.Expect(err).NotTo(gomega.HaveOccurred(), out)
 	}
 }
 
@@ -296,24 +296,24 @@ type Outcome struct {
 // fails the test on any.
 func (l *Lab) WaitAndCheck(t testing.TB, timeout time.Duration) (o Outcome) {
 	t.Helper()
-	g := NewWithT(t)
-	g.Eventually(l.Completed, timeout, time.Second).Should(Equal(len(l.Names)), "installs completed")
+	g := gomega.NewWithT(t)
+	g.Eventually(l.Completed, timeout, time.Second).Should(gomega.Equal(len(l.Names)), "installs completed")
 	for _, name := range l.Names {
-		g.Expect(l.condition(name, "Failed")).To(Equal("False"), name)
+		g.Expect(l.condition(name, "Failed")).To(gomega.Equal("False"), name)
 	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", l.Kubeconfig)
-	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(err).NotTo(gomega.HaveOccurred())
 	// Dependents of a deleted owner are the garbage collector's to remove:
 	// an orphan is one it has not removed within a minute.
-	g.Eventually(func(g Gomega) {
+	g.Eventually(func(g gomega.Gomega) {
 		o.Orphans = nil
 		for _, name := range l.Names {
 			orphans, err := testenv.Orphans(context.Background(), cfg, name)
-			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(err).NotTo(gomega.HaveOccurred())
 			o.Orphans = append(o.Orphans, orphans...)
 		}
-		g.Expect(o.Orphans).To(BeEmpty(), "objects left orphaned on the hub")
-	}, time.Minute, time.Second).Should(Succeed())
+		g.Expect(o.Orphans).To(gomega.BeEmpty(), "objects left orphaned on the hub")
+	}, time.Minute, time.Second).Should(gomega.Succeed())
 	o.BMCTrouble = BMCTroubleCleared(g, cfg, l.Names...)
 	writes := map[string][]string{}
 	console := l.Console.String()
@@ -322,7 +322,7 @@ func (l *Lab) WaitAndCheck(t testing.TB, timeout time.Duration) (o Outcome) {
 	}
 	o.Twice = testenv.WrittenTwice(writes)
 	o.Faults = len(FiredFault.FindAllString(console, -1))
-	g.Expect(o.Twice).To(BeEmpty(), "machines that wrote their disk twice")
+	g.Expect(o.Twice).To(gomega.BeEmpty(), "machines that wrote their disk twice")
 	return o
 }
 
@@ -348,7 +348,7 @@ func Seed(t testing.TB) uint64 {
 		}
 		return seed
 	}
-	return rand.Uint64()
+	return rand.Uint64() //nolint:gosec // a seed to replay faults by, nothing secret
 }
 
 // Runs is METALSHIFT_CHAOS_RUNS, or def.
@@ -368,7 +368,7 @@ func Runs(t testing.TB, def int) int {
 // written, it is SIGKILLed. An install on the simulator takes 20 to 60
 // seconds, so the kills fall all over it, hub starts included.
 func Kills(seed uint64, n int) []time.Duration {
-	rng := rand.New(rand.NewPCG(seed, 1))
+	rng := rand.New(rand.NewPCG(seed, 1)) //nolint:gosec // instants replayed from a printed seed, nothing secret
 	var kills []time.Duration
 	for range n {
 		kills = append(kills, time.Duration(2000+rng.IntN(12000))*time.Millisecond)
@@ -380,24 +380,24 @@ func Kills(seed uint64, n int) []time.Duration {
 // the namespaces still has an error or a BMCReachable condition other than
 // True: the BMC trouble the engine met has cleared. It returns how many
 // hosts met some (their condition is set).
-func BMCTroubleCleared(g Gomega, cfg *rest.Config, namespaces ...string) (troubled int) {
+func BMCTroubleCleared(g gomega.Gomega, cfg *rest.Config, namespaces ...string) (troubled int) {
 	scheme := runtime.NewScheme()
-	g.Expect(metal3v1.AddToScheme(scheme)).To(Succeed())
+	g.Expect(metal3v1.AddToScheme(scheme)).To(gomega.Succeed())
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Eventually(func(g Gomega) {
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	g.Eventually(func(g gomega.Gomega) {
 		troubled = 0
 		for _, ns := range namespaces {
 			hosts := &metal3v1.BareMetalHostList{}
-			g.Expect(c.List(context.Background(), hosts, client.InNamespace(ns))).To(Succeed())
+			g.Expect(c.List(context.Background(), hosts, client.InNamespace(ns))).To(gomega.Succeed())
 			for _, h := range hosts.Items {
-				g.Expect(h.Status.ErrorMessage).To(BeEmpty(), "host %s/%s", ns, h.Name)
+				g.Expect(h.Status.ErrorMessage).To(gomega.BeEmpty(), "host %s/%s", ns, h.Name)
 				if c := conditions.Get(&h, baremetalhost.BMCReachableCondition); c != nil {
 					troubled++
-					g.Expect(c.Status).To(Equal(metav1.ConditionTrue), "host %s/%s: %s", ns, h.Name, c.Message)
+					g.Expect(c.Status).To(gomega.Equal(metav1.ConditionTrue), "host %s/%s: %s", ns, h.Name, c.Message)
 				}
 			}
 		}
-	}, time.Minute, time.Second).Should(Succeed(), "BMC trouble the hosts' conditions named has cleared")
+	}, time.Minute, time.Second).Should(gomega.Succeed(), "BMC trouble the hosts' conditions named has cleared")
 	return troubled
 }
