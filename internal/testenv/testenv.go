@@ -77,7 +77,7 @@ func (o Options) components() []component.Component {
 	if o.CAPICore {
 		core = component.CAPICore
 	}
-	return append([]component.Component{hostWebhooks, agentInstallWebhooks, everyType, core}, o.Components...)
+	return append([]component.Component{hostWebhooks, agentInstallWebhooks, equinixWebhooks, everyType, core}, o.Components...)
 }
 
 // Env is a running test environment.
