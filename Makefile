@@ -53,7 +53,7 @@ generate: ## Generate deepcopy code, CRDs, RBAC and webhook configurations, and 
 	@# One role per clusterctl provider (manager/providers), from the RBAC
 	@# markers of the packages of its components only; the metal provider
 	@# runs the bare-metal operator's webhook, not its controller.
-	$(CONTROLLER_GEN) rbac:roleName=metalshift-infrastructure-metal-manager paths="./hostengine/...;./infrastructure/metal/...;./clusterbaremetal/webhooks/..." output:rbac:artifacts:config=config/rbac/infrastructure-metal
+	$(CONTROLLER_GEN) rbac:roleName=metalshift-infrastructure-metal-manager paths="./hostengine/...;./infrastructure/metal/...;./infrastructure/equinix/...;./clusterbaremetal/webhooks/..." output:rbac:artifacts:config=config/rbac/infrastructure-metal
 	$(CONTROLLER_GEN) rbac:roleName=metalshift-bootstrap-openshift-manager paths="./bootstrap/..." output:rbac:artifacts:config=config/rbac/bootstrap-openshift
 	$(CONTROLLER_GEN) rbac:roleName=metalshift-control-plane-openshift-manager paths="./controlplane/..." output:rbac:artifacts:config=config/rbac/control-plane-openshift
 	$(CONTROLLER_GEN) rbac:roleName=metalshift-addon-agent-manager paths="./assisted/..." output:rbac:artifacts:config=config/rbac/addon-agent

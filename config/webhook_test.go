@@ -39,12 +39,15 @@ func TestOwnWebhooks(t *testing.T) {
 		return hook{path, admissionregistrationv1.Fail, admissionregistrationv1.SideEffectClassNone, []string{resource}, createUpdate}
 	}
 	g.Expect(got).To(Equal(map[string]hook{
-		"validation.baremetalhost.metal3.io":                                hooked("/validate-metal3-io-v1alpha1-baremetalhost", "baremetalhosts"),
-		"mutating default.agentclusterinstall.extensions.hive.openshift.io": hooked("/mutate-extensions-hive-openshift-io-v1beta1-agentclusterinstall", "agentclusterinstalls"),
-		"validation.agentclusterinstall.extensions.hive.openshift.io":       hooked("/validate-extensions-hive-openshift-io-v1beta1-agentclusterinstall", "agentclusterinstalls"),
-		"validation.infraenv.agent-install.openshift.io":                    hooked("/validate-agent-install-openshift-io-v1beta1-infraenv", "infraenvs"),
-		"validation.agent.agent-install.openshift.io":                       hooked("/validate-agent-install-openshift-io-v1beta1-agent", "agents"),
-		"validation.agentclassification.agent-install.openshift.io":         hooked("/validate-agent-install-openshift-io-v1beta1-agentclassification", "agentclassifications"),
+		"validation.baremetalhost.metal3.io":                                     hooked("/validate-metal3-io-v1alpha1-baremetalhost", "baremetalhosts"),
+		"validation.equinixmetalcluster.infrastructure.cluster.x-k8s.io":         hooked("/validate-infrastructure-cluster-x-k8s-io-v1alpha1-equinixmetalcluster", "equinixmetalclusters"),
+		"validation.equinixmetalmachine.infrastructure.cluster.x-k8s.io":         hooked("/validate-infrastructure-cluster-x-k8s-io-v1alpha1-equinixmetalmachine", "equinixmetalmachines"),
+		"validation.equinixmetalmachinetemplate.infrastructure.cluster.x-k8s.io": hooked("/validate-infrastructure-cluster-x-k8s-io-v1alpha1-equinixmetalmachinetemplate", "equinixmetalmachinetemplates"),
+		"mutating default.agentclusterinstall.extensions.hive.openshift.io":      hooked("/mutate-extensions-hive-openshift-io-v1beta1-agentclusterinstall", "agentclusterinstalls"),
+		"validation.agentclusterinstall.extensions.hive.openshift.io":            hooked("/validate-extensions-hive-openshift-io-v1beta1-agentclusterinstall", "agentclusterinstalls"),
+		"validation.infraenv.agent-install.openshift.io":                         hooked("/validate-agent-install-openshift-io-v1beta1-infraenv", "infraenvs"),
+		"validation.agent.agent-install.openshift.io":                            hooked("/validate-agent-install-openshift-io-v1beta1-agent", "agents"),
+		"validation.agentclassification.agent-install.openshift.io":              hooked("/validate-agent-install-openshift-io-v1beta1-agentclassification", "agentclassifications"),
 		// upstream's name and policy: the operator validates again on reconcile
 		"vprovisioning.kb.io": {"/validate-metal3-io-v1alpha1-provisioning", admissionregistrationv1.Ignore, admissionregistrationv1.SideEffectClassNone,
 			[]string{"provisionings"}, createUpdate},

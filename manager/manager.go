@@ -9,6 +9,7 @@ import (
 	"github.com/metalshift/metalshift/component"
 	"github.com/metalshift/metalshift/controlplane"
 	"github.com/metalshift/metalshift/hostengine"
+	"github.com/metalshift/metalshift/infrastructure/equinix"
 	"github.com/metalshift/metalshift/infrastructure/metal"
 )
 
@@ -25,6 +26,7 @@ func Components() []component.Component {
 		bootstrap.Component(),
 		controlplane.Component(),
 		metal.Component(),
+		equinix.Component(),
 		assisted.Component(),
 		clusterbaremetal.Component(),
 	}

@@ -107,7 +107,7 @@ func All() []Provider {
 			// engine's; the operator's component validates it (its
 			// controller only runs with --baremetal-operator).
 			Name: "metal", Type: clusterctlv1.InfrastructureProviderType,
-			Components: []string{"host-engine", "infrastructure-metal", "baremetal-operator"},
+			Components: []string{"host-engine", "infrastructure-metal", "baremetal-operator", "infrastructure-equinix"},
 			Servers:    []Server{deploy},
 		},
 		{

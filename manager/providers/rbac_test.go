@@ -191,7 +191,8 @@ var generateLine = regexp.MustCompile(`rbac:roleName=(\S+) paths="([^"]+)" outpu
 // componentPackages are the package trees of the manager's components.
 var componentPackages = map[string]string{
 	"host-engine": "hostengine", "infrastructure-metal": "infrastructure/metal", "baremetal-operator": "clusterbaremetal",
-	"bootstrap-openshift": "bootstrap", "controlplane-openshift": "controlplane", "agent-install": "assisted",
+	"infrastructure-equinix": "infrastructure/equinix",
+	"bootstrap-openshift":    "bootstrap", "controlplane-openshift": "controlplane", "agent-install": "assisted",
 }
 
 // TestRolesFromOwnPackages: `make generate` writes each provider's role
