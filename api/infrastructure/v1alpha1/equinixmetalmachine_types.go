@@ -101,8 +101,8 @@ type EquinixMetalMachineSpec struct {
 
 	// ipxeScriptURL overrides the iPXE script the device boots (with
 	// custom_ipxe); empty means the one metalshift serves for the machine.
+	// The webhook checks it, as the cluster's apiURL.
 	// +optional
-	// +kubebuilder:validation:Pattern=`^https?://[^/?#]+`
 	// +kubebuilder:validation:MaxLength=2048
 	IPXEScriptURL string `json:"ipxeScriptURL,omitempty"`
 

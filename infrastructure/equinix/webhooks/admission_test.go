@@ -65,7 +65,14 @@ func TestClusterCreate(t *testing.T) {
 		{"no-credentials", func(c *infrav1.EquinixMetalCluster) { c.Spec.CredentialsRef.Name = "" }, []string{"spec.credentialsRef.name"}},
 		{"credentials-name", func(c *infrav1.EquinixMetalCluster) { c.Spec.CredentialsRef.Name = "Equinix_Key" },
 			[]string{`spec.credentialsRef.name: Invalid value: "Equinix_Key"`}},
-		{"api-url-scheme", func(c *infrav1.EquinixMetalCluster) { c.Spec.APIURL = "ftp://api.example.com" }, []string{"spec.apiURL", "should match"}},
+		{"api-url-scheme", func(c *infrav1.EquinixMetalCluster) { c.Spec.APIURL = "ftp://api.example.com" },
+			[]string{`spec.apiURL: Invalid value: "ftp://api.example.com": must be an http or https URL`}},
+		{"api-url-host", func(c *infrav1.EquinixMetalCluster) { c.Spec.APIURL = "https:///metal/v1" },
+			[]string{`spec.apiURL: Invalid value: "https:///metal/v1": must name a host`}},
+		{"api-url-scheme-password", func(c *infrav1.EquinixMetalCluster) { c.Spec.APIURL = "ftp://user:canary-key@api.example.com" },
+			[]string{`spec.apiURL: Invalid value: "<redacted>": must not carry a user name or password`}},
+		{"api-url-unparsable", func(c *infrav1.EquinixMetalCluster) { c.Spec.APIURL = "https://user:canary%zz@api.example.com" },
+			[]string{`spec.apiURL: Invalid value: "<redacted>": is not a URL`}},
 		{"api-url-password", func(c *infrav1.EquinixMetalCluster) {
 			c.Spec.APIURL = "https://user:canary-key@api.example.com/metal/v1"
 		},
