@@ -368,10 +368,17 @@ func Runs(t testing.TB, def int) int {
 // written, it is SIGKILLed. An install on the simulator takes 20 to 60
 // seconds, so the kills fall all over it, hub starts included.
 func Kills(seed uint64, n int) []time.Duration {
+	return KillsBetween(seed, n, 2*time.Second, 14*time.Second)
+}
+
+// KillsBetween is Kills with instants between lo and hi, for installs
+// shorter than Kills' window (an agent-based install on an idle machine
+// completes 10 to 15 seconds after its objects are written).
+func KillsBetween(seed uint64, n int, lo, hi time.Duration) []time.Duration {
 	rng := rand.New(rand.NewPCG(seed, 1)) //nolint:gosec // instants replayed from a printed seed, nothing secret
 	var kills []time.Duration
 	for range n {
-		kills = append(kills, time.Duration(2000+rng.IntN(12000))*time.Millisecond)
+		kills = append(kills, lo+time.Duration(rng.Int64N(int64(hi-lo)))/time.Millisecond*time.Millisecond)
 	}
 	return kills
 }
