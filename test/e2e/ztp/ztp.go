@@ -378,7 +378,7 @@ func KillsBetween(seed uint64, n int, lo, hi time.Duration) []time.Duration {
 	rng := rand.New(rand.NewPCG(seed, 1)) //nolint:gosec // instants replayed from a printed seed, nothing secret
 	var kills []time.Duration
 	for range n {
-		kills = append(kills, lo+time.Duration(rng.Int64N(int64(hi-lo)))/time.Millisecond*time.Millisecond)
+		kills = append(kills, lo+time.Duration(rng.IntN(int((hi-lo)/time.Millisecond)))*time.Millisecond)
 	}
 	return kills
 }
