@@ -78,6 +78,15 @@ func installing(t *testing.T, g Gomega, state string, stage assistedapi.HostStag
 		}
 		return env.Client.Status().Update(ctx, a)
 	}).Should(Succeed())
+	if stage != "" {
+		// The running reconciler answers that write with the stage as
+		// the state's info; wait for its patch, so that it cannot land
+		// after the test's own reconcile and undo part of it.
+		g.Eventually(func(g Gomega) {
+			g.Expect(env.Client.Get(ctx, key, a)).To(Succeed())
+			g.Expect(a.Status.DebugInfo.StateInfo).To(Equal(string(stage)))
+		}).Should(Succeed())
+	}
 
 	// The manager's client (cached) lists the cluster's Agents through
 	// its index; each reconcile waits for its cache to hold what the test
