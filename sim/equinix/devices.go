@@ -104,12 +104,7 @@ func (s *Server) addresses(d *device) []*assignment {
 			elastic = append(elastic, a)
 		}
 	}
-	slices.SortFunc(elastic, func(a, b *assignment) int {
-		if c := a.created.Compare(b.created); c != 0 {
-			return c
-		}
-		return strings.Compare(a.id, b.id)
-	})
+	sortByCreation(elastic)
 	return append(out, elastic...)
 }
 
@@ -354,12 +349,7 @@ func (s *Server) listDevices(w http.ResponseWriter, r *http.Request) {
 			}
 			list = append(list, d)
 		}
-		slices.SortFunc(list, func(a, b *device) int {
-			if c := a.created.Compare(b.created); c != 0 {
-				return c
-			}
-			return strings.Compare(a.id, b.id)
-		})
+		sortByCreation(list)
 		from, to, meta := paginate(r, pg, len(list))
 		out := equinixapi.DeviceList{Devices: []equinixapi.Device{}, Meta: meta}
 		for _, d := range list[from:to] {

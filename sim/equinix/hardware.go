@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
-	"strings"
 	"time"
 
 	equinixapi "github.com/metalshift/metalshift/api/equinixmetal/v1"
@@ -66,12 +64,7 @@ func (s *Server) findHardware(project, metro, plan, asked string) (*hardware, *h
 		if len(free) == 0 {
 			return nil, unprocessable(fmt.Sprintf("no available hardware reservations: the project has none free for %s in %s", plan, metro))
 		}
-		slices.SortFunc(free, func(a, b *hardware) int {
-			if c := a.created.Compare(b.created); c != 0 {
-				return c
-			}
-			return strings.Compare(a.id, b.id)
-		})
+		sortByCreation(free)
 		return free[0], nil
 	}
 	h := s.hardware[asked]
@@ -102,12 +95,7 @@ func (s *Server) listHardware(w http.ResponseWriter, r *http.Request) {
 				list = append(list, h)
 			}
 		}
-		slices.SortFunc(list, func(a, b *hardware) int {
-			if c := a.created.Compare(b.created); c != 0 {
-				return c
-			}
-			return strings.Compare(a.id, b.id)
-		})
+		sortByCreation(list)
 		from, to, meta := paginate(r, pg, len(list))
 		out := equinixapi.HardwareReservationList{HardwareReservations: []equinixapi.HardwareReservation{}, Meta: meta}
 		for _, h := range list[from:to] {

@@ -45,12 +45,7 @@ func (s *Server) assignmentsOf(res *reservation) []*assignment {
 			out = append(out, a)
 		}
 	}
-	slices.SortFunc(out, func(a, b *assignment) int {
-		if c := a.created.Compare(b.created); c != 0 {
-			return c
-		}
-		return strings.Compare(a.id, b.id)
-	})
+	sortByCreation(out)
 	return out
 }
 
@@ -191,12 +186,7 @@ func (s *Server) listReservations(w http.ResponseWriter, r *http.Request) {
 				list = append(list, res)
 			}
 		}
-		slices.SortFunc(list, func(a, b *reservation) int {
-			if c := a.created.Compare(b.created); c != 0 {
-				return c
-			}
-			return strings.Compare(a.id, b.id)
-		})
+		sortByCreation(list)
 		from, to, meta := paginate(r, pg, len(list))
 		out := equinixapi.IPReservationList{IPAddresses: []equinixapi.IPReservation{}, Meta: meta}
 		for _, res := range list[from:to] {

@@ -2,8 +2,6 @@ package equinix
 
 import (
 	"net/http"
-	"slices"
-	"strings"
 	"time"
 
 	equinixapi "github.com/metalshift/metalshift/api/equinixmetal/v1"
@@ -51,12 +49,7 @@ func (s *Server) listProjects(w http.ResponseWriter, r *http.Request) {
 				mine = append(mine, p)
 			}
 		}
-		slices.SortFunc(mine, func(a, b *project) int {
-			if c := a.created.Compare(b.created); c != 0 {
-				return c
-			}
-			return strings.Compare(a.id, b.id)
-		})
+		sortByCreation(mine)
 		from, to, meta := paginate(r, pg, len(mine))
 		out := equinixapi.ProjectList{Projects: []equinixapi.Project{}, Meta: meta}
 		for _, p := range mine[from:to] {

@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -544,4 +545,27 @@ func paginate(r *http.Request, p page, n int) (from, to int, meta equinixapi.Met
 	from = min((p.number-1)*p.size, n)
 	to = min(from+p.size, n)
 	return from, to, meta
+}
+
+// created is what every object of the emulator has: when it was made,
+// and its ID.
+type created interface{ madeAt() (time.Time, string) }
+
+func (p *project) madeAt() (time.Time, string)     { return p.created, p.id }
+func (d *device) madeAt() (time.Time, string)      { return d.created, d.id }
+func (a *assignment) madeAt() (time.Time, string)  { return a.created, a.id }
+func (r *reservation) madeAt() (time.Time, string) { return r.created, r.id }
+func (h *hardware) madeAt() (time.Time, string)    { return h.created, h.id }
+
+// sortByCreation orders objects as the API lists them: oldest first, by
+// ID among those made in the same instant.
+func sortByCreation[T created](list []T) {
+	slices.SortFunc(list, func(a, b T) int {
+		at, aid := a.madeAt()
+		bt, bid := b.madeAt()
+		if c := at.Compare(bt); c != 0 {
+			return c
+		}
+		return strings.Compare(aid, bid)
+	})
 }
