@@ -99,16 +99,8 @@ func TestDay2CSRApproval(t *testing.T) {
 // API is the test's own, and an InfraEnv bound to it.
 func importedCluster(t *testing.T, g Gomega, ns string) *agentinstallv1.InfraEnv {
 	ctx := context.Background()
-	kc := clientcmdapi.NewConfig()
-	cfg := env.Config
-	kc.Clusters["installed"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
-	kc.Contexts["admin"] = &clientcmdapi.Context{Cluster: "installed", AuthInfo: "admin"}
-	kc.CurrentContext = "admin"
-	data, err := clientcmd.Write(*kc)
-	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "admin-kubeconfig"},
-		Data: map[string][]byte{"kubeconfig": data}})).To(Succeed())
+		Data: map[string][]byte{"kubeconfig": envKubeconfig(g)}})).To(Succeed())
 	g.Expect(env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pull-secret"}, Type: corev1.SecretTypeDockerConfigJson,
 		Data: map[string][]byte{corev1.DockerConfigJsonKey: []byte(`{"auths":{"quay.io":{"auth":"dXNlcjpwYXNz"}}}`)}})).To(Succeed())
 	imageSet := &hivev1.ClusterImageSet{ObjectMeta: metav1.ObjectMeta{GenerateName: "openshift-v4.16.3-"},
@@ -140,6 +132,20 @@ func importedCluster(t *testing.T, g Gomega, ns string) *agentinstallv1.InfraEnv
 			ClusterRef: &agentinstallv1.ClusterReference{Namespace: ns, Name: name}}}
 	g.Expect(env.Client.Create(ctx, ie)).To(Succeed())
 	return ie
+}
+
+// envKubeconfig is an admin kubeconfig of the test's API server, which
+// stands for the installed cluster.
+func envKubeconfig(g Gomega) []byte {
+	kc := clientcmdapi.NewConfig()
+	cfg := env.Config
+	kc.Clusters["installed"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
+	kc.Contexts["admin"] = &clientcmdapi.Context{Cluster: "installed", AuthInfo: "admin"}
+	kc.CurrentContext = "admin"
+	data, err := clientcmd.Write(*kc)
+	g.Expect(err).NotTo(HaveOccurred())
+	return data
 }
 
 // joiningHost is a day-2 worker that wrote its disk and rebooted into the

@@ -3,6 +3,7 @@ package agentclusterinstall
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	agentinstallv1 "github.com/metalshift/metalshift/api/agentinstall/v1beta1"
 	assistedapi "github.com/metalshift/metalshift/api/assisted/v2"
 	configv1 "github.com/metalshift/metalshift/api/config/v1"
 	hivev1 "github.com/metalshift/metalshift/api/hive/v1"
@@ -123,6 +125,27 @@ func (in *install) importedKubeconfig(ctx context.Context) error {
 	return nil
 }
 
+// silentWriters tells whether a host last heard of writing its disk has
+// been silent for silentWriter.
+func (in *install) silentWriters() bool {
+	for i := range in.agents {
+		if in.silentWriter(&in.agents[i]) {
+			return true
+		}
+	}
+	return false
+}
+
+func (in *install) silentWriter(a *agentinstallv1.Agent) bool {
+	switch assistedapi.HostStage(a.Status.Progress.CurrentStage) {
+	case assistedapi.StageInstalling, assistedapi.StageWritingImageToDisk:
+	default:
+		return false
+	}
+	at := a.Status.Progress.StageUpdateTime
+	return at != nil && in.now.Sub(at.Time) >= silentWriter
+}
+
 // spokeInstalled tells whether the installed cluster reports its version
 // Available, once every host's Node is Ready there (stage Done): the
 // cluster is never installed with a host still Joined.
@@ -139,15 +162,30 @@ func (in *install) spokeInstalled(ctx context.Context) bool {
 	return err == nil && v.Available
 }
 
+// silentWriter is how long a host last heard of writing its disk has been
+// silent before the hub looks for its Node: its agent reports the write's
+// progress every few seconds, and it says Rebooting before it boots the
+// disk. A host that said so to a hub whose state was since restored from
+// an older backup (or whose report was lost) is never heard of again: its
+// Node in the installed cluster is the proof that it rebooted.
+const silentWriter = 20 * time.Second
+
 // follow moves the hosts that rebooted into the installed cluster through
 // Joined (their Node registered) and Done (it is Ready), as upstream's
-// in-cluster controller reports them.
+// in-cluster controller reports them; and the hosts last heard of writing
+// their disk, silent since (silentWriter), whose Node is there.
 func (in *install) follow(ctx context.Context) error {
-	if !in.day2Joining() {
+	anyJoining, silent := in.day2Joining(), in.silentWriters()
+	if !anyJoining && !silent {
 		return nil
 	}
 	v, err := in.spoke(ctx)
 	if err != nil {
+		if !anyJoining {
+			// No host said it rebooted: the cluster's API is not expected
+			// to answer yet.
+			return nil
+		}
 		return err
 	}
 	now := metav1.NewTime(in.now)
@@ -155,6 +193,9 @@ func (in *install) follow(ctx context.Context) error {
 		a := &in.agents[i]
 		cur := assistedapi.HostStage(a.Status.Progress.CurrentStage)
 		if cur == assistedapi.StageDone || cur == assistedapi.StageFailed || cur == "" {
+			continue
+		}
+		if !joining(a) && !in.silentWriter(a) {
 			continue
 		}
 		ready, ok := v.Nodes[rec.Hostname(a)]

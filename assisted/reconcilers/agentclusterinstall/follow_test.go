@@ -1,0 +1,72 @@
+package agentclusterinstall_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	agentinstallv1 "github.com/metalshift/metalshift/api/agentinstall/v1beta1"
+	assistedapi "github.com/metalshift/metalshift/api/assisted/v2"
+	"github.com/metalshift/metalshift/assisted/pkg/hoststate"
+	"github.com/metalshift/metalshift/assisted/pkg/record"
+)
+
+// TestSilentWriterWithNodeIsDone: the hub last heard of the single node
+// in stage Installing, a minute ago (its later reports, Writing image to
+// disk and Rebooting, reached a hub whose state was since restored from
+// an older backup); the host booted its disk and its Node is Ready in the
+// installed cluster (the test's API server). The hub follows it to Done
+// and the host is installed, where before it waited for the stage's
+// 60-minute limit.
+func TestSilentWriterWithNodeIsDone(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	in := newSNO(t, g, ns, "sno", nil)
+	a := register(g, in.ie, "a8000000-0000-4000-8000-000000000008", "")
+	hostname := "silent-" + ns
+	updateAgent(g, a, func(a *agentinstallv1.Agent) { a.Spec.Hostname, a.Spec.Approved = hostname, true })
+	key := client.ObjectKeyFromObject(a)
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(ctx, key, a)).To(Succeed())
+		g.Expect(a.Status.DebugInfo.State).To(Equal(hoststate.StatusInstalling))
+	}).Should(Succeed())
+
+	// The installed cluster is the test's API server, with the host's
+	// Node Ready.
+	g.Eventually(func() error {
+		st := installState(in.aci)
+		if st == nil {
+			return errors.New("no install state yet")
+		}
+		st.Data[record.KeyAdminKubeconfig] = envKubeconfig(g)
+		return env.Client.Update(ctx, st)
+	}).Should(Succeed())
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: hostname}}
+	g.Expect(env.Client.Create(ctx, node)).To(Succeed())
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), node) })
+	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady"}}
+	g.Expect(env.Client.Status().Update(ctx, node)).To(Succeed())
+
+	// The last report the hub holds: Installing, a minute ago.
+	g.Eventually(func() error {
+		if err := env.Client.Get(ctx, key, a); err != nil {
+			return err
+		}
+		stage := assistedapi.StageInstalling
+		record.SetStage(a, stage, "", hoststate.Stages("master", true, true), hoststate.Percentage("master", true, true, stage), metav1.NewTime(clk.Now().Add(-time.Minute)))
+		return env.Client.Status().Update(ctx, a)
+	}).Should(Succeed())
+
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(ctx, key, a)).To(Succeed())
+		g.Expect(a.Status.Progress.CurrentStage).To(Equal(string(assistedapi.StageDone)))
+		g.Expect(a.Status.DebugInfo.State).To(Equal(hoststate.StatusInstalled))
+	}).Should(Succeed())
+}
