@@ -1,17 +1,23 @@
 // Package equinix is the Equinix Metal infrastructure provider as a part of
 // the hub: the EquinixMetalCluster, EquinixMetalMachine and
-// EquinixMetalMachineTemplate CRDs and their admission webhooks. Its
-// reconcilers (devices, elastic IPs, DNS records) are not written yet; its
-// client of the Equinix Metal API is package metalclient.
+// EquinixMetalMachineTemplate CRDs, their admission webhooks and their
+// reconcilers (devices, elastic IPs). Its client of the Equinix Metal API
+// is package metalclient.
 package equinix
 
 import (
 	"context"
+	"time"
 
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	infrav1 "github.com/metalshift/metalshift/api/infrastructure/v1alpha1"
 	"github.com/metalshift/metalshift/component"
+	"github.com/metalshift/metalshift/infrastructure/equinix/reconcilers/cloud"
+	"github.com/metalshift/metalshift/infrastructure/equinix/reconcilers/equinixmetalcluster"
+	"github.com/metalshift/metalshift/infrastructure/equinix/reconcilers/equinixmetalmachine"
 	"github.com/metalshift/metalshift/infrastructure/equinix/webhooks"
 )
 
@@ -19,15 +25,15 @@ import (
 const ComponentName = "infrastructure-equinix"
 
 // Component is the Equinix Metal infrastructure provider as a part of the
-// hub. Today it serves the provider's CRDs and validates their objects when
-// the manager serves webhooks; nothing reconciles them yet.
+// hub: its CRDs, its webhooks when the manager serves webhooks, and its
+// reconcilers.
 func Component() component.Component {
 	return component.Component{
 		Name:        ComponentName,
 		AddToScheme: infrav1.AddToScheme,
 		CRDs:        []string{"crd/bases/infrastructure.cluster.x-k8s.io_equinixmetal*.yaml"},
 		Setup: func(ctx context.Context, hub *component.Hub) error {
-			return Setup(ctx, hub.Manager, Options{Webhooks: hub.Webhooks})
+			return Setup(ctx, hub.Manager, Options{Webhooks: hub.Webhooks, WatchFilterValue: hub.WatchFilterValue, Clock: hub.Clock})
 		},
 	}
 }
@@ -37,13 +43,45 @@ type Options struct {
 	// Webhooks serves the provider's admission webhooks on the manager's
 	// webhook server; set it when the manager serves webhooks.
 	Webhooks bool
+	// WatchFilterValue restricts the controllers to objects labelled
+	// cluster.x-k8s.io/watch-filter=<value>.
+	WatchFilterValue string
+	// Clock tells the time (the real clock when nil).
+	Clock clock.PassiveClock
+	// PollInterval is how often a device or an address on its way is
+	// looked at again (the reconcilers' defaults when 0).
+	PollInterval time.Duration
+	// Cloud is how the reconcilers reach the API.
+	Cloud cloud.Options
+	// BootScriptURL is the iPXE script a device boots when its machine
+	// names none (nil: machines must name one).
+	BootScriptURL func(ctx context.Context, emm *infrav1.EquinixMetalMachine) (string, error)
 }
 
-// Setup registers the provider with mgr: its webhooks, with opts.Webhooks.
+// Setup registers the provider with mgr: its reconcilers, and its webhooks
+// with opts.Webhooks.
 func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.Cloud.UserAgent == "" {
+		opts.Cloud.UserAgent = "metalshift"
+	}
+	if err := (&equinixmetalcluster.Reconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("equinixmetalcluster-controller"),
+		Clock: opts.Clock, Cloud: opts.Cloud, PollInterval: opts.PollInterval, WatchFilterValue: opts.WatchFilterValue,
+	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: 5}); err != nil {
+		return err
+	}
+	if err := (&equinixmetalmachine.Reconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("equinixmetalmachine-controller"),
+		Clock: opts.Clock, Cloud: opts.Cloud, PollInterval: opts.PollInterval, BootScriptURL: opts.BootScriptURL,
+		WatchFilterValue: opts.WatchFilterValue,
+	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: 10}); err != nil {
+		return err
+	}
 	if !opts.Webhooks {
 		return nil
 	}
-	ctrl.LoggerFrom(ctx).V(1).Info("Equinix Metal provider: admission webhooks only, no reconcilers yet")
 	return webhooks.SetupWithManager(mgr)
 }

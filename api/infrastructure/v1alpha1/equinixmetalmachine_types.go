@@ -165,6 +165,11 @@ type EquinixMetalMachineStatus struct {
 	// +optional
 	InstanceState string `json:"instanceState,omitempty"`
 
+	// failedDevices counts the machine's devices that failed to provision
+	// and were deleted and replaced; the machine stops replacing them at
+	// three.
+	// +optional
+	FailedDevices int32 `json:"failedDevices,omitempty"`
 	// addresses of the device: public ones as ExternalIP, private ones as
 	// InternalIP, and its hostname.
 	// +optional
