@@ -110,6 +110,7 @@ func newMachine(t *testing.T, g Gomega, ns, name string, spec infrav1.EquinixMet
 	if spec.Plan == "" {
 		spec.Plan = "c3.small.x86"
 	}
+	spec.Image = &infrav1.Image{URL: "http://images.example/rhcos.raw", Checksum: "0123abcd", ChecksumType: "sha256"}
 	emm := &infrav1.EquinixMetalMachine{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{clusterv1.ClusterNameLabel: "c1"}}, Spec: spec}
 	g.Expect(env.Client.Create(ctx, emm)).To(Succeed())
 	m := &clusterv1.Machine{

@@ -106,6 +106,12 @@ type EquinixMetalMachineSpec struct {
 	// +kubebuilder:validation:MaxLength=2048
 	IPXEScriptURL string `json:"ipxeScriptURL,omitempty"`
 
+	// image is the OS image metalshift's live image writes to the device's
+	// disk before it boots it with the machine's Ignition: required when
+	// the device boots metalshift's iPXE script (custom_ipxe without an
+	// ipxeScriptURL).
+	// +optional
+	Image *Image `json:"image,omitempty"`
 	// billingCycle of the device.
 	// +optional
 	// +kubebuilder:default=hourly

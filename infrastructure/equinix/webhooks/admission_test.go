@@ -152,6 +152,7 @@ func validMachine(ns, name string) *infrav1.EquinixMetalMachine {
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: infrav1.EquinixMetalMachineSpec{
 			Plan:    "c3.small.x86",
+			Image:   &infrav1.Image{URL: "http://images.example.com/rhcos.raw", Checksum: "0123abcd", ChecksumType: "sha256"},
 			Tags:    []string{"team:infra"},
 			SSHKeys: []string{"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIExampleKeyOnly admin@example.com"},
 		},
@@ -178,7 +179,10 @@ func TestMachineCreate(t *testing.T) {
 		"ipxe-url": func(m *infrav1.EquinixMetalMachine) {
 			m.Spec.IPXEScriptURL, m.Spec.Facility, m.Spec.BillingCycle = "https://boot.example.com/ipxe?machine=a", "da11", "monthly"
 		},
-		"other-os": func(m *infrav1.EquinixMetalMachine) { m.Spec.OperatingSystem = "ubuntu_24_04" },
+		"other-os": func(m *infrav1.EquinixMetalMachine) { m.Spec.OperatingSystem, m.Spec.Image = "ubuntu_24_04", nil },
+		"own-script": func(m *infrav1.EquinixMetalMachine) {
+			m.Spec.IPXEScriptURL, m.Spec.Image = "https://boot.example.com/own.ipxe", nil
+		},
 	} {
 		m := validMachine(ns, name)
 		edit(m)
@@ -208,6 +212,9 @@ func TestMachineCreate(t *testing.T) {
 		{"reservation-twice", func(m *infrav1.EquinixMetalMachine) { m.Spec.HardwareReservationID = resA + "," + resA },
 			[]string{"spec.hardwareReservationID: Invalid value", "twice"}},
 		{"empty-tag", func(m *infrav1.EquinixMetalMachine) { m.Spec.Tags = []string{""} }, []string{"spec.tags[0]"}},
+		{"no-image", func(m *infrav1.EquinixMetalMachine) { m.Spec.Image = nil }, []string{"spec.image: Required value", "writes this OS image"}},
+		{"image-password", func(m *infrav1.EquinixMetalMachine) { m.Spec.Image.URL = "https://u:canary-pass@images.example.com/rhcos.raw" },
+			[]string{`spec.image.url: Invalid value: "<redacted>": must not carry a user name or password`}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			m := validMachine(ns, tt.name)
@@ -253,6 +260,8 @@ func TestMachineUpdate(t *testing.T) {
 			[]string{`spec.operatingSystem: Invalid value: "ubuntu_24_04": field is immutable`}},
 		{"reservation", func(m *infrav1.EquinixMetalMachine) { m.Spec.HardwareReservationID = "next-available" },
 			[]string{`spec.hardwareReservationID: Invalid value: "next-available": field is immutable`}},
+		{"image", func(m *infrav1.EquinixMetalMachine) { m.Spec.Image.Checksum = "4567" },
+			[]string{"spec: Forbidden: is immutable but for providerID and tags"}},
 		{"ssh-keys", func(m *infrav1.EquinixMetalMachine) { m.Spec.SSHKeys = nil },
 			[]string{"spec.sshKeys: Forbidden: field is immutable"}},
 		{"ipxe-url", func(m *infrav1.EquinixMetalMachine) {
@@ -284,7 +293,8 @@ func validTemplate(ns, name string) *infrav1.EquinixMetalMachineTemplate {
 	return &infrav1.EquinixMetalMachineTemplate{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: infrav1.EquinixMetalMachineTemplateSpec{Template: infrav1.EquinixMetalMachineTemplateResource{
-			Spec: infrav1.EquinixMetalMachineSpec{Plan: "c3.small.x86", Metro: "sv", HardwareReservationID: "next-available"},
+			Spec: infrav1.EquinixMetalMachineSpec{Plan: "c3.small.x86", Metro: "sv", HardwareReservationID: "next-available",
+				Image: &infrav1.Image{URL: "http://images.example.com/rhcos.raw", Checksum: "0123abcd"}},
 		}},
 	}
 }

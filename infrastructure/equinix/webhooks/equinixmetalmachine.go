@@ -91,7 +91,8 @@ func machineSpecChanges(old, spec *infrav1.EquinixMetalMachineSpec, path *field.
 
 // ValidateMachineSpec returns every problem of a machine's spec, each
 // naming its field: metro and facility exclusive, the iPXE script's URL
-// (custom_ipxe only) and the hardware reservations.
+// (custom_ipxe only), the OS image the live image writes (required unless
+// the machine boots its own script) and the hardware reservations.
 func ValidateMachineSpec(spec *infrav1.EquinixMetalMachineSpec, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if spec.Metro != "" && spec.Facility != "" {
@@ -102,6 +103,12 @@ func ValidateMachineSpec(spec *infrav1.EquinixMetalMachineSpec, path *field.Path
 		if os := spec.OperatingSystem; os != "" && os != infrav1.CustomIPXE {
 			errs = append(errs, field.Invalid(path.Child("operatingSystem"), os, "must be custom_ipxe with an ipxeScriptURL"))
 		}
+	}
+	if os := spec.OperatingSystem; (os == "" || os == infrav1.CustomIPXE) && spec.IPXEScriptURL == "" && spec.Image == nil {
+		errs = append(errs, field.Required(path.Child("image"), "metalshift's live image writes this OS image to the device: set it, or name an ipxeScriptURL of your own"))
+	}
+	if spec.Image != nil {
+		errs = append(errs, validateURL(spec.Image.URL, path.Child("image", "url"))...)
 	}
 	return append(errs, ValidateHardwareReservationID(spec.HardwareReservationID, path.Child("hardwareReservationID"))...)
 }
