@@ -283,3 +283,52 @@ func TestAddress(t *testing.T) {
 		g.Expect(got).To(Equal(want), in)
 	}
 }
+
+// TestUntrustedSuccess: a success that is not signed with the key, or
+// whose signature does not verify, is not taken for one: anyone between
+// this host and the server could have sent it. BIND signs every answer to
+// a signed update, so the answering server here is a small one of the
+// test's own, on a listener handed in.
+func TestUntrustedSuccess(t *testing.T) {
+	key := Key{Name: "k.", Algorithm: dns.HmacSHA256, Secret: otherSecret()}
+	forged := otherSecret()
+	for _, tc := range []struct {
+		name string
+		sign bool
+		want string
+	}{
+		{"unsigned", false, "the answer is not signed with the TSIG key: its success cannot be trusted"},
+		{"signed with another secret", true, "the answer cannot be trusted: dns: bad signature"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			g.Expect(err).NotTo(HaveOccurred())
+			srv := &dns.Server{
+				Listener:   l,
+				TsigSecret: map[string]string{key.Name: forged},
+				// It answers success whatever it is sent, and signs the
+				// answer with the forged secret when asked to.
+				MsgAcceptFunc: func(dns.Header) dns.MsgAcceptAction { return dns.MsgAccept },
+				Handler: dns.HandlerFunc(func(w dns.ResponseWriter, m *dns.Msg) {
+					r := new(dns.Msg)
+					r.SetReply(m)
+					if tc.sign {
+						r.SetTsig(key.Name, dns.HmacSHA256, 300, time.Now().Unix())
+					}
+					_ = w.WriteMsg(r)
+				}),
+			}
+			started := make(chan struct{})
+			srv.NotifyStartedFunc = func() { close(started) }
+			go func() { _ = srv.ActivateAndServe() }()
+			<-started
+			t.Cleanup(func() { _ = srv.Shutdown() })
+
+			s := Server{Address: l.Addr().String(), Zone: "example.com", Key: &key}
+			err = s.Ensure(context.Background(), []Record{{Name: "api", IP: netip.MustParseAddr("192.0.2.10"), TTL: 60}})
+			g.Expect(err).To(MatchError("DNS server " + l.Addr().String() + ": the update of zone example.com. failed: " + tc.want))
+			expectNoSecret(t, err, key.Secret, forged)
+		})
+	}
+}
