@@ -129,12 +129,29 @@ ns1	IN A 127.0.0.1
 	log, err := os.Create(b.log)
 	g.Expect(err).NotTo(HaveOccurred())
 	defer log.Close()
-	// -g: in the foreground, logging to stderr; -n 1: one worker thread is
-	// plenty, on a machine that runs the other tests too.
-	cmd := exec.Command(named, "-g", "-n", "1", "-c", filepath.Join(dir, "named.conf"))
-	cmd.Dir, cmd.Stdout, cmd.Stderr = dir, log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	g.Expect(localcp.Spawn(cmd)).To(Succeed())
+	// Debian confines /usr/sbin/named with an AppArmor profile that lets
+	// it read and write BIND's own directories only, not dir. AppArmor
+	// picks a profile by the program's path, so a copy in dir runs
+	// unconfined; where dir is mounted noexec, the installed one runs (and
+	// works where AppArmor is off).
+	start := func(bin string) (*exec.Cmd, error) {
+		// -g: in the foreground, logging to stderr; -n 1: one worker
+		// thread is plenty, on a machine that runs other tests too.
+		cmd := exec.Command(bin, "-g", "-n", "1", "-c", filepath.Join(dir, "named.conf"))
+		cmd.Dir, cmd.Stdout, cmd.Stderr = dir, log, log
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+		return cmd, localcp.Spawn(cmd)
+	}
+	copied := filepath.Join(dir, "named")
+	err = copyExecutable(named, copied)
+	var cmd *exec.Cmd
+	if err == nil {
+		cmd, err = start(copied)
+	}
+	if err != nil {
+		cmd, err = start(named)
+	}
+	g.Expect(err).NotTo(HaveOccurred())
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	t.Cleanup(func() {
@@ -217,4 +234,13 @@ func otherSecret() string {
 	secret := make([]byte, 32)
 	_, _ = rand.Read(secret)
 	return base64.StdEncoding.EncodeToString(secret)
+}
+
+// copyExecutable copies the program from to to.
+func copyExecutable(from, to string) error {
+	data, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(to, data, 0o700)
 }

@@ -257,16 +257,37 @@ func (s Server) send(ctx context.Context, zone string, m *dns.Msg) error {
 		m.SetTsig(name, algorithm, fudge, time.Now().Unix())
 	}
 	fail := func(err error) error {
-		return &Error{Server: addr, Zone: zone, Err: err, Timeout: timeout}
+		return &Error{Server: addr, Zone: zone, Err: err}
+	}
+	// noAnswer is the error of an exchange that failed: the time limit's,
+	// or the caller's when their context ended it. The connection's
+	// deadline is the earlier of the two and may pass a moment before a
+	// context says so, so the deadlines themselves tell which it was.
+	parent := ctx
+	limit := time.Now().Add(timeout)
+	ctx, cancel := context.WithDeadline(ctx, limit)
+	defer cancel()
+	callerFirst := false
+	if d, ok := parent.Deadline(); ok && d.Before(limit) {
+		callerFirst = true
+	}
+	noAnswer := func(err error) error {
+		switch {
+		case parent.Err() != nil:
+			return fail(parent.Err())
+		case ctx.Err() == nil && !errors.Is(err, os.ErrDeadlineExceeded):
+			return fail(err)
+		case callerFirst:
+			return fail(context.DeadlineExceeded)
+		}
+		return &Error{Server: addr, Zone: zone, Err: context.DeadlineExceeded, Timeout: timeout}
 	}
 
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 	conn, err := c.DialContext(ctx, addr)
 	if err != nil {
-		return fail(noAnswer(ctx, err))
+		return noAnswer(err)
 	}
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 	// The exchange heeds the context's deadline, not its cancellation:
 	// closing the connection ends it on either.
 	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
@@ -276,7 +297,7 @@ func (s Server) send(ctx context.Context, zone string, m *dns.Msg) error {
 	case r == nil && err == nil:
 		return fail(errors.New("no answer"))
 	case r == nil:
-		return fail(noAnswer(ctx, err))
+		return noAnswer(err)
 	case r.Rcode != dns.RcodeSuccess:
 		// Whether its TSIG verified or not, a refusal is a refusal; a
 		// server that rejects the key cannot sign with it.
@@ -294,18 +315,6 @@ func (s Server) send(ctx context.Context, zone string, m *dns.Msg) error {
 	return nil
 }
 
-// noAnswer is err, the failure of an exchange, as context.DeadlineExceeded
-// or context.Canceled when the exchange ended for ctx.
-func noAnswer(ctx context.Context, err error) error {
-	if ctxErr := ctx.Err(); ctxErr != nil {
-		return ctxErr
-	}
-	if errors.Is(err, os.ErrDeadlineExceeded) {
-		return context.DeadlineExceeded
-	}
-	return err
-}
-
 // Error is an update the server refused or did not answer.
 type Error struct {
 	// Server is the server's host:port, Zone the zone updated.
@@ -317,10 +326,12 @@ type Error struct {
 	// dns.RcodeBadKey, dns.RcodeBadTime), 0 when there is none.
 	TSIGError uint16
 	// Err is why there is no answer to go by: context.DeadlineExceeded
-	// when the server did not answer within Timeout, a network error, an
-	// answer that cannot be trusted.
+	// when the server did not answer within Timeout, the caller's
+	// context's error when it ended first, a network error, an answer that
+	// cannot be trusted.
 	Err error
-	// Timeout is the update's time limit.
+	// Timeout is the time limit the server did not answer within, 0 when
+	// it did not run out.
 	Timeout time.Duration
 }
 
@@ -328,7 +339,7 @@ func (e *Error) Error() string {
 	if e.Rcode != dns.RcodeSuccess {
 		return fmt.Sprintf("DNS server %s refused the update of zone %s: %s (%s)", e.Server, e.Zone, rcodeName(e.Rcode), e.explain())
 	}
-	if errors.Is(e.Err, context.DeadlineExceeded) {
+	if e.Timeout > 0 {
 		return fmt.Sprintf("DNS server %s did not answer the update of zone %s: timed out after %s", e.Server, e.Zone, e.Timeout)
 	}
 	return fmt.Sprintf("DNS server %s: the update of zone %s failed: %v", e.Server, e.Zone, e.Err)

@@ -207,9 +207,16 @@ func TestNoAnswer(t *testing.T) {
 	g.Expect(err).To(MatchError("DNS server " + l.Addr().String() + " did not answer the update of zone example.com.: timed out after 200ms"))
 	expectNoSecret(t, err, secret)
 
-	// Cancelled while it waits for the answer.
+	// The caller's deadline, before the time limit, is the caller's.
 	s.Timeout = time.Hour
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	err = s.Ensure(ctx, records)
+	g.Expect(err).To(MatchError(context.DeadlineExceeded))
+	g.Expect(err).To(MatchError("DNS server " + l.Addr().String() + ": the update of zone example.com. failed: context deadline exceeded"))
+
+	// Cancelled while it waits for the answer.
+	ctx, cancel = context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Remove(ctx, []string{"api.demo"}) }()
 	cancel()
