@@ -12,6 +12,7 @@ require (
 	github.com/insomniacslk/dhcp v0.0.0-20260901064844-234b97448fae
 	github.com/itchyny/gojq v0.12.17
 	github.com/kdomanski/iso9660 v0.4.0
+	github.com/miekg/dns v1.1.73
 	github.com/onsi/gomega v1.42.1
 	github.com/prometheus/client_golang v1.23.2
 	github.com/prometheus/client_model v0.6.2

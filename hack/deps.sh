@@ -24,10 +24,11 @@ images=(grub-pc-bin grub-efi-amd64-bin xorriso mtools ca-certificates)
 # cpio, fdisk (sfdisk) and gdisk (sgdisk) check the initramfs and partition
 # tables the code writes; containerd, runc, containernetworking-plugins and
 # iproute2 are the real node of TestNode (its kubelet is built by `make
-# tools`).
+# tools`); bind9 is the real DNS server (named) that the Equinix Metal
+# provider's RFC 2136 updates are tested against.
 test=(make git "${images[@]}" redfishtool python3-sushy ipmitool openipmi
 	qemu-system-x86 ovmf ipxe-qemu cpio fdisk gdisk
-	containerd runc containernetworking-plugins iproute2)
+	containerd runc containernetworking-plugins iproute2 bind9)
 
 dry_run=false
 wanted=()
