@@ -55,7 +55,6 @@ func newBootEnv(t *testing.T) *bootEnv {
 			b.booted[m.ID] = append(b.booted[m.ID], cd)
 		},
 	})
-	t.Cleanup(b.cloud.Close)
 	b.env = newEnv(t, equinix.Options{Machines: b.cloud})
 	md := httptest.NewServer(b.sim.MetadataHandler())
 	t.Cleanup(md.Close)
@@ -88,6 +87,8 @@ func newBootEnv(t *testing.T) *bootEnv {
 		b.imageGets.Add(1)
 		http.ServeContent(w, req, "os.img", time.Time{}, bytes.NewReader(b.image))
 	})
+	// First of the cleanups: the machines stop before the servers do.
+	t.Cleanup(b.cloud.Close)
 	return b
 }
 
