@@ -174,35 +174,47 @@ func (f *Firmware) bootPXE(ctx context.Context, m *machine.Machine) error {
 		f.logf(m, "PXE: %v; booting the disk", err)
 		return f.bootDisk(ctx, m)
 	}
-	b, err := imageservice.ParseIPXEScript(string(script))
+	cfg, err := f.loadIPXE(ctx, hc, string(script))
 	if err != nil {
 		return err
 	}
+	return f.runAgent(ctx, m, cfg)
+}
+
+// loadIPXE does what iPXE does with a script of the form
+// imageservice.DeployIPXEScript writes: it checks that the kernel and the
+// initrds are there, with hc, and reads the host's boot configuration from
+// the host initrd (host.img).
+func (f *Firmware) loadIPXE(ctx context.Context, hc *http.Client, script string) (deployapi.BootConfig, error) {
+	b, err := imageservice.ParseIPXEScript(script)
+	if err != nil {
+		return deployapi.BootConfig{}, err
+	}
 	if _, err := openHTTPMedia(ctx, hc, b.KernelURL); err != nil {
-		return fmt.Errorf("loading the kernel: %w", err)
+		return deployapi.BootConfig{}, fmt.Errorf("loading the kernel: %w", err)
 	}
 	var cfg *deployapi.BootConfig
 	for _, in := range b.Initrds {
 		if in.Name != "host.img" {
 			if _, err := openHTTPMedia(ctx, hc, in.URL); err != nil {
-				return fmt.Errorf("loading initrd %s: %w", in.Name, err)
+				return deployapi.BootConfig{}, fmt.Errorf("loading initrd %s: %w", in.Name, err)
 			}
 			continue
 		}
 		data, err := f.get(ctx, hc, in.URL)
 		if err != nil {
-			return fmt.Errorf("loading initrd %s: %w", in.Name, err)
+			return deployapi.BootConfig{}, fmt.Errorf("loading initrd %s: %w", in.Name, err)
 		}
 		c, err := imageservice.ReadHostInitrd(bytes.NewReader(data))
 		if err != nil {
-			return err
+			return deployapi.BootConfig{}, err
 		}
 		cfg = &c
 	}
 	if cfg == nil {
-		return fmt.Errorf("the iPXE script loads no host initrd: the agent would have no configuration")
+		return deployapi.BootConfig{}, fmt.Errorf("the iPXE script loads no host initrd: the agent would have no configuration")
 	}
-	return f.runAgent(ctx, m, *cfg)
+	return *cfg, nil
 }
 
 // runAgent runs what the live image's init would: the discovery agent of

@@ -23,8 +23,16 @@ import (
 
 const minRootSize = 4 << 30
 
-// chooseDevice returns the device matching every hint; without hints, the
-// smallest disk of at least 4 GiB, as operators expect from Ironic.
+// ChooseDevice returns the device matching every hint; without hints (nil),
+// the smallest disk of at least 4 GiB, as operators expect from Ironic.
+// Installers other than the deploy agent's deploy (a metal cloud's) pick
+// their disk with it too, so that every image lands where the same rules
+// say.
+func ChooseDevice(devs []BlockDevice, hints *deployapi.RootDeviceHints) (BlockDevice, error) {
+	return chooseDevice(devs, hints)
+}
+
+// chooseDevice is ChooseDevice.
 func chooseDevice(devs []BlockDevice, hints *deployapi.RootDeviceHints) (BlockDevice, error) {
 	var matches []BlockDevice
 	for _, d := range devs {

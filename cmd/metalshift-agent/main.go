@@ -122,6 +122,12 @@ func bootConfig(file string) (deployapi.BootConfig, error) {
 	if err := json.Unmarshal(b, &cfg); err != nil {
 		return cfg, fmt.Errorf("%s: %w", file, err)
 	}
+	if cfg.MetalCloud != nil {
+		// The installer (agent/metalcloud) needs a network configurator that
+		// applies the metadata's bond and addresses with the image's tooling,
+		// which is not written yet; only the simulator runs it.
+		return cfg, fmt.Errorf("%s is a metal cloud installer's configuration, which this agent does not run on a real machine yet", file)
+	}
 	if d := cfg.Discovery; d != nil {
 		if d.ServiceURL == "" || d.InfraEnvID == "" || d.Token == "" {
 			return cfg, fmt.Errorf("%s: discovery.serviceURL, discovery.infraEnvID and discovery.token are required", file)

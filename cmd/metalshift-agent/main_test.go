@@ -96,4 +96,10 @@ func TestAgentBinary(t *testing.T) {
 	out, err = exec.Command(bin, "--config", cfg).CombinedOutput()
 	g.Expect(exitCode(err)).To(Equal(1))
 	g.Expect(string(out)).To(ContainSubstring("lookup.engineURL, lookup.scope and lookup.token are required"))
+
+	// A metal cloud's installer: not on real machines yet.
+	g.Expect(os.WriteFile(cfg, []byte(`{"metalCloud":{"metadataURL":"http://127.0.0.1:1","image":{"url":"http://127.0.0.1:1/os.img"}}}`), 0o644)).To(Succeed())
+	out, err = exec.Command(bin, "--config", cfg).CombinedOutput()
+	g.Expect(exitCode(err)).To(Equal(1))
+	g.Expect(string(out)).To(ContainSubstring("is a metal cloud installer's configuration, which this agent does not run on a real machine yet"))
 }

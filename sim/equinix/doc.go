@@ -41,7 +41,8 @@
 // empty.
 //
 // Machines are not booted here: Options.Machines, when set, is told when a
-// device starts provisioning, changes power and is deprovisioned.
+// device starts provisioning, changes power and is deprovisioned
+// (sim.MetalCloud boots simulated machines for them).
 // Faults are seeded and replayable (package sim/fault): equinix.5xx on
 // requests, equinix.slowprovision, equinix.nohardware and equinix.failed
 // on devices, decided per device hostname. The emulator counts requests

@@ -64,6 +64,26 @@ type BootConfig struct {
 	// (see LookupPath) and runs the deploy role; a discovery section is then
 	// started only by the custom deploy method start_assisted_install.
 	Lookup *Lookup `json:"lookup,omitempty"`
+	// MetalCloud, when set, makes the image the installer of a metal
+	// cloud's machine (Equinix Metal's custom_ipxe): the host side reads
+	// the cloud's metadata service instead of asking the host engine for
+	// work, configures the machine's bond and addresses from it, writes
+	// Image and a config drive carrying the machine's user data, and
+	// reboots into the disk. EngineURL, HostID and Ticket are then empty.
+	MetalCloud *MetalCloud `json:"metalCloud,omitempty"`
+}
+
+// MetalCloud is the configuration of a metal cloud's installer image: the
+// same for every machine that boots it, which learns who it is from the
+// metadata service.
+type MetalCloud struct {
+	// MetadataURL is the base URL of the cloud's metadata service: the
+	// agent reads <MetadataURL>/metadata (JSON) and <MetadataURL>/userdata
+	// (an Ignition config) as the machine, which the service knows by the
+	// call's source address.
+	MetadataURL string `json:"metadataURL"`
+	// Image is the OS image to write to the install disk.
+	Image Image `json:"image"`
 }
 
 // Discovery is a discovery image's configuration: one per InfraEnv, the
