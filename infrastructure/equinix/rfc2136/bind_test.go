@@ -1,25 +1,14 @@
 package rfc2136
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/base64"
-	"errors"
-	"fmt"
-	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"slices"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/miekg/dns"
 	. "github.com/onsi/gomega"
 
-	"github.com/metalshift/metalshift/internal/ports"
-	"github.com/metalshift/metalshift/localcp"
+	"github.com/metalshift/metalshift/infrastructure/equinix/rfc2136/bindtest"
 )
 
 // The tests update a real BIND (Debian's bind9, which hack/deps.sh
@@ -27,16 +16,21 @@ import (
 // port, and read the records back through Go's own resolver asking it.
 
 const (
-	testZone    = "example.com."
-	testKeyName = "metalshift-test."
+	testZone    = bindtest.Zone
+	testKeyName = bindtest.KeyName
 )
 
 // bind is a running named serving testZone, which takes updates signed
 // with key.
 type bind struct {
+	*bindtest.BIND
 	addr string
 	key  Key
-	log  string
+}
+
+func startBind(t *testing.T) *bind {
+	b := bindtest.Start(t)
+	return &bind{BIND: b, addr: b.Addr, key: Key{Name: b.KeyName, Algorithm: b.Algorithm, Secret: b.Secret}}
 }
 
 // server is a Server updating b's zone with b's key.
@@ -45,181 +39,10 @@ func (b *bind) server() Server {
 	return Server{Address: b.addr, Zone: testZone, Key: &key, Timeout: 10 * time.Second}
 }
 
-// namedPath finds named, and installs bind9 with hack/deps.sh when it is
-// missing (as make test does first); the test is skipped only when named
-// is still missing after that, saying why.
-func namedPath(t *testing.T) string {
-	t.Helper()
-	find := func() string {
-		if p, err := exec.LookPath("named"); err == nil {
-			return p
-		}
-		// /usr/sbin is not on every user's PATH.
-		if _, err := os.Stat("/usr/sbin/named"); err == nil {
-			return "/usr/sbin/named"
-		}
-		return ""
-	}
-	if p := find(); p != "" {
-		return p
-	}
-	out, err := exec.Command(filepath.Join("..", "..", "..", "hack", "deps.sh"), "bind9").CombinedOutput()
-	if p := find(); p != "" {
-		return p
-	}
-	t.Skipf("named (Debian's bind9) is missing and hack/deps.sh bind9 could not install it (%v):\n%s", err, out)
-	return ""
-}
-
-// startBind starts named on a reserved port with an empty testZone and a
-// random TSIG key, and waits until it answers for the zone. It is killed
-// when the test ends, or with the test binary.
-func startBind(t *testing.T) *bind {
-	t.Helper()
-	g := NewWithT(t)
-	named := namedPath(t)
-	dir := t.TempDir()
-	// named is another process: it is told a reserved port, which nothing
-	// else binds before it does. The reservation is held until named is
-	// gone (cleanups run last registered first).
-	port, err := ports.Reserve(0)
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(port.Release)
-
-	secret := make([]byte, 32)
-	_, _ = rand.Read(secret)
-	b := &bind{
-		addr: port.Addr(),
-		key:  Key{Name: testKeyName, Algorithm: "hmac-sha256", Secret: base64.StdEncoding.EncodeToString(secret)},
-		log:  filepath.Join(dir, "named.log"),
-	}
-	// Everything named writes is in dir: no command channel (its port,
-	// 953, is shared by every named on the machine), no notifies, no
-	// recursion.
-	conf := fmt.Sprintf(`options {
-	directory %[1]q;
-	pid-file %[2]q;
-	session-keyfile %[3]q;
-	managed-keys-directory %[1]q;
-	listen-on port %[4]d { 127.0.0.1; };
-	listen-on-v6 { none; };
-	recursion no;
-	notify no;
-	dnssec-validation no;
-};
-controls { };
-key %[5]q {
-	algorithm hmac-sha256;
-	secret %[6]q;
-};
-zone %[7]q {
-	type primary;
-	file "zone.db";
-	update-policy { grant %[5]s zonesub ANY; };
-};
-`, dir, filepath.Join(dir, "named.pid"), filepath.Join(dir, "session.key"), port.Port, testKeyName, b.key.Secret, testZone)
-	zone := `$TTL 60
-@	IN SOA ns1 hostmaster 1 60 60 600 60
-@	IN NS ns1
-ns1	IN A 127.0.0.1
-`
-	g.Expect(os.WriteFile(filepath.Join(dir, "named.conf"), []byte(conf), 0o600)).To(Succeed())
-	g.Expect(os.WriteFile(filepath.Join(dir, "zone.db"), []byte(zone), 0o600)).To(Succeed())
-
-	log, err := os.Create(b.log)
-	g.Expect(err).NotTo(HaveOccurred())
-	defer log.Close()
-	// Debian confines /usr/sbin/named with an AppArmor profile that lets
-	// it read and write BIND's own directories only, not dir. AppArmor
-	// picks a profile by the program's path, so a copy in dir runs
-	// unconfined; where dir is mounted noexec, the installed one runs (and
-	// works where AppArmor is off).
-	start := func(bin string) (*exec.Cmd, error) {
-		// -g: in the foreground, logging to stderr; -n 1: one worker
-		// thread is plenty, on a machine that runs other tests too.
-		cmd := exec.Command(bin, "-g", "-n", "1", "-c", filepath.Join(dir, "named.conf"))
-		cmd.Dir, cmd.Stdout, cmd.Stderr = dir, log, log
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-		return cmd, localcp.Spawn(cmd)
-	}
-	copied := filepath.Join(dir, "named")
-	err = copyExecutable(named, copied)
-	var cmd *exec.Cmd
-	if err == nil {
-		cmd, err = start(copied)
-	}
-	if err != nil {
-		cmd, err = start(named)
-	}
-	g.Expect(err).NotTo(HaveOccurred())
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-		if t.Failed() {
-			out, _ := os.ReadFile(b.log)
-			t.Logf("named's log:\n%s", out)
-		}
-	})
-
-	// Ready once it answers a SOA query for the zone with authority.
-	c := &dns.Client{Net: "tcp", Timeout: 5 * time.Second}
-	q := new(dns.Msg)
-	q.SetQuestion(testZone, dns.TypeSOA)
-	g.Eventually(func() error {
-		select {
-		case err := <-exited:
-			exited <- err
-			out, _ := os.ReadFile(b.log)
-			StopTrying(fmt.Sprintf("named exited: %v; its log:\n%s", err, out)).Now()
-		default:
-		}
-		r, _, err := c.Exchange(q, b.addr)
-		switch {
-		case err != nil:
-			return err
-		case r.Rcode != dns.RcodeSuccess || !r.Authoritative || len(r.Answer) == 0:
-			return fmt.Errorf("SOA of %s: %s, authoritative %v, %d answers", testZone, dns.RcodeToString[r.Rcode], r.Authoritative, len(r.Answer))
-		}
-		return nil
-	}).WithTimeout(time.Minute).WithPolling(50 * time.Millisecond).Should(Succeed())
-	return b
-}
-
-// lookup asks b, through Go's own resolver, for host's addresses, sorted.
-func (b *bind) lookup(t *testing.T, host string) ([]string, error) {
-	t.Helper()
-	r := &net.Resolver{
-		PreferGo: true,
-		Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, network, b.addr)
-		},
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	addrs, err := r.LookupHost(ctx, host)
-	slices.Sort(addrs)
-	return addrs, err
-}
-
-// expectAddrs expects host to have exactly addrs on b.
 func (b *bind) expectAddrs(t *testing.T, host string, addrs ...string) {
-	t.Helper()
-	got, err := b.lookup(t, host)
-	NewWithT(t).Expect(err).NotTo(HaveOccurred(), host)
-	slices.Sort(addrs)
-	NewWithT(t).Expect(got).To(Equal(addrs), host)
+	b.ExpectAddrs(t, host, addrs...)
 }
-
-// expectNotFound expects host to have no address on b.
-func (b *bind) expectNotFound(t *testing.T, host string) {
-	t.Helper()
-	got, err := b.lookup(t, host)
-	var dnsErr *net.DNSError
-	NewWithT(t).Expect(errors.As(err, &dnsErr) && dnsErr.IsNotFound).To(BeTrue(), "%s: want not found, got %v, %v", host, got, err)
-}
+func (b *bind) expectNotFound(t *testing.T, host string) { b.ExpectNotFound(t, host) }
 
 // expectNoSecret expects none of the secrets in err's text.
 func expectNoSecret(t *testing.T, err error, secrets ...string) {
@@ -234,13 +57,4 @@ func otherSecret() string {
 	secret := make([]byte, 32)
 	_, _ = rand.Read(secret)
 	return base64.StdEncoding.EncodeToString(secret)
-}
-
-// copyExecutable copies the program from to to.
-func copyExecutable(from, to string) error {
-	data, err := os.ReadFile(from)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(to, data, 0o700)
 }

@@ -410,11 +410,16 @@ func (r *Reconciler) replaceFailed(ctx context.Context, s *scope, d *equinixapi.
 	return ctrl.Result{RequeueAfter: time.Second}, nil
 }
 
-// addresses are the device's: public ones as ExternalIP, private ones as
-// InternalIP, and its hostname.
+// addresses are the device's own (management) addresses: public ones as
+// ExternalIP, private ones as InternalIP, and its hostname. The cluster's
+// elastic IPs assigned to it are not the machine's: they move to another
+// device when this one goes.
 func addresses(d *equinixapi.Device) []clusterv1.MachineAddress {
 	var out []clusterv1.MachineAddress
 	for _, a := range d.IPAddresses {
+		if !a.Management {
+			continue
+		}
 		t := clusterv1.MachineInternalIP
 		if a.Public {
 			t = clusterv1.MachineExternalIP
