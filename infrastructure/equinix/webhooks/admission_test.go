@@ -213,7 +213,9 @@ func TestMachineCreate(t *testing.T) {
 			[]string{"spec.hardwareReservationID: Invalid value", "twice"}},
 		{"empty-tag", func(m *infrav1.EquinixMetalMachine) { m.Spec.Tags = []string{""} }, []string{"spec.tags[0]"}},
 		{"no-image", func(m *infrav1.EquinixMetalMachine) { m.Spec.Image = nil }, []string{"spec.image: Required value", "writes this OS image"}},
-		{"image-password", func(m *infrav1.EquinixMetalMachine) { m.Spec.Image.URL = "https://u:canary-pass@images.example.com/rhcos.raw" },
+		{"image-password", func(m *infrav1.EquinixMetalMachine) {
+			m.Spec.Image.URL = "https://u:canary-pass@images.example.com/rhcos.raw"
+		},
 			[]string{`spec.image.url: Invalid value: "<redacted>": must not carry a user name or password`}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
