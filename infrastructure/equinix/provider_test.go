@@ -26,6 +26,7 @@ import (
 	"github.com/metalshift/metalshift/infrastructure/equinix"
 	"github.com/metalshift/metalshift/infrastructure/equinix/metalclient"
 	"github.com/metalshift/metalshift/infrastructure/equinix/reconcilers/cloud"
+	"github.com/metalshift/metalshift/infrastructure/equinix/rfc2136/bindtest"
 	"github.com/metalshift/metalshift/internal/testenv"
 	simequinix "github.com/metalshift/metalshift/sim/equinix"
 	"github.com/metalshift/metalshift/sim/fault"
@@ -83,12 +84,15 @@ func newCloud(t *testing.T, opts simequinix.Options) *cloudEnv {
 
 // newCluster creates the credentials Secret, a Cluster and its
 // EquinixMetalCluster in ns.
-func newCluster(t *testing.T, g Gomega, ns string, c *cloudEnv) (*clusterv1.Cluster, *infrav1.EquinixMetalCluster) {
+func newCluster(t *testing.T, g Gomega, ns string, c *cloudEnv, edits ...func(*infrav1.EquinixMetalCluster)) (*clusterv1.Cluster, *infrav1.EquinixMetalCluster) {
 	ctx := context.Background()
 	g.Expect(env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "metal-key"},
 		Data: map[string][]byte{infrav1.EquinixMetalAPIKeyKey: []byte(c.token)}})).To(Succeed())
 	emc := &infrav1.EquinixMetalCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c1"},
 		Spec: infrav1.EquinixMetalClusterSpec{ProjectID: c.project, Metro: "sv", CredentialsRef: infrav1.SecretReference{Name: "metal-key"}, APIURL: c.url}}
+	for _, edit := range edits {
+		edit(emc)
+	}
 	g.Expect(env.Client.Create(ctx, emc)).To(Succeed())
 	cluster := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c1"}, Spec: clusterv1.ClusterSpec{
 		InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: infrav1.GroupVersion.Group, Kind: "EquinixMetalCluster", Name: "c1"},
@@ -298,4 +302,59 @@ func TestHardwareReservations(t *testing.T) {
 func equinixTakes(id string) equinixapi.DeviceCreateInput {
 	return equinixapi.DeviceCreateInput{Metro: "sv", Plan: "c3.small.x86", OperatingSystem: "custom_ipxe", Hostname: "someone-else",
 		IPXEScriptURL: "http://boot.example/other.ipxe", HardwareReservationID: id}
+}
+
+// TestDNSRecords: with spec.dns the provider writes api, api-int and
+// *.apps of the cluster on a real BIND, signed with the key of the TSIG
+// Secret, which is in no condition or event; a key the server refuses is
+// UpdateFailed with the server's answer, and the records come once the
+// Secret holds the right key; deleting the cluster removes them.
+func TestDNSRecords(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	b := bindtest.Start(t)
+	c := newCloud(t, simequinix.Options{})
+	tsig := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tsig"}, Data: map[string][]byte{
+		infrav1.TSIGKeyNameKey: []byte(b.KeyName), infrav1.TSIGAlgorithmKey: []byte(b.Algorithm),
+		infrav1.TSIGSecretKey: []byte("c2VjcmV0LXRoYXQtaXMtbm90LXRoZS1zZXJ2ZXJzLWtleQ=="),
+	}}
+	g.Expect(env.Client.Create(ctx, tsig)).To(Succeed())
+	cluster, emc := newCluster(t, g, ns, c, func(emc *infrav1.EquinixMetalCluster) {
+		emc.Spec.DNS = &infrav1.EquinixMetalDNS{Server: b.Addr, Zone: "example.com", BaseDomain: "lab.example.com", TSIGKeyRef: infrav1.SecretReference{Name: "tsig"}}
+	})
+
+	g.Eventually(func(g Gomega) {
+		get(g, emc)
+		cond := conditions.Get(emc, infrav1.DNSRecordsReadyCondition)
+		g.Expect(cond).NotTo(BeNil())
+		g.Expect(cond.Reason).To(Equal(infrav1.DNSUpdateFailedReason))
+		g.Expect(cond.Message).To(ContainSubstring("NOTAUTH (TSIG key rejected: BADSIG"))
+		g.Expect(conditions.IsFalse(emc, infrav1.EquinixMetalClusterReadyCondition)).To(BeTrue())
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	b.ExpectNotFound(t, "api.c1.lab.example.com.")
+
+	get(g, tsig)
+	tsig.Data[infrav1.TSIGSecretKey] = []byte(b.Secret)
+	g.Expect(env.Client.Update(ctx, tsig)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		get(g, emc)
+		g.Expect(conditions.IsTrue(emc, infrav1.DNSRecordsReadyCondition)).To(BeTrue(), "%v", emc.Status.Conditions)
+		g.Expect(conditions.IsTrue(emc, infrav1.EquinixMetalClusterReadyCondition)).To(BeTrue())
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	b.ExpectAddrs(t, "api.c1.lab.example.com.", emc.Status.APIIP.Address)
+	b.ExpectAddrs(t, "api-int.c1.lab.example.com.", emc.Status.APIIP.Address)
+	b.ExpectAddrs(t, "console-openshift-console.apps.c1.lab.example.com.", emc.Status.IngressIP.Address)
+	data, err := json.Marshal(emc)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(data)).NotTo(ContainSubstring(b.Secret))
+
+	g.Expect(env.Client.Delete(ctx, cluster)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		gone(g, emc)
+		g.Expect(c.s.Ledger().Empty()).To(BeTrue())
+	}).WithTimeout(time.Minute).Should(Succeed())
+	b.ExpectNotFound(t, "api.c1.lab.example.com.")
+	b.ExpectNotFound(t, "api-int.c1.lab.example.com.")
+	b.ExpectNotFound(t, "console-openshift-console.apps.c1.lab.example.com.")
 }

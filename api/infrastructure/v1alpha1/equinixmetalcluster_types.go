@@ -86,6 +86,13 @@ type EquinixMetalDNS struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	Zone string `json:"zone"`
+	// baseDomain is the cluster's base domain, zone or a domain within it
+	// (zone when empty): the records are api.<cluster>.<baseDomain>,
+	// api-int.<cluster>.<baseDomain> and *.apps.<cluster>.<baseDomain>,
+	// <cluster> being the Cluster's name.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	BaseDomain string `json:"baseDomain,omitempty"`
 	// tsigKeyRef names the Secret holding the TSIG key that signs the
 	// updates, with the keys name, algorithm (optional) and secret.
 	TSIGKeyRef SecretReference `json:"tsigKeyRef"`

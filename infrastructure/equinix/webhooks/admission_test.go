@@ -22,7 +22,7 @@ func validCluster(ns, name string) *infrav1.EquinixMetalCluster {
 			Metro:          "sv",
 			CredentialsRef: infrav1.SecretReference{Name: "equinix-credentials"},
 			APIURL:         "http://127.0.0.1:8090/metal/v1",
-			DNS: &infrav1.EquinixMetalDNS{Server: "10.0.0.53:53", Zone: "example.com",
+			DNS: &infrav1.EquinixMetalDNS{Server: "10.0.0.53:53", Zone: "example.com", BaseDomain: "lab.example.com.",
 				TSIGKeyRef: infrav1.SecretReference{Name: "tsig"}},
 		},
 	}
@@ -83,6 +83,10 @@ func TestClusterCreate(t *testing.T) {
 			[]string{`spec.dns.server: Invalid value: "not a host": must be a host name or IP address`}},
 		{"dns-zone", func(c *infrav1.EquinixMetalCluster) { c.Spec.DNS.Zone = "example..com" },
 			[]string{`spec.dns.zone: Invalid value: "example..com": must be a DNS name`}},
+		{"dns-base-domain", func(c *infrav1.EquinixMetalCluster) { c.Spec.DNS.BaseDomain = "example.org" },
+			[]string{`spec.dns.baseDomain: Invalid value: "example.org": must be the zone example.com or a domain within it`}},
+		{"dns-base-domain-suffix", func(c *infrav1.EquinixMetalCluster) { c.Spec.DNS.BaseDomain = "notexample.com" },
+			[]string{`spec.dns.baseDomain: Invalid value: "notexample.com": must be the zone example.com`}},
 		{"tsig-name", func(c *infrav1.EquinixMetalCluster) { c.Spec.DNS.TSIGKeyRef.Name = "TSIG" },
 			[]string{`spec.dns.tsigKeyRef.name: Invalid value: "TSIG"`}},
 	} {

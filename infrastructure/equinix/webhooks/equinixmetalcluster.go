@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	"context"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -79,6 +80,15 @@ func ValidateClusterSpec(spec *infrav1.EquinixMetalClusterSpec, path *field.Path
 		errs = append(errs, validateDNSServer(dns.Server, p.Child("server"))...)
 		if len(validationZone(dns.Zone)) > 0 {
 			errs = append(errs, field.Invalid(p.Child("zone"), dns.Zone, "must be a DNS name, e.g. example.com"))
+		}
+		if b := dns.BaseDomain; b != "" {
+			base, zone := strings.TrimSuffix(b, "."), strings.TrimSuffix(dns.Zone, ".")
+			switch {
+			case len(validationZone(b)) > 0:
+				errs = append(errs, field.Invalid(p.Child("baseDomain"), b, "must be a DNS name, e.g. clusters.example.com"))
+			case base != zone && !strings.HasSuffix(base, "."+zone):
+				errs = append(errs, field.Invalid(p.Child("baseDomain"), b, "must be the zone "+dns.Zone+" or a domain within it"))
+			}
 		}
 		errs = append(errs, validateSecretName(dns.TSIGKeyRef.Name, p.Child("tsigKeyRef", "name"))...)
 	}

@@ -117,7 +117,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if cluster != nil {
 		ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("Cluster", klog.KObj(cluster)))
 	}
-	run, stop, err := reconciler.Begin(ctx, r.Client, cluster, emc, infrav1.EquinixMetalClusterReadyCondition, infrav1.ElasticIPsReadyCondition)
+	run, stop, err := reconciler.Begin(ctx, r.Client, cluster, emc, infrav1.EquinixMetalClusterReadyCondition, infrav1.ElasticIPsReadyCondition,
+		infrav1.DNSRecordsReadyCondition)
 	if stop || err != nil {
 		return ctrl.Result{}, err
 	}
@@ -134,13 +135,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		tag = cloud.ClusterTag(cluster.Namespace, cluster.Name)
 	}
 	if !emc.DeletionTimestamp.IsZero() {
-		return r.reconcileDelete(ctx, emc, api, tag)
+		name := ""
+		if cluster != nil {
+			name = cluster.Name
+		}
+		return r.reconcileDelete(ctx, emc, name, api, tag)
 	}
 	if cluster == nil {
 		setReady(emc, metav1.ConditionFalse, infrav1.WaitingForClusterInfrastructureReason, "Waiting for the Cluster controller to set an owner reference")
 		return ctrl.Result{}, nil
 	}
-	return r.reconcileNormal(ctx, emc, api, tag)
+	return r.reconcileNormal(ctx, emc, cluster, api, tag)
 }
 
 func setReady(emc *infrav1.EquinixMetalCluster, status metav1.ConditionStatus, reason, msg string) {
@@ -162,7 +167,7 @@ func (r *Reconciler) apiError(emc *infrav1.EquinixMetalCluster, err error) (ctrl
 	return ctrl.Result{}, err
 }
 
-func (r *Reconciler) reconcileNormal(ctx context.Context, emc *infrav1.EquinixMetalCluster, api *metalclient.Client, tag string) (ctrl.Result, error) {
+func (r *Reconciler) reconcileNormal(ctx context.Context, emc *infrav1.EquinixMetalCluster, cluster *clusterv1.Cluster, api *metalclient.Client, tag string) (ctrl.Result, error) {
 	held, err := api.ListIPReservations(ctx, emc.Spec.ProjectID, metalclient.IPFilter{Tag: tag})
 	if err != nil {
 		return r.apiError(emc, err)
@@ -202,15 +207,21 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, emc *infrav1.EquinixMe
 	setIPs(emc, metav1.ConditionTrue, infrav1.ElasticIPsReservedReason,
 		fmt.Sprintf("API %s, ingress %s", emc.Status.APIIP.Address, emc.Status.IngressIP.Address))
 	emc.Status.Initialization.Provisioned = ptr.To(true)
-	setReady(emc, metav1.ConditionTrue, infrav1.ElasticIPsReservedReason, "The cluster's elastic IPs are reserved")
+	var requeue time.Duration
+	if r.ensureDNS(ctx, emc, cluster.Name) {
+		setReady(emc, metav1.ConditionTrue, infrav1.ElasticIPsReservedReason, "The cluster's elastic IPs are reserved")
+	} else {
+		setReady(emc, metav1.ConditionFalse, infrav1.DNSUpdateFailedReason, "The DNS records are not written: "+conditions.GetMessage(emc, infrav1.DNSRecordsReadyCondition))
+		requeue = r.poll()
+	}
 	wait, err := r.assign(ctx, emc, api, tag)
 	if err != nil {
 		return r.apiError(emc, err)
 	}
 	if wait {
-		return ctrl.Result{RequeueAfter: r.poll()}, nil
+		requeue = r.poll()
 	}
-	return ctrl.Result{}, nil
+	return ctrl.Result{RequeueAfter: requeue}, nil
 }
 
 // reserve returns the cluster's reservation of role, requesting it when
@@ -306,9 +317,16 @@ func deviceOf(as equinixapi.IPAssignment) string {
 	return h[strings.LastIndex(h, "/")+1:]
 }
 
-// reconcileDelete drops the addresses' assignments and releases the
-// cluster's reservations; then the finalizer goes.
-func (r *Reconciler) reconcileDelete(ctx context.Context, emc *infrav1.EquinixMetalCluster, api *metalclient.Client, tag string) (ctrl.Result, error) {
+// reconcileDelete removes the DNS records, drops the addresses'
+// assignments and releases the cluster's reservations; then the finalizer
+// goes.
+func (r *Reconciler) reconcileDelete(ctx context.Context, emc *infrav1.EquinixMetalCluster, cluster string, api *metalclient.Client, tag string) (ctrl.Result, error) {
+	if err := r.removeDNS(ctx, emc, cluster); err != nil {
+		msg := "Removing the DNS records: " + err.Error()
+		setDNS(emc, metav1.ConditionFalse, infrav1.DNSUpdateFailedReason, msg)
+		setReady(emc, metav1.ConditionFalse, infrav1.DNSUpdateFailedReason, msg)
+		return ctrl.Result{RequeueAfter: r.poll()}, nil
+	}
 	held, err := api.ListIPReservations(ctx, emc.Spec.ProjectID, metalclient.IPFilter{Tag: tag})
 	if err != nil {
 		return r.apiError(emc, err)

@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
-	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega"
 
 	"github.com/metalshift/metalshift/internal/ports"
 	"github.com/metalshift/metalshift/localcp"
@@ -91,14 +91,14 @@ func namedPath(t testing.TB) string {
 // test ends, or with the test binary.
 func Start(t testing.TB) *BIND {
 	t.Helper()
-	g := NewWithT(t)
+	g := gomega.NewWithT(t)
 	named := namedPath(t)
 	dir := t.TempDir()
 	// named is another process: it is told a reserved port, which nothing
 	// else binds before it does. The reservation is held until named is
 	// gone (cleanups run last registered first).
 	port, err := ports.Reserve(0)
-	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(err).NotTo(gomega.HaveOccurred())
 	t.Cleanup(port.Release)
 
 	secret := make([]byte, 32)
@@ -135,11 +135,11 @@ zone %[7]q {
 @	IN NS ns1
 ns1	IN A 127.0.0.1
 `
-	g.Expect(os.WriteFile(filepath.Join(dir, "named.conf"), []byte(conf), 0o600)).To(Succeed())
-	g.Expect(os.WriteFile(filepath.Join(dir, "zone.db"), []byte(zone), 0o600)).To(Succeed())
+	g.Expect(os.WriteFile(filepath.Join(dir, "named.conf"), []byte(conf), 0o600)).To(gomega.Succeed())
+	g.Expect(os.WriteFile(filepath.Join(dir, "zone.db"), []byte(zone), 0o600)).To(gomega.Succeed())
 
 	log, err := os.Create(b.log)
-	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(err).NotTo(gomega.HaveOccurred())
 	defer log.Close()
 	// Debian confines /usr/sbin/named with an AppArmor profile that lets
 	// it read and write BIND's own directories only, not dir. AppArmor
@@ -163,12 +163,15 @@ ns1	IN A 127.0.0.1
 	if err != nil {
 		cmd, err = start(named)
 	}
-	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(err).NotTo(gomega.HaveOccurred())
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
-		<-exited
+		// Killed: its exit status says so and nothing more.
+		if err := <-exited; err != nil && t.Failed() {
+			t.Logf("named: %v", err)
+		}
 		if t.Failed() {
 			out, _ := os.ReadFile(b.log)
 			t.Logf("named's log:\n%s", out)
@@ -184,7 +187,7 @@ ns1	IN A 127.0.0.1
 		case err := <-exited:
 			exited <- err
 			out, _ := os.ReadFile(b.log)
-			StopTrying(fmt.Sprintf("named exited: %v; its log:\n%s", err, out)).Now()
+			gomega.StopTrying(fmt.Sprintf("named exited: %v; its log:\n%s", err, out)).Now()
 		default:
 		}
 		r, _, err := c.Exchange(q, b.Addr)
@@ -195,7 +198,7 @@ ns1	IN A 127.0.0.1
 			return fmt.Errorf("SOA of %s: %s, authoritative %v, %d answers", Zone, dns.RcodeToString[r.Rcode], r.Authoritative, len(r.Answer))
 		}
 		return nil
-	}).WithTimeout(time.Minute).WithPolling(50 * time.Millisecond).Should(Succeed())
+	}).WithTimeout(time.Minute).WithPolling(50 * time.Millisecond).Should(gomega.Succeed())
 	return b
 }
 
@@ -219,9 +222,9 @@ func (b *BIND) Lookup(host string) ([]string, error) {
 func (b *BIND) ExpectAddrs(t testing.TB, host string, addrs ...string) {
 	t.Helper()
 	got, err := b.Lookup(host)
-	NewWithT(t).Expect(err).NotTo(HaveOccurred(), host)
+	gomega.NewWithT(t).Expect(err).NotTo(gomega.HaveOccurred(), host)
 	slices.Sort(addrs)
-	NewWithT(t).Expect(got).To(Equal(addrs), host)
+	gomega.NewWithT(t).Expect(got).To(gomega.Equal(addrs), host)
 }
 
 // ExpectNotFound expects host to have no address on b.
@@ -229,7 +232,7 @@ func (b *BIND) ExpectNotFound(t testing.TB, host string) {
 	t.Helper()
 	got, err := b.Lookup(host)
 	var dnsErr *net.DNSError
-	NewWithT(t).Expect(errors.As(err, &dnsErr) && dnsErr.IsNotFound).To(BeTrue(), "%s: want not found, got %v, %v", host, got, err)
+	gomega.NewWithT(t).Expect(errors.As(err, &dnsErr) && dnsErr.IsNotFound).To(gomega.BeTrue(), "%s: want not found, got %v, %v", host, got, err)
 }
 
 // copyExecutable copies the program from to to.
