@@ -265,8 +265,9 @@ func addDeployServers(mgr ctrl.Manager, ds *deployserver.Server, opts Options) e
 
 // deployUnauthenticated are the deploy server's requests without an
 // agent's token, limited per source: images by signed URL, boot scripts
-// by MAC address, lookups by an image's credential.
-var deployUnauthenticated = serving.Matching("GET /images/", "GET "+deployserver.PXEPath, "POST "+deployapi.LookupPath)
+// by MAC address, lookups by an image's credential, metal cloud boots by
+// signed URL.
+var deployUnauthenticated = serving.Matching("GET /images/", "GET "+deployserver.PXEPath, "POST "+deployapi.LookupPath, "GET /metalcloud/")
 
 // secretMetadataCache watches every Secret in namespace (all when empty),
 // keeping no data, so that a fixed credentials Secret wakes its hosts. (The

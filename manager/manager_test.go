@@ -39,6 +39,7 @@ func TestFlags(t *testing.T) {
 		"agent-service-cert-file": "", "agent-service-key-file": "", "agent-service-ca-file": "", "agent-service-insecure-http": "false",
 		"allow-converged-flow": "true", "agent-service-deploy-url": "", "agent-service-deploy-ca-file": "",
 		"agent-installation-timeout": "0s", "agent-host-stage-timeouts": "[]",
+		"equinix-boot-url":   "",
 		"baremetal-operator": "false", "baremetal-operator-version": "0.0.1-snapshot", "baremetal-operator-operand-image": "metalshift/manager:latest",
 	}))
 }

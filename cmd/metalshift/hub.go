@@ -332,6 +332,8 @@ func managerArgs(hub *localcp.Hub, hostsAddr string) []string {
 		"--deploy-listen-address=" + hub.DeployAddr(), "--deploy-url=" + deployURL(hub, hostsAddr),
 		"--deploy-cert-file=" + deployCert, "--deploy-key-file=" + deployKey, "--deploy-ca-file=" + hub.CAFile(),
 		"--deploy-boot-listen-address=" + hub.DeployBootAddr(), "--deploy-boot-url=" + deployBootURL(hub, hostsAddr),
+		// Equinix Metal devices (of metalshift sim equinix) boot from it too.
+		"--equinix-boot-url=" + deployBootURL(hub, hostsAddr),
 		"--ignition-listen-address=" + is.Addr, "--ignition-cert-file=" + is.CertFile, "--ignition-key-file=" + is.KeyFile,
 		"--ignition-ca-file=" + hub.CAFile(), "--signing-key-file=" + hub.SigningKeyFile(),
 		"--agent-service-listen-address=" + hub.AgentServiceAddr(), "--agent-service-url=" + agentServiceURL(hub, hostsAddr),

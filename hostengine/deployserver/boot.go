@@ -10,8 +10,9 @@ import (
 // boot loads before the agent runs: the boot scripts by MAC address, and
 // the files they load — the deploy kernel and initramfs, the same bytes
 // for every host, and the host's initrd (its boot configuration, which
-// points the agent at BaseURL over https with the CA to verify it). The
-// scripts it serves load those files from bootURL. The agent API, the
+// points the agent at BaseURL over https with the CA to verify it), and
+// what metal cloud devices boot (addMetalCloud). The scripts it serves
+// load those files from bootURL. The agent API, the
 // ISOs and the signed iPXE scripts are served by Handler only.
 func (s *Server) BootHandler(bootURL string) http.Handler {
 	b := *s
@@ -21,5 +22,6 @@ func (s *Server) BootHandler(bootURL string) http.Handler {
 	mux.HandleFunc("GET "+KernelPath, b.serveKernel)
 	mux.HandleFunc("GET "+InitrdPath, b.serveKernel)
 	mux.HandleFunc("GET "+HostInitrdPath, b.serveHostInitrd)
+	b.addMetalCloud(mux)
 	return mux
 }

@@ -207,6 +207,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /deploy/v1/hosts/{id}/instructions", s.instructions)
 	mux.HandleFunc("POST /deploy/v1/hosts/{id}/status", s.status)
 	mux.HandleFunc("POST "+deployapi.LookupPath, s.lookup)
+	s.addMetalCloud(mux)
 	return mux
 }
 

@@ -35,7 +35,7 @@ import (
 var env *testenv.Env
 
 // bootScript is the iPXE script the hub would serve for a machine.
-func bootScript(_ context.Context, emm *infrav1.EquinixMetalMachine) (string, error) {
+func bootScript(_ context.Context, emm *infrav1.EquinixMetalMachine, _ *infrav1.EquinixMetalCluster) (string, error) {
 	return "http://hub.example/boot/" + string(emm.UID) + ".ipxe", nil
 }
 

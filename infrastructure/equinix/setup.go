@@ -7,8 +7,10 @@ package equinix
 
 import (
 	"context"
+	"errors"
 	"time"
 
+	"github.com/spf13/pflag"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -28,12 +30,24 @@ const ComponentName = "infrastructure-equinix"
 // hub: its CRDs, its webhooks when the manager serves webhooks, and its
 // reconcilers.
 func Component() component.Component {
+	var bootURL string
 	return component.Component{
 		Name:        ComponentName,
 		AddToScheme: infrav1.AddToScheme,
 		CRDs:        []string{"crd/bases/infrastructure.cluster.x-k8s.io_equinixmetal*.yaml"},
+		Flags: func(fs *pflag.FlagSet) {
+			fs.StringVar(&bootURL, "equinix-boot-url", "", "How Equinix Metal devices reach the deploy server's plain-http boot listener (the host engine's --deploy-boot-url), "+
+				"whose iPXE script boots metalshift's live image on them; empty: each EquinixMetalMachine must name its own ipxeScriptURL")
+		},
+		Complete: func(hub *component.Options) error {
+			if bootURL != "" && len(hub.SigningKey) == 0 {
+				return errors.New("--signing-key-file is required with --equinix-boot-url")
+			}
+			return nil
+		},
 		Setup: func(ctx context.Context, hub *component.Hub) error {
-			return Setup(ctx, hub.Manager, Options{Webhooks: hub.Webhooks, WatchFilterValue: hub.WatchFilterValue, Clock: hub.Clock})
+			return Setup(ctx, hub.Manager, Options{Webhooks: hub.Webhooks, WatchFilterValue: hub.WatchFilterValue, Clock: hub.Clock,
+				BootURL: bootURL, SigningKey: hub.SigningKey})
 		},
 	}
 }
@@ -53,9 +67,15 @@ type Options struct {
 	PollInterval time.Duration
 	// Cloud is how the reconcilers reach the API.
 	Cloud cloud.Options
-	// BootScriptURL is the iPXE script a device boots when its machine
-	// names none (nil: machines must name one).
-	BootScriptURL func(ctx context.Context, emm *infrav1.EquinixMetalMachine) (string, error)
+	// BootURL is the base URL of the deploy server's plain-http boot
+	// listener (the host engine's --deploy-boot-url), which serves devices
+	// their iPXE script, signed with SigningKey; empty: machines must name
+	// a script of their own.
+	BootURL    string
+	SigningKey []byte
+	// BootScriptURL, when set, is the iPXE script a device boots when its
+	// machine names none, instead of the one at BootURL (tests).
+	BootScriptURL func(ctx context.Context, emm *infrav1.EquinixMetalMachine, emc *infrav1.EquinixMetalCluster) (string, error)
 }
 
 // Setup registers the provider with mgr: its reconcilers, and its webhooks
@@ -66,6 +86,15 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	}
 	if opts.Cloud.UserAgent == "" {
 		opts.Cloud.UserAgent = "metalshift"
+	}
+	if opts.BootScriptURL == nil && opts.BootURL != "" {
+		if len(opts.SigningKey) == 0 {
+			return errors.New("the Equinix Metal provider needs the hub's signing key to sign devices' boot URLs")
+		}
+		base, key, clk := opts.BootURL, opts.SigningKey, opts.Clock
+		opts.BootScriptURL = func(_ context.Context, emm *infrav1.EquinixMetalMachine, emc *infrav1.EquinixMetalCluster) (string, error) {
+			return cloud.BootScript(base, key, clk.Now(), emm, emc)
+		}
 	}
 	if err := (&equinixmetalcluster.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("equinixmetalcluster-controller"),

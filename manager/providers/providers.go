@@ -94,6 +94,9 @@ const (
 	leaderElectionRole = "metalshift-leader-election"
 )
 
+// metalNamespace is the metal provider's namespace.
+var metalNamespace = Provider{Name: "metal", Type: clusterctlv1.InfrastructureProviderType}.Namespace()
+
 // All are metalshift's providers. The core provider is the upstream
 // Cluster API core, run by the manager; a hub installs all of them, or all
 // but the agent service.
@@ -109,6 +112,8 @@ func All() []Provider {
 			Name: "metal", Type: clusterctlv1.InfrastructureProviderType,
 			Components: []string{"host-engine", "infrastructure-metal", "baremetal-operator", "infrastructure-equinix"},
 			Servers:    []Server{deploy},
+			// Equinix Metal devices boot from the deploy server's boot listener.
+			Args: []string{"--equinix-boot-url=" + deploy.BootURL(metalNamespace)},
 		},
 		{
 			Name: "openshift", Type: clusterctlv1.BootstrapProviderType, Components: []string{"bootstrap-openshift"},

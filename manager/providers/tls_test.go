@@ -215,6 +215,8 @@ func TestServersServeHTTPS(t *testing.T) {
 	r := render(t, metal, vars)
 	g.Expect(r.serviceTargeting("deploy-boot").Spec.Type).To(Equal(corev1.ServiceTypeLoadBalancer))
 	g.Expect(r.flag("deploy-boot-url")).To(Equal("http://boot.hub.example.com"))
+	// Equinix Metal devices boot from the same listener.
+	g.Expect(r.flag("equinix-boot-url")).To(Equal("http://boot.hub.example.com"))
 
 	// Converged flow: the agent service's images carry the deploy server's
 	// URL and the CA that signed its certificate, the machine CA, which is

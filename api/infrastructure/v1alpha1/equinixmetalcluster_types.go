@@ -9,6 +9,10 @@ import (
 // away.
 const EquinixMetalClusterFinalizer = "equinixmetalcluster.infrastructure.cluster.x-k8s.io"
 
+// EquinixMetalDefaultMetadataURL is the metadata service of Equinix
+// Metal's devices.
+const EquinixMetalDefaultMetadataURL = "https://metadata.platformequinix.com"
+
 // Keys of the Secrets an EquinixMetalCluster names.
 const (
 	// EquinixMetalAPIKeyKey is the key of the credentials Secret holding
@@ -133,6 +137,13 @@ type EquinixMetalClusterSpec struct {
 	// +kubebuilder:validation:MaxLength=512
 	APIURL string `json:"apiURL,omitempty"`
 
+	// metadataURL is the base URL of the metadata service the cluster's
+	// devices read (their addresses, their user data); empty means Equinix
+	// Metal's (https://metadata.platformequinix.com). Set it to reach the
+	// emulator's.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	MetadataURL string `json:"metadataURL,omitempty"`
 	// controlPlaneEndpoint is the address of the cluster's API: the API
 	// elastic IP (or its DNS name) and 6443. The provider sets it once the
 	// IP is reserved, unless it is set already. Cluster API copies it to the

@@ -75,6 +75,7 @@ func ValidateClusterSpec(spec *infrav1.EquinixMetalClusterSpec, path *field.Path
 	}
 	errs = append(errs, validateSecretName(spec.CredentialsRef.Name, path.Child("credentialsRef", "name"))...)
 	errs = append(errs, validateURL(spec.APIURL, path.Child("apiURL"))...)
+	errs = append(errs, validateURL(spec.MetadataURL, path.Child("metadataURL"))...)
 	if dns := spec.DNS; dns != nil {
 		p := path.Child("dns")
 		errs = append(errs, validateDNSServer(dns.Server, p.Child("server"))...)

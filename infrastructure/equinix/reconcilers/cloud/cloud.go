@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	deployapi "github.com/metalshift/metalshift/api/deploy/v1"
 	infrav1 "github.com/metalshift/metalshift/api/infrastructure/v1alpha1"
 	"github.com/metalshift/metalshift/infrastructure/equinix/metalclient"
 )
@@ -108,4 +109,33 @@ func Backoff(err error, now time.Time) time.Duration {
 		return 5 * time.Second
 	}
 	return 0
+}
+
+// BootScriptTTL is how long the iPXE script URL a device is created with
+// stays valid: a device may wait queued for hardware before it boots.
+const BootScriptTTL = 24 * time.Hour
+
+// BootScript is the URL of the iPXE script the hub's deploy server (at
+// its plain-http boot URL base) serves a machine's device: metalshift's
+// live image running the metal cloud installer, which reads the cluster's
+// metadata service and writes the machine's image. The URL is signed with
+// key for the machine until now+BootScriptTTL, and carries all it boots.
+func BootScript(base string, key []byte, now time.Time, emm *infrav1.EquinixMetalMachine, emc *infrav1.EquinixMetalCluster) (string, error) {
+	if emm.Spec.Image == nil {
+		return "", errors.New("spec.image is empty: the live image has no OS image to write")
+	}
+	md := emc.Spec.MetadataURL
+	if md == "" {
+		md = infrav1.EquinixMetalDefaultMetadataURL
+	}
+	img := emm.Spec.Image
+	q, err := deployapi.SignMetalCloudQuery(key, deployapi.MetalCloudBoot{
+		Machine: emm.Namespace + "/" + emm.Name + "/" + string(emm.UID),
+		MetalCloud: deployapi.MetalCloud{MetadataURL: strings.TrimSuffix(md, "/"),
+			Image: deployapi.Image{URL: img.URL, Checksum: img.Checksum, ChecksumType: img.ChecksumType, Format: img.Format}},
+	}, now.Add(BootScriptTTL))
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSuffix(base, "/") + deployapi.MetalCloudScriptPath + "?" + q, nil
 }

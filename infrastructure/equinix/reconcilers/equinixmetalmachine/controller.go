@@ -51,7 +51,7 @@ type Reconciler struct {
 	// BootScriptURL is the iPXE script a machine's device boots when its
 	// spec names none: the hub's, signed for the machine. nil: the hub
 	// serves none, and a machine must name one.
-	BootScriptURL func(ctx context.Context, emm *infrav1.EquinixMetalMachine) (string, error)
+	BootScriptURL func(ctx context.Context, emm *infrav1.EquinixMetalMachine, emc *infrav1.EquinixMetalCluster) (string, error)
 	// PollInterval is how often a device on its way (queued, provisioning,
 	// deprovisioning) is looked at again (10 s when 0).
 	PollInterval     time.Duration
@@ -319,7 +319,7 @@ func (r *Reconciler) create(ctx context.Context, s *scope) (*equinixapi.Device, 
 		if r.BootScriptURL == nil {
 			return nil, fmt.Errorf("%w: spec.ipxeScriptURL is empty and this hub serves no iPXE script for devices", errSpec)
 		}
-		if script, err = r.BootScriptURL(ctx, emm); err != nil {
+		if script, err = r.BootScriptURL(ctx, emm, emc); err != nil {
 			return nil, fmt.Errorf("the device's iPXE script: %w", err)
 		}
 	}
