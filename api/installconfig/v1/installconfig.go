@@ -70,8 +70,9 @@ type CIDRs struct {
 
 // Platform holds the one platform of the cluster.
 type Platform struct {
-	BareMetal *BareMetal `json:"baremetal,omitempty"`
-	None      *struct{}  `json:"none,omitempty"`
+	BareMetal    *BareMetal    `json:"baremetal,omitempty"`
+	EquinixMetal *EquinixMetal `json:"equinixMetal,omitempty"`
+	None         *struct{}     `json:"none,omitempty"`
 }
 
 // BareMetal is the bare-metal platform.
@@ -228,12 +229,26 @@ func (ic *InstallConfig) WorkerReplicas() int32 {
 	return n
 }
 
-// APIVIP is the first API VIP.
+// APIVIP is the first API VIP: on Equinix Metal, the API's elastic IP.
 func (ic *InstallConfig) APIVIP() string {
+	if em := ic.Platform.EquinixMetal; em != nil {
+		return em.APIVIP
+	}
 	if ic.Platform.BareMetal == nil || len(ic.Platform.BareMetal.APIVIPs) == 0 {
 		return ""
 	}
 	return ic.Platform.BareMetal.APIVIPs[0]
+}
+
+// IngressVIP is the first ingress VIP ("" when none).
+func (ic *InstallConfig) IngressVIP() string {
+	if em := ic.Platform.EquinixMetal; em != nil {
+		return em.IngressVIP
+	}
+	if bm := ic.Platform.BareMetal; bm != nil && len(bm.IngressVIPs) > 0 {
+		return bm.IngressVIPs[0]
+	}
+	return ""
 }
 
 // ClusterDomain is <name>.<baseDomain>.
@@ -287,8 +302,14 @@ func (ic *InstallConfig) validatePlatform() field.ErrorList {
 	var errs field.ErrorList
 	pp := field.NewPath("platform")
 	bm := ic.Platform.BareMetal
+	if bm != nil && ic.Platform.EquinixMetal != nil {
+		return append(errs, field.Forbidden(pp.Child("equinixMetal"), "one platform: baremetal or equinixMetal"))
+	}
+	if ic.Platform.EquinixMetal != nil {
+		return append(ic.validateEquinixMetal(), ic.validateOSImage()...)
+	}
 	if bm == nil {
-		return append(errs, field.Required(pp.Child("baremetal"), "metalshift installs on the baremetal platform"))
+		return append(errs, field.Required(pp.Child("baremetal"), "metalshift installs on the baremetal or the equinixMetal platform"))
 	}
 	bp := pp.Child("baremetal")
 	if len(bm.APIVIPs) == 0 {
@@ -355,13 +376,17 @@ func (ic *InstallConfig) validatePlatform() field.ErrorList {
 		errs = append(errs, field.Invalid(bp.Child("hosts"), fmt.Sprintf("%d with role master", masters),
 			fmt.Sprintf("controlPlane.replicas is %d", ic.ControlPlaneReplicas())))
 	}
+	return append(errs, ic.validateOSImage()...)
+}
+
+func (ic *InstallConfig) validateOSImage() field.ErrorList {
 	ms := field.NewPath("metalshift")
 	if ic.Metalshift == nil || ic.Metalshift.OSImage.URL == "" {
-		errs = append(errs, field.Required(ms.Child("osImage", "url"), "the OS image written to every host"))
+		return field.ErrorList{field.Required(ms.Child("osImage", "url"), "the OS image written to every host")}
 	} else if ic.Metalshift.OSImage.Checksum == "" {
-		errs = append(errs, field.Required(ms.Child("osImage", "checksum"), ""))
+		return field.ErrorList{field.Required(ms.Child("osImage", "checksum"), "")}
 	}
-	return errs
+	return nil
 }
 
 // ParseFile reads an install-config file without validating it.

@@ -37,6 +37,17 @@ func Sanitize(raw []byte) ([]byte, error) {
 		}
 		out.Platform.BareMetal = &b
 	}
+	if em := ic.Platform.EquinixMetal; em != nil {
+		// Paths on the installer's machine: the key files stay there.
+		e := *em
+		e.APIKeyFile = ""
+		if em.DNS != nil {
+			d := *em.DNS
+			d.TSIGKeyFile = ""
+			e.DNS = &d
+		}
+		out.Platform.EquinixMetal = &e
+	}
 	data, err := yaml.Marshal(&out)
 	if err != nil {
 		return nil, fmt.Errorf("writing the sanitized install-config: %w", err)
