@@ -1,7 +1,9 @@
 package installer
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -73,7 +75,7 @@ func TestNoSecretLeavesTheHub(t *testing.T) {
 	g := NewWithT(t)
 	dir := t.TempDir()
 	g.Expect(os.WriteFile(filepath.Join(dir, InstallConfigFile), []byte(canaryInstallConfig), 0o600)).To(Succeed())
-	g.Expect(CreateManifests(dir)).To(Succeed())
+	g.Expect(CreateManifests(context.Background(), dir, io.Discard)).To(Succeed())
 
 	// The installed cluster's manifests.
 	for _, sub := range []string{ManifestsDir, OpenShiftDir} {
@@ -95,6 +97,45 @@ func TestNoSecretLeavesTheHub(t *testing.T) {
 	g.Expect(string(config)).To(ContainSubstring("redfish-virtualmedia://10.0.0.1/redfish/v1/Systems/1"), "the hosts stay, without credentials")
 
 	// The bootstrap node's Ignition, from the hub objects the installer applies.
+	bootstrap, _, opts := bootstrapIgnition(g, dir)
+	cfg, _, err := v3_4.Parse(bootstrap)
+	g.Expect(err).NotTo(HaveOccurred())
+	expectNoCanary(g, "the bootstrap Ignition", bootstrap)
+	seen := map[string]bool{}
+	for _, f := range cfg.Storage.Files {
+		d, err := dataurl.DecodeString(*f.Contents.Source)
+		g.Expect(err).NotTo(HaveOccurred(), f.Path)
+		seen[f.Path] = true
+		if f.Path == bootstrapnode.PullSecretPath {
+			g.Expect(string(d.Data)).To(ContainSubstring(canaryPullSecret), "the bootstrap node pulls with it")
+			g.Expect(*f.Mode).To(Equal(0o600))
+			expectNoCanary(g, f.Path, []byte(strings.ReplaceAll(string(d.Data), canaryPullSecret, "")))
+			continue
+		}
+		expectNoCanary(g, f.Path, d.Data)
+	}
+	g.Expect(seen).To(HaveKey(bootstrapnode.InstallConfigPath))
+	g.Expect(seen).To(HaveKey(bootstrapnode.ManifestsDir + "/cluster-config.yaml"))
+
+	// The renderer refuses an install-config that was not sanitized.
+	raw, err := os.ReadFile(filepath.Join(dir, InstallConfigFile))
+	g.Expect(err).NotTo(HaveOccurred())
+	opts.InstallConfig = raw
+	_, err = ignition.Bootstrap(opts)
+	g.Expect(err).To(MatchError(ContainSubstring("installconfig.Sanitize")))
+	expectNoCanary(g, "the error", []byte(err.Error()))
+}
+
+func expectNoCanary(g Gomega, where string, data []byte) {
+	for _, c := range canaries {
+		g.ExpectWithOffset(1, string(data)).NotTo(ContainSubstring(c), fmt.Sprintf("%s holds %s", where, c))
+	}
+}
+
+// bootstrapIgnition renders the bootstrap node's Ignition of the install
+// dir as the bootstrap provider does, from the sanitized install-config,
+// the wrapped manifests and the install's CA and kubeconfig.
+func bootstrapIgnition(g Gomega, dir string) ([]byte, *installconfig.InstallConfig, ignition.BootstrapOptions) {
 	raw, err := os.ReadFile(filepath.Join(dir, InstallConfigFile))
 	g.Expect(err).NotTo(HaveOccurred())
 	ic, err := installconfig.Parse(raw)
@@ -123,34 +164,5 @@ func TestNoSecretLeavesTheHub(t *testing.T) {
 		RootCACert: ca, RootCAKey: key, AdminKubeconfig: kubeconfig, ReleaseVersion: ic.Version()}
 	bootstrap, err := ignition.Bootstrap(opts)
 	g.Expect(err).NotTo(HaveOccurred())
-	cfg, _, err := v3_4.Parse(bootstrap)
-	g.Expect(err).NotTo(HaveOccurred())
-	expectNoCanary(g, "the bootstrap Ignition", bootstrap)
-	seen := map[string]bool{}
-	for _, f := range cfg.Storage.Files {
-		d, err := dataurl.DecodeString(*f.Contents.Source)
-		g.Expect(err).NotTo(HaveOccurred(), f.Path)
-		seen[f.Path] = true
-		if f.Path == bootstrapnode.PullSecretPath {
-			g.Expect(string(d.Data)).To(ContainSubstring(canaryPullSecret), "the bootstrap node pulls with it")
-			g.Expect(*f.Mode).To(Equal(0o600))
-			expectNoCanary(g, f.Path, []byte(strings.ReplaceAll(string(d.Data), canaryPullSecret, "")))
-			continue
-		}
-		expectNoCanary(g, f.Path, d.Data)
-	}
-	g.Expect(seen).To(HaveKey(bootstrapnode.InstallConfigPath))
-	g.Expect(seen).To(HaveKey(bootstrapnode.ManifestsDir + "/cluster-config.yaml"))
-
-	// The renderer refuses an install-config that was not sanitized.
-	opts.InstallConfig = raw
-	_, err = ignition.Bootstrap(opts)
-	g.Expect(err).To(MatchError(ContainSubstring("installconfig.Sanitize")))
-	expectNoCanary(g, "the error", []byte(err.Error()))
-}
-
-func expectNoCanary(g Gomega, where string, data []byte) {
-	for _, c := range canaries {
-		g.ExpectWithOffset(1, string(data)).NotTo(ContainSubstring(c), fmt.Sprintf("%s holds %s", where, c))
-	}
+	return bootstrap, ic, opts
 }

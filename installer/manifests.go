@@ -1,7 +1,9 @@
 package installer
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -78,18 +80,32 @@ func (e *InvalidError) Error() string {
 // manifests to <dir>/manifests and <dir>/openshift (kept when present), the
 // cluster's root CA to <dir>/.metalshift and the admin kubeconfig to
 // <dir>/auth/kubeconfig. Everything can be edited before `create cluster`.
-func CreateManifests(dir string) error {
+//
+// On Equinix Metal it first reserves the cluster's elastic IPs, unless the
+// install-config has them, and writes them into it (out says so).
+func CreateManifests(ctx context.Context, dir string, out io.Writer) error {
 	ic, raw, err := LoadInstallConfig(dir)
 	if err != nil {
 		return err
+	}
+	if ic.Platform.EquinixMetal != nil {
+		ctx, cancel := context.WithTimeout(ctx, equinixTimeout)
+		raw, err = reserveEquinixVIPs(ctx, dir, ic, raw, out)
+		cancel()
+		if err != nil {
+			return err
+		}
 	}
 	ca, kubeconfig, err := ensureAuth(dir, ic)
 	if err != nil {
 		return err
 	}
-	objs := HubObjects(ic, raw, ca, kubeconfig)
-	out := filepath.Join(dir, ClusterAPIDir)
-	if err := os.MkdirAll(out, 0o700); err != nil {
+	objs, err := HubObjects(ic, raw, ca, kubeconfig)
+	if err != nil {
+		return err
+	}
+	apiDir := filepath.Join(dir, ClusterAPIDir)
+	if err := os.MkdirAll(apiDir, 0o700); err != nil {
 		return err
 	}
 	for i, o := range objs {
@@ -99,7 +115,7 @@ func CreateManifests(dir string) error {
 		}
 		kind := strings.ToLower(o.GetObjectKind().GroupVersionKind().Kind)
 		name := fmt.Sprintf("%02d_%s_%s.yaml", i, kind, o.GetName())
-		if err := os.WriteFile(filepath.Join(out, name), data, 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(apiDir, name), data, 0o600); err != nil {
 			return err
 		}
 	}
@@ -154,8 +170,10 @@ func ensureAuth(dir string, ic *installconfig.InstallConfig) (certs.KeyPair, []b
 	return ca, data, os.WriteFile(path, data, 0o600)
 }
 
-// HubObjects are the objects applied to the hub, in order.
-func HubObjects(ic *installconfig.InstallConfig, raw []byte, ca certs.KeyPair, kubeconfig []byte) []client.Object {
+// HubObjects are the objects applied to the hub, in order. On Equinix
+// Metal they hold the API key (read from its file or the environment) and
+// the TSIG key.
+func HubObjects(ic *installconfig.InstallConfig, raw []byte, ca certs.KeyPair, kubeconfig []byte) ([]client.Object, error) {
 	name := ic.Metadata.Name
 	ns := name
 	version, kube := ic.Version(), ic.KubernetesVersion()
@@ -168,7 +186,11 @@ func HubObjects(ic *installconfig.InstallConfig, raw []byte, ca certs.KeyPair, k
 	infraGV, cpGV, bsGV := infrav1.GroupVersion.String(), controlplanev1.GroupVersion.String(), bootstrapv1.GroupVersion.String()
 
 	objs := []client.Object{&corev1.Namespace{TypeMeta: tm("v1", "Namespace"), ObjectMeta: metav1.ObjectMeta{Name: ns}}}
-	for _, h := range ic.Platform.BareMetal.Hosts {
+	var hosts []installconfig.Host
+	if bm := ic.Platform.BareMetal; bm != nil {
+		hosts = bm.Hosts
+	}
+	for _, h := range hosts {
 		secret := &corev1.Secret{TypeMeta: tm("v1", "Secret"), ObjectMeta: meta(h.Name + "-bmc-secret"), Type: corev1.SecretTypeOpaque,
 			StringData: map[string]string{"username": h.BMC.Username, "password": h.BMC.Password}}
 		bootMode := metal3v1.BootMode(h.BootMode)
@@ -196,23 +218,40 @@ func HubObjects(ic *installconfig.InstallConfig, raw []byte, ca certs.KeyPair, k
 			controlplanev1.InstallStateCACertKey: ca.Cert, controlplanev1.InstallStateCAKeyKey: ca.Key,
 			controlplanev1.InstallStateKubeconfigKey: kubeconfig,
 		}}
-	mc := &infrav1.MetalCluster{TypeMeta: tm(infraGV, "MetalCluster"), ObjectMeta: meta(name),
-		Spec: infrav1.MetalClusterSpec{ControlPlaneEndpoint: infrav1.APIEndpoint{Host: ic.APIVIP(), Port: 6443}}}
-	img := ic.Metalshift.OSImage
-	image := infrav1.Image{URL: img.URL, Checksum: img.Checksum, ChecksumType: img.ChecksumType}
-	template := func(role, excluded string) *infrav1.MetalMachineTemplate {
-		t := &infrav1.MetalMachineTemplate{TypeMeta: tm(infraGV, "MetalMachineTemplate"), ObjectMeta: meta(name + "-" + role)}
-		t.Spec.Template.Spec = infrav1.MetalMachineSpec{Image: image, HostSelector: metav1.LabelSelector{
-			MatchExpressions: []metav1.LabelSelectorRequirement{{Key: RoleLabel, Operator: metav1.LabelSelectorOpNotIn, Values: []string{excluded}}},
-		}}
-		return t
+	objs = append(objs, icSecret, state)
+	// The platform's infrastructure: its cluster and the masters' and the
+	// workers' machine templates.
+	infraKind, templateKind := "MetalCluster", "MetalMachineTemplate"
+	var infraName, mastersName, workersName string
+	if ic.Platform.EquinixMetal != nil {
+		infraKind, templateKind = "EquinixMetalCluster", "EquinixMetalMachineTemplate"
+		eobjs, err := equinixObjects(ic, meta, tm)
+		if err != nil {
+			return nil, err
+		}
+		objs = append(objs, eobjs...)
+		infraName, mastersName, workersName = name, name+"-master", name+"-worker"
+	} else {
+		mc := &infrav1.MetalCluster{TypeMeta: tm(infraGV, "MetalCluster"), ObjectMeta: meta(name),
+			Spec: infrav1.MetalClusterSpec{ControlPlaneEndpoint: infrav1.APIEndpoint{Host: ic.APIVIP(), Port: 6443}}}
+		img := ic.Metalshift.OSImage
+		image := infrav1.Image{URL: img.URL, Checksum: img.Checksum, ChecksumType: img.ChecksumType}
+		template := func(role, excluded string) *infrav1.MetalMachineTemplate {
+			t := &infrav1.MetalMachineTemplate{TypeMeta: tm(infraGV, "MetalMachineTemplate"), ObjectMeta: meta(name + "-" + role)}
+			t.Spec.Template.Spec = infrav1.MetalMachineSpec{Image: image, HostSelector: metav1.LabelSelector{
+				MatchExpressions: []metav1.LabelSelectorRequirement{{Key: RoleLabel, Operator: metav1.LabelSelectorOpNotIn, Values: []string{excluded}}},
+			}}
+			return t
+		}
+		masters, workers := template("master", installconfig.RoleWorker), template("worker", installconfig.RoleMaster)
+		objs = append(objs, mc, masters, workers)
+		infraName, mastersName, workersName = mc.Name, masters.Name, workers.Name
 	}
-	masters, workers := template("master", installconfig.RoleWorker), template("worker", installconfig.RoleMaster)
 	cp := &controlplanev1.OpenShiftControlPlane{TypeMeta: tm(cpGV, "OpenShiftControlPlane"), ObjectMeta: meta(name),
 		Spec: controlplanev1.OpenShiftControlPlaneSpec{
 			Replicas: ptr.To(ic.ControlPlaneReplicas()), Version: kube, DistributionVersion: version,
 			MachineTemplate: controlplanev1.MachineTemplate{Spec: controlplanev1.MachineTemplateSpec{
-				InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: infrav1.GroupVersion.Group, Kind: "MetalMachineTemplate", Name: masters.Name},
+				InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: infrav1.GroupVersion.Group, Kind: templateKind, Name: mastersName},
 			}},
 			InstallConfigRef:  controlplanev1.SecretReference{Name: icSecret.Name},
 			InstallStateRef:   controlplanev1.SecretReference{Name: state.Name},
@@ -220,10 +259,10 @@ func HubObjects(ic *installconfig.InstallConfig, raw []byte, ca certs.KeyPair, k
 		}}
 	cluster := &clusterv1.Cluster{TypeMeta: tm(clusterv1.GroupVersion.String(), "Cluster"), ObjectMeta: meta(name),
 		Spec: clusterv1.ClusterSpec{
-			InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: infrav1.GroupVersion.Group, Kind: "MetalCluster", Name: mc.Name},
+			InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: infrav1.GroupVersion.Group, Kind: infraKind, Name: infraName},
 			ControlPlaneRef:   clusterv1.ContractVersionedObjectReference{APIGroup: controlplanev1.GroupVersion.Group, Kind: "OpenShiftControlPlane", Name: cp.Name},
 		}}
-	objs = append(objs, icSecret, state, mc, masters, workers, cp, cluster)
+	objs = append(objs, cp, cluster)
 	if ic.WorkerReplicas() > 0 || len(ic.Compute) > 0 {
 		wcfg := &bootstrapv1.OpenShiftConfigTemplate{TypeMeta: tm(bsGV, "OpenShiftConfigTemplate"), ObjectMeta: meta(name + "-worker")}
 		wcfg.Spec.Template.Spec.Role = bootstrapv1.RoleWorker
@@ -238,13 +277,13 @@ func HubObjects(ic *installconfig.InstallConfig, raw []byte, ca certs.KeyPair, k
 						ClusterName: name, Version: kube,
 						Bootstrap: clusterv1.Bootstrap{ConfigRef: clusterv1.ContractVersionedObjectReference{
 							APIGroup: bootstrapv1.GroupVersion.Group, Kind: "OpenShiftConfigTemplate", Name: wcfg.Name}},
-						InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: infrav1.GroupVersion.Group, Kind: "MetalMachineTemplate", Name: workers.Name},
+						InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: infrav1.GroupVersion.Group, Kind: templateKind, Name: workersName},
 					},
 				},
 			}}
 		objs = append(objs, wcfg, md)
 	}
-	return objs
+	return objs, nil
 }
 
 // bootMAC spells a validated MAC address as a BareMetalHost wants it

@@ -59,7 +59,7 @@ func newCreateCommand() *cobra.Command {
 		Short: "Write the hub objects (cluster-api/), default manifests (manifests/, openshift/) and the admin kubeconfig (auth/)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := installer.CreateManifests(mo.dir); err != nil {
+			if err := installer.CreateManifests(cmd.Context(), mo.dir, cmd.OutOrStdout()); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Wrote the manifests to %s; edit them, then run `metalshift create cluster --dir %s`\n",
@@ -218,7 +218,7 @@ func (o *installOptions) createCluster(ctx context.Context, out io.Writer) error
 		return err // nothing applied
 	}
 	if _, err := os.Stat(filepath.Join(o.dir, installer.ClusterAPIDir)); os.IsNotExist(err) {
-		if err := installer.CreateManifests(o.dir); err != nil {
+		if err := installer.CreateManifests(ctx, o.dir, out); err != nil {
 			return err
 		}
 		fmt.Fprintf(out, "Wrote the manifests to %s\n", filepath.Join(o.dir, installer.ClusterAPIDir))

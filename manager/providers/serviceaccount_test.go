@@ -427,7 +427,9 @@ func applyInstall(ctx context.Context, g *WithT, c client.Client) string {
 	g.Expect(err).NotTo(HaveOccurred())
 	kubeconfig := []byte("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.211.0.7:6443\n" +
 		"contexts:\n- name: c\n  context:\n    cluster: c\n    user: u\ncurrent-context: c\nusers:\n- name: u\n  user: {}\n")
-	for _, o := range installer.HubObjects(ic, raw, ca, kubeconfig) {
+	objs, err := installer.HubObjects(ic, raw, ca, kubeconfig)
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, o := range objs {
 		if o.GetName() == availableHost && o.GetObjectKind().GroupVersionKind().Kind == "BareMetalHost" {
 			o.SetAnnotations(map[string]string{metal3v1.PausedAnnotation: "rbac-test"})
 		}

@@ -13,6 +13,36 @@ const EquinixMetalClusterFinalizer = "equinixmetalcluster.infrastructure.cluster
 // Metal's devices.
 const EquinixMetalDefaultMetadataURL = "https://metadata.platformequinix.com"
 
+// Tags the provider (and the installer) put on what they create in a
+// project, so that it is found again from the API alone. Each is
+// "<prefix><value>": the API filters devices by one whole tag.
+const (
+	// EquinixMetalClusterTagPrefix marks what belongs to a cluster: its
+	// devices and its elastic IPs, "metalshift.io/cluster=<namespace>/<name>"
+	// of its Cluster.
+	EquinixMetalClusterTagPrefix = "metalshift.io/cluster="
+	// EquinixMetalMachineTagPrefix marks a machine's device by the
+	// EquinixMetalMachine's UID.
+	EquinixMetalMachineTagPrefix = "metalshift.io/machine="
+	// EquinixMetalRoleTagPrefix marks a device's role (control-plane or
+	// worker) or an elastic IP's (api or ingress).
+	EquinixMetalRoleTagPrefix = "metalshift.io/role="
+)
+
+// Roles, as tagged.
+const (
+	EquinixMetalRoleControlPlane = "control-plane"
+	EquinixMetalRoleWorker       = "worker"
+	EquinixMetalRoleAPI          = "api"
+	EquinixMetalRoleIngress      = "ingress"
+)
+
+// EquinixMetalClusterTag is the tag of what belongs to the Cluster
+// namespace/name.
+func EquinixMetalClusterTag(namespace, name string) string {
+	return EquinixMetalClusterTagPrefix + namespace + "/" + name
+}
+
 // Keys of the Secrets an EquinixMetalCluster names.
 const (
 	// EquinixMetalAPIKeyKey is the key of the credentials Secret holding

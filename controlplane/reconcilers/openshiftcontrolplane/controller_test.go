@@ -67,7 +67,9 @@ func applyInstall(t *testing.T, w *fakeWorkload, edits ...func(client.Object)) (
 	ctx := context.Background()
 	kubeconfig := "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://" + vip + ":6443\n    certificate-authority-data: " +
 		base64.StdEncoding.EncodeToString(ca.Cert) + "\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: u\ncurrent-context: c\nusers:\n- name: u\n  user: {}\n"
-	for _, o := range installer.HubObjects(ic, raw, ca, []byte(kubeconfig)) {
+	objs, err := installer.HubObjects(ic, raw, ca, []byte(kubeconfig))
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, o := range objs {
 		if _, ok := o.(*metal3v1.BareMetalHost); ok {
 			continue
 		}

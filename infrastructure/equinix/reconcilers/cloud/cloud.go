@@ -22,32 +22,24 @@ import (
 	"github.com/metalshift/metalshift/infrastructure/equinix/metalclient"
 )
 
-// Tags the provider sets. Each is "<prefix><value>": the API filters
-// devices by one whole tag.
+// Tags the provider sets (api/infrastructure/v1alpha1 says what each
+// marks).
 const (
-	// ClusterTagPrefix marks what belongs to a cluster: its devices and
-	// its elastic IPs, "metalshift.io/cluster=<namespace>/<name>".
-	ClusterTagPrefix = "metalshift.io/cluster="
-	// MachineTagPrefix marks a machine's device by the
-	// EquinixMetalMachine's UID.
-	MachineTagPrefix = "metalshift.io/machine="
-	// RoleTagPrefix marks a device's role (control-plane or worker), or
-	// an elastic IP's (api or ingress).
-	RoleTagPrefix = "metalshift.io/role="
+	ClusterTagPrefix = infrav1.EquinixMetalClusterTagPrefix
+	MachineTagPrefix = infrav1.EquinixMetalMachineTagPrefix
+	RoleTagPrefix    = infrav1.EquinixMetalRoleTagPrefix
 )
 
 // Roles, as tagged.
 const (
-	RoleControlPlane = "control-plane"
-	RoleWorker       = "worker"
-	RoleAPI          = "api"
-	RoleIngress      = "ingress"
+	RoleControlPlane = infrav1.EquinixMetalRoleControlPlane
+	RoleWorker       = infrav1.EquinixMetalRoleWorker
+	RoleAPI          = infrav1.EquinixMetalRoleAPI
+	RoleIngress      = infrav1.EquinixMetalRoleIngress
 )
 
 // ClusterTag is the tag of what belongs to the cluster namespace/name.
-func ClusterTag(namespace, name string) string {
-	return ClusterTagPrefix + namespace + "/" + name
-}
+func ClusterTag(namespace, name string) string { return infrav1.EquinixMetalClusterTag(namespace, name) }
 
 // ErrCredentials is wrapped by the errors of a missing or unusable
 // credentials Secret, which the reconcilers report as
