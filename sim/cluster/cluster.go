@@ -158,8 +158,8 @@ func (w *World) start(ctx context.Context, f bootstrapFiles) (_ *Cluster, reterr
 	// The ingress wildcard, as a user's DNS holds it: the ingress VIP, or
 	// the API's address without VIPs (a single node serves both).
 	ingress := c.vip
-	if bm := ic.Platform.BareMetal; bm != nil && len(bm.IngressVIPs) > 0 {
-		ingress = bm.IngressVIPs[0]
+	if vip := ic.IngressVIP(); vip != "" {
+		ingress = vip
 	}
 	c.wildcard = []string{"*.apps." + ic.ClusterDomain()}
 	w.register(c.wildcard, ingress)

@@ -176,8 +176,11 @@ func (c *Cluster) reachWebhooks(objs []*unstructured.Unstructured) error {
 func (c *Cluster) installInfrastructure(ctx context.Context) error {
 	ic := c.files.installConfig
 	platform := configv1.NonePlatformType
-	if ic.Platform.BareMetal != nil {
+	switch {
+	case ic.Platform.BareMetal != nil:
 		platform = configv1.BareMetalPlatformType
+	case ic.Platform.EquinixMetal != nil:
+		platform = configv1.EquinixMetalPlatformType
 	}
 	infra := &configv1.Infrastructure{ObjectMeta: metav1.ObjectMeta{Name: configv1.InfrastructureName},
 		Spec: configv1.InfrastructureSpec{PlatformSpec: configv1.PlatformSpec{Type: platform}}}
@@ -208,6 +211,9 @@ func (c *Cluster) installInfrastructure(ctx context.Context) error {
 		if len(bm.IngressVIPs) > 0 {
 			infra.Status.PlatformStatus.BareMetal.IngressIP = bm.IngressVIPs[0]
 		}
+	}
+	if em := ic.Platform.EquinixMetal; em != nil {
+		infra.Status.PlatformStatus.EquinixMetal = &configv1.EquinixMetalPlatformStatus{APIServerInternalIP: em.APIVIP, IngressIP: em.IngressVIP}
 	}
 	return c.client.Status().Update(ctx, infra)
 }

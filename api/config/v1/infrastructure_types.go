@@ -84,6 +84,21 @@ type PlatformStatus struct {
 	// baremetal holds the bare-metal platform's status.
 	// +optional
 	BareMetal *BareMetalPlatformStatus `json:"baremetal,omitempty"`
+	// equinixMetal holds the Equinix Metal platform's status.
+	// +optional
+	EquinixMetal *EquinixMetalPlatformStatus `json:"equinixMetal,omitempty"`
+}
+
+// EquinixMetalPlatformStatus is the Equinix Metal platform's status: the
+// elastic IPs of the API and the ingress.
+type EquinixMetalPlatformStatus struct {
+	// apiServerInternalIP is the address the API answers at inside the
+	// cluster (api-int).
+	// +optional
+	APIServerInternalIP string `json:"apiServerInternalIP,omitempty"`
+	// ingressIP is the address of the default ingress.
+	// +optional
+	IngressIP string `json:"ingressIP,omitempty"`
 }
 
 // InfrastructureStatus describes the infrastructure the cluster runs on.
