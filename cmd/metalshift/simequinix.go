@@ -13,7 +13,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/metalshift/metalshift/agent/configdrive"
+	"github.com/metalshift/metalshift/cmd/metalshift/simruntime"
+	"github.com/metalshift/metalshift/sim"
+	"github.com/metalshift/metalshift/sim/cluster"
 	"github.com/metalshift/metalshift/sim/equinix"
+	"github.com/metalshift/metalshift/sim/machine"
 )
 
 type simEquinixOptions struct {
@@ -27,6 +32,8 @@ type simEquinixOptions struct {
 	elastic, ipv6          string
 	faults                 string
 	console                bool
+	machines, binDir       string
+	addHosts               map[string]string
 
 	// started, when set, gets the running emulator (tests).
 	started chan<- *equinix.Server
@@ -84,7 +91,10 @@ equinix.nohardware and equinix.failed on devices, "<kind>[<hostname>]=..." for o
 	f.StringVar(&o.elastic, "elastic-block", equinix.DefaultElasticBlock.String(), "Block of the IP reservations' IPv4 addresses")
 	f.StringVar(&o.ipv6, "ipv6-block", equinix.DefaultIPv6Block.String(), "Block of the IPv6 addresses (reported only)")
 	f.StringVar(&o.faults, "faults", "", "Fault plan of the API and the devices, e.g. 'seed=1,equinix.5xx=10%,equinix.failed=@2' (see above)")
-	f.BoolVar(&o.console, "console", false, "Print every fault to stderr as it fires")
+	f.BoolVar(&o.console, "console", false, "Print every fault to stderr as it fires, and the machines' consoles")
+	f.StringVar(&o.machines, "machines", "light", "What a device boots: light (a simulated machine that runs its iPXE script, installs its disk from the metadata service and runs the installed OS with the cluster simulator) or none")
+	f.StringVar(&o.binDir, "bin-dir", "", "Directory holding etcd and kube-apiserver, which installed clusters run (default: as `hub up`)")
+	f.StringToStringVar(&o.addHosts, "add-host", nil, "Records of the simulated network's DNS, name=IP")
 	return cmd
 }
 
@@ -125,6 +135,28 @@ func (o *simEquinixOptions) run(ctx context.Context, stdout, stderr io.Writer) e
 		plan.Logf = func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) }
 	}
 	opts.Faults = plan
+	switch o.machines {
+	case "none":
+	case "light":
+		world, err := cluster.New(cluster.Options{BinDir: o.binDir, Runtime: simruntime.Manager{}, Hosts: o.addHosts, Logf: func(format string, args ...any) {
+			fmt.Fprintf(stderr, format+"\n", args...)
+		}})
+		if err != nil {
+			return err
+		}
+		defer world.Close()
+		mopts := sim.MetalCloudOptions{OnDiskBoot: func(ctx context.Context, m *machine.Machine, cd configdrive.Contents) {
+			world.Run(ctx, cluster.Machine{ID: m.ID, IP: m.Hardware.NICs[0].IP, UserData: cd.UserData, MetaData: cd.MetaData})
+		}}
+		if o.console {
+			mopts.Console = stderr
+		}
+		machines := sim.NewMetalCloud(mopts)
+		defer machines.Close()
+		opts.Machines = machines
+	default:
+		return fmt.Errorf("--machines %q: light or none", o.machines)
+	}
 	s := equinix.New(opts)
 	generated := token == ""
 	if generated {
