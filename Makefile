@@ -197,14 +197,20 @@ fuzz: ## Run every fuzz target (func Fuzz* in a _test.go file) for FUZZTIME (30s
 ##@ Demo
 
 .PHONY: demo
-demo: build ## Embedded hub + simulator: install a cluster with the installer (hack/demo.sh), then two with the agent-based install (hack/demo-agent.sh).
+demo: build ## Embedded hub + simulator: install a cluster with the installer (hack/demo.sh), two with the agent-based install (hack/demo-agent.sh), and one on an emulated Equinix Metal (hack/demo-equinix.sh).
 	@hack/tools/build.sh $(RUNTIME_TOOLS)
 	@# The demo's simulated machines do not need the live image; build it when the Debian tools are there.
 	@$(MAKE) --no-print-directory images || echo "make demo: the live image was not built (see above); the demo does not need it"
 	@hack/demo.sh
 	@hack/demo-agent.sh
+	@hack/demo-equinix.sh
 
 .PHONY: demo-agent
 demo-agent: build ## The demo's second act alone: a single-node and a compact cluster installed from InfraEnv discovery ISOs (agent-based install).
 	@hack/tools/build.sh $(RUNTIME_TOOLS)
 	@hack/demo-agent.sh
+
+.PHONY: demo-equinix
+demo-equinix: build ## The demo's third act alone: 3 masters + 2 workers on an emulated Equinix Metal (devices are simulated machines booting the hub's iPXE script), scaled, destroyed, the emulator's ledger empty.
+	@hack/tools/build.sh $(RUNTIME_TOOLS)
+	@hack/demo-equinix.sh
