@@ -67,6 +67,9 @@ func Destroy(ctx context.Context, c client.Client, name string, out io.Writer) e
 				busy++
 			}
 		}
+		if len(hosts.Items) == 0 {
+			return true, nil // a platform without hosts (Equinix Metal)
+		}
 		if msg := fmt.Sprintf("%d of %d hosts available", len(hosts.Items)-busy, len(hosts.Items)); msg != last {
 			say("%s", msg)
 			last = msg

@@ -169,3 +169,58 @@ func equinixObjects(ic *installconfig.InstallConfig, meta func(string) metav1.Ob
 
 // equinixTimeout bounds the installer's calls of the API.
 const equinixTimeout = 2 * time.Minute
+
+// DestroyEquinix is destroy cluster's last step on Equinix Metal: after
+// the provider deleted the cluster's devices and released its addresses
+// (and removed its DNS records), it looks in the project for anything
+// still tagged with the cluster (a device or an address the hub never
+// recorded, say because it was killed in between), deletes it, waits for
+// the devices to go, and says what it found.
+func DestroyEquinix(ctx context.Context, ic *installconfig.InstallConfig, out io.Writer) error {
+	em := ic.Platform.EquinixMetal
+	c, err := EquinixClient(ic)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	say := func(format string, args ...any) {
+		fmt.Fprintf(out, "%6s  %s\n", time.Since(start).Round(time.Second), fmt.Sprintf(format, args...))
+	}
+	tag := equinixClusterTag(ic)
+	devices, err := c.ListDevices(ctx, em.ProjectID, metalclient.DeviceFilter{Tag: tag})
+	if err != nil {
+		return fmt.Errorf("listing the cluster's devices: %w", err)
+	}
+	for _, d := range devices {
+		if d.State == equinixapi.StateDeprovisioning {
+			continue
+		}
+		if err := c.DeleteDevice(ctx, d.ID, true); err != nil && !metalclient.IsNotFound(err) {
+			return fmt.Errorf("deleting device %s (%s): %w", d.ID, d.Hostname, err)
+		}
+		say("Deleted device %s (%s), which the hub did not", d.ID, d.Hostname)
+	}
+	reservations, err := c.ListIPReservations(ctx, em.ProjectID, metalclient.IPFilter{Tag: tag})
+	if err != nil {
+		return fmt.Errorf("listing the cluster's IP reservations: %w", err)
+	}
+	for _, r := range reservations {
+		for _, a := range r.Assignments {
+			if err := c.Unassign(ctx, a.ID); err != nil && !metalclient.IsNotFound(err) {
+				return fmt.Errorf("unassigning %s: %w", a.Address, err)
+			}
+		}
+		if err := c.ReleaseIPReservation(ctx, r.ID); err != nil && !metalclient.IsNotFound(err) {
+			return fmt.Errorf("releasing reservation %s (%s): %w", r.ID, r.Address, err)
+		}
+		say("Released reservation %s (%s), which the hub did not", r.ID, r.Address)
+	}
+	if err := poll(ctx, func() (bool, error) {
+		left, err := c.ListDevices(ctx, em.ProjectID, metalclient.DeviceFilter{Tag: tag})
+		return len(left) == 0, err
+	}); err != nil {
+		return fmt.Errorf("waiting for the cluster's devices to go: %w", err)
+	}
+	say("Nothing tagged %s is left in project %s (%d devices and %d addresses were still there)", tag, em.ProjectID, len(devices), len(reservations))
+	return nil
+}

@@ -9,10 +9,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	"sigs.k8s.io/yaml"
 
+	equinixapi "github.com/metalshift/metalshift/api/equinixmetal/v1"
 	infrav1 "github.com/metalshift/metalshift/api/infrastructure/v1alpha1"
 	installconfig "github.com/metalshift/metalshift/api/installconfig/v1"
 	simequinix "github.com/metalshift/metalshift/sim/equinix"
@@ -141,4 +143,43 @@ metalshift:
 	dir3 := t.TempDir()
 	g.Expect(os.WriteFile(filepath.Join(dir3, InstallConfigFile), []byte(ic), 0o600)).To(Succeed())
 	g.Expect(CreateManifests(context.Background(), dir3, &out)).To(MatchError(ContainSubstring("no Equinix Metal API key: set $METAL_AUTH_TOKEN or platform.equinixMetal.apiKeyFile")))
+}
+
+// TestDestroyEquinix: what is still tagged with the cluster in the project
+// (a device, an address the hub never recorded) is deleted and said so;
+// what is not the cluster's stays.
+func TestDestroyEquinix(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	s := simequinix.New(simequinix.Options{Timings: simequinix.Timings{Queued: 50 * time.Millisecond, Provisioning: 50 * time.Millisecond,
+		Deprovisioning: 100 * time.Millisecond, Power: 50 * time.Millisecond}})
+	api := httptest.NewServer(s.Handler())
+	t.Cleanup(api.Close)
+	token := s.NewToken()
+	p, err := s.CreateProject(token, "install")
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Setenv(EquinixAPIKeyEnv, token)
+	ic := &installconfig.InstallConfig{Metadata: installconfig.Metadata{Name: "eqx"}, Platform: installconfig.Platform{EquinixMetal: &installconfig.EquinixMetal{
+		ProjectID: p.ID, Metro: "sv", APIURL: api.URL + "/metal/v1"}}}
+	c, err := EquinixClient(ic)
+	g.Expect(err).NotTo(HaveOccurred())
+	device := func(host string, tags ...string) {
+		_, err := c.CreateDevice(ctx, p.ID, equinixapi.DeviceCreateInput{Metro: "sv", Plan: "c3.small.x86", OperatingSystem: "custom_ipxe",
+			Hostname: host, IPXEScriptURL: "http://boot.example/x.ipxe", Tags: tags})
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	device("eqx-master-0", "metalshift.io/cluster=eqx/eqx")
+	device("someone-else", "metalshift.io/cluster=other/other")
+	_, err = c.RequestIPReservation(ctx, p.ID, equinixapi.IPReservationRequest{Type: equinixapi.IPTypePublicIPv4, Quantity: 1, Metro: "sv",
+		Tags: []string{"metalshift.io/cluster=eqx/eqx", "metalshift.io/role=api"}})
+	g.Expect(err).NotTo(HaveOccurred())
+
+	var out bytes.Buffer
+	g.Expect(DestroyEquinix(ctx, ic, &out)).To(Succeed())
+	g.Expect(out.String()).To(ContainSubstring("(eqx-master-0), which the hub did not"))
+	g.Expect(out.String()).To(ContainSubstring("Nothing tagged metalshift.io/cluster=eqx/eqx is left"))
+	l := s.Ledger()
+	g.Expect(l.IPReservations).To(BeEmpty())
+	g.Expect(l.Devices).To(HaveLen(1))
+	g.Expect(l.Devices[0].Hostname).To(Equal("someone-else"))
 }

@@ -112,7 +112,7 @@ func newDestroyCommand() *cobra.Command {
 	o := &installOptions{}
 	cluster := &cobra.Command{
 		Use:   "cluster",
-		Short: "Delete the cluster from the hub: every host deprovisions and returns to available, then its namespace goes; the embedded hub stops",
+		Short: "Delete the cluster from the hub: every host deprovisions and returns to available (on Equinix Metal: every device and elastic IP is deleted), then its namespace goes; the embedded hub stops",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			name, c, err := o.connect(false)
@@ -123,6 +123,11 @@ func newDestroyCommand() *cobra.Command {
 			defer cancel()
 			if err := installer.Destroy(ctx, c, name, cmd.OutOrStdout()); err != nil {
 				return err
+			}
+			if ic, _, err := installer.LoadInstallConfig(o.dir); err == nil && ic.Platform.EquinixMetal != nil {
+				if err := installer.DestroyEquinix(ctx, ic, cmd.OutOrStdout()); err != nil {
+					return err
+				}
 			}
 			if o.kubeconfig == "" {
 				if err := localcp.Down(ctx, o.hubDir(), time.Minute); err != nil && !errors.Is(err, localcp.ErrNotRunning) {

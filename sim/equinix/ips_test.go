@@ -242,6 +242,12 @@ func TestLedger(t *testing.T) {
 	g.Expect(l.IPReservations[0].Assignments).To(Equal([]LedgerAssignment{{ID: a.ID, Address: "127.66.0.0/32", Device: d0.ID}}))
 	g.Expect(l.Tags).To(Equal([]string{"cluster:l", "eip:api", "role:worker"}))
 	g.Expect(l.Empty()).To(BeFalse())
+	// The request counts, at /_requests, as Requests says them.
+	var counts map[string]int
+	status, _ = e.callAs("", "GET", "/_requests", nil, &counts)
+	g.Expect(status).To(Equal(http.StatusOK))
+	g.Expect(counts).To(HaveKeyWithValue("POST /metal/v1/projects/{id}/devices", 2))
+	g.Expect(counts).To(Equal(e.s.Requests()))
 
 	for _, id := range []string{d0.ID, d1.ID} {
 		status, _ := e.call("DELETE", "/metal/v1/devices/"+id+"?force_delete=true", nil, nil)

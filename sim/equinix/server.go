@@ -61,6 +61,7 @@ const (
 	defaultIPPerPage       = 250
 	maxBody                = 1 << 20
 	ledgerPath             = "/_ledger"
+	requestsPath           = "/_requests"
 	unmatchedRequestsLabel = "unmatched"
 )
 
@@ -268,7 +269,8 @@ func (s *Server) Requests() map[string]int {
 	return m
 }
 
-// Handler serves the API under /metal/v1, and the ledger at /_ledger.
+// Handler serves the API under /metal/v1, the ledger at /_ledger and the
+// request counts (Requests) at /_requests.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	p := equinixapi.APIPrefix
@@ -297,6 +299,10 @@ func (s *Server) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == ledgerPath && r.Method == http.MethodGet {
 			writeJSON(w, http.StatusOK, s.Ledger())
+			return
+		}
+		if r.URL.Path == requestsPath && r.Method == http.MethodGet {
+			writeJSON(w, http.StatusOK, s.Requests())
 			return
 		}
 		_, pattern := mux.Handler(r)
