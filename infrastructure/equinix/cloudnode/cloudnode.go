@@ -19,10 +19,10 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	equinixapi "github.com/metalshift/metalshift/api/equinixmetal/v1"
 	"github.com/metalshift/metalshift/infrastructure/equinix/metalclient"
@@ -179,7 +179,9 @@ var changes = predicate.Funcs{
 	GenericFunc: func(event.GenericEvent) bool { return true },
 }
 
-func sameTaint(a, b corev1.Taint) bool { return a.Key == b.Key && a.Value == b.Value && a.Effect == b.Effect }
+func sameTaint(a, b corev1.Taint) bool {
+	return a.Key == b.Key && a.Value == b.Value && a.Effect == b.Effect
+}
 
 func mapsEqual(a, b map[string]string) bool {
 	if len(a) != len(b) {
