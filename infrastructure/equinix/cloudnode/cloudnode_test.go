@@ -382,8 +382,14 @@ func TestServerErrorsDeleteNothing(t *testing.T) {
 		}).Should(Succeed())
 	}
 	fired := c.faults.Fired(fault.Equinix5xx)
-	g.Eventually(func() int { return c.faults.Fired(fault.Equinix5xx) }).Should(BeNumerically(">=", fired+10),
-		"faults among the device reads of the resyncs")
+	g.Eventually(func(g Gomega) {
+		for _, n := range nodes {
+			if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(n), &corev1.Node{}); apierrors.IsNotFound(err) {
+				StopTrying("Node " + n.Name + " was deleted on an error of the API").Now()
+			}
+		}
+		g.Expect(c.faults.Fired(fault.Equinix5xx)).To(BeNumerically(">=", fired+10), "faults among the device reads of the resyncs")
+	}).Should(Succeed())
 	for i, n := range nodes {
 		rv := n.ResourceVersion
 		get(g, n)
