@@ -189,6 +189,12 @@ func TestNodeInitialized(t *testing.T) {
 	other2 := c.device(g, "worker-2", tag)
 	third := c.device(g, "worker-2", tag)
 	g.Expect([]string{other2.Hostname, third.Hostname}).To(Equal([]string{other.Hostname, other.Hostname}))
+	// An elastic IP on the first device: the cluster's, not the Node's.
+	res, err := c.api.RequestIPReservation(context.Background(), c.project, equinixapi.IPReservationRequest{
+		Type: equinixapi.IPTypePublicIPv4, Quantity: 1, Metro: "da", Tags: []string{tag}})
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = c.api.AssignIP(context.Background(), d.ID, res.Address)
+	g.Expect(err).NotTo(HaveOccurred())
 	start(t, c, cloudnode.Options{ClusterTag: tag})
 
 	n := node(g, d.Hostname, "")
@@ -207,6 +213,9 @@ func TestNodeInitialized(t *testing.T) {
 		want = append(want, corev1.NodeAddress{Type: typ, Address: a.Address})
 	}
 	g.Expect(want).To(HaveLen(3), "private and public IPv4, public IPv6")
+	elastic, err := c.api.GetDevice(context.Background(), d.ID)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(elastic.IPAddresses).To(ContainElement(HaveField("Address", res.Address)), "the elastic IP is on the device")
 	g.Eventually(func(g Gomega) {
 		get(g, n)
 		g.Expect(n.Spec.ProviderID).To(Equal("equinixmetal://" + d.ID))
