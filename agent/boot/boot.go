@@ -263,10 +263,30 @@ func dhcp(ctx context.Context, link netlink.Link, logf Logf) error {
 	go func() {
 		defer c.Close() //nolint:errcheck // a DHCP client socket
 		keepLease(ctx, c, clock.RealClock{}, lease,
-			func(l *nclient4.Lease) error { return configureLease(link, l, logf) },
-			func(l *nclient4.Lease) { _ = netlink.AddrDel(link, leaseAddr(l)) }, logf)
+			func(l *nclient4.Lease) error {
+				// On a bond the address only: its routes are the bond's
+				// configuration's.
+				if h := holder(link); h.Attrs().Index != link.Attrs().Index {
+					return netlink.AddrReplace(h, leaseAddr(l))
+				}
+				return configureLease(link, l, logf)
+			},
+			func(l *nclient4.Lease) { _ = netlink.AddrDel(holder(link), leaseAddr(l)) }, logf)
 	}()
 	return nil
+}
+
+// holder is the link that holds link's lease: link, or the bond it was
+// made a member of since (ConfigureBond moves the address there).
+func holder(link netlink.Link) netlink.Link {
+	cur, err := netlink.LinkByIndex(link.Attrs().Index)
+	if err != nil || cur.Attrs().MasterIndex == 0 {
+		return link
+	}
+	if master, err := netlink.LinkByIndex(cur.Attrs().MasterIndex); err == nil {
+		return master
+	}
+	return link
 }
 
 // leaseAddr is the address of a lease, valid (in the kernel) for as long

@@ -135,6 +135,11 @@ func TestQEMUDevice(t *testing.T) {
 	// The addresses the metadata lists, configured on the bond, and the
 	// routes through their gateways.
 	out := console()
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, "bond0") || strings.Contains(l, "This is device") || strings.Contains(l, "Installed") || strings.Contains(l, "user_data sha256") {
+			t.Logf("console: %s", strings.TrimSpace(l))
+		}
+	}
 	var kinds []string
 	for _, a := range dev.IPAddresses {
 		kind := map[bool]string{true: "public", false: "private"}[a.Public]
