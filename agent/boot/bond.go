@@ -43,9 +43,12 @@ func ConfigureBond(b Bond, logf Logf) error {
 	if len(members) == 0 {
 		return fmt.Errorf("no NIC has any of the MAC addresses %s", strings.Join(b.MACs, ", "))
 	}
-	bond, err := ensureBond(b)
+	bond, err := ensureBond(b, logf)
 	if err != nil {
 		return err
+	}
+	if kb, ok := bond.(*netlink.Bond); ok {
+		logf("%s: %s bond (mode %d)", b.Name, kb.Mode, b.Mode)
 	}
 	idx := bond.Attrs().Index
 	var moved []netlink.Addr
@@ -133,13 +136,20 @@ func nicByMAC(links []netlink.Link, mac string) netlink.Link {
 }
 
 // ensureBond returns the bond b names, made with b's mode when it is not
-// there.
-func ensureBond(b Bond) (netlink.Link, error) {
+// there or has another mode (a bond's mode is set before its members).
+func ensureBond(b Bond, logf Logf) (netlink.Link, error) {
 	if l, err := netlink.LinkByName(b.Name); err == nil {
-		if l.Type() != "bond" {
+		kb, ok := l.(*netlink.Bond)
+		if !ok {
 			return nil, fmt.Errorf("%s is there and is not a bond (%s)", b.Name, l.Type())
 		}
-		return l, nil
+		if kb.Mode == netlink.BondMode(b.Mode) {
+			return l, nil
+		}
+		logf("%s is there in mode %s: making it again in mode %d", b.Name, kb.Mode, b.Mode)
+		if err := netlink.LinkDel(l); err != nil {
+			return nil, fmt.Errorf("removing %s: %w", b.Name, err)
+		}
 	}
 	bond := netlink.NewLinkBond(netlink.LinkAttrs{Name: b.Name})
 	bond.Mode = netlink.BondMode(b.Mode)

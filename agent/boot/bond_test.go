@@ -62,6 +62,9 @@ func TestConfigureBond(t *testing.T) {
 			g.Expect(netlink.LinkSetUp(l)).To(Succeed())
 		}
 	}
+	// A bond0 in another mode is there (as the bonding module makes one
+	// when loaded without max_bonds=0).
+	g.Expect(netlink.LinkAdd(netlink.NewLinkBond(netlink.LinkAttrs{Name: "bond0"}))).To(Succeed())
 	// nic0 has what the live image's DHCP gave it.
 	nic0, err := netlink.LinkByName("nic0")
 	g.Expect(err).NotTo(HaveOccurred())
@@ -81,11 +84,13 @@ func TestConfigureBond(t *testing.T) {
 			{Dst: netip.MustParsePrefix("10.0.0.0/8"), Gateway: netip.MustParseAddr("10.70.1.2")},
 		},
 	}
-	for range 2 {
+	for i := range 2 {
 		logs := &lines{}
 		g.Expect(ConfigureBond(b, logs.logf)).To(Succeed(), "%s", logs)
 		t.Logf("%s", logs)
 		g.Expect(logs.String()).To(ContainSubstring("no NIC has the MAC address 02:4d:00:00:00:09"))
+		g.Expect(logs.String()).To(ContainSubstring("bond0: 802.3ad bond (mode 4)"))
+		g.Expect(strings.Contains(logs.String(), "bond0 is there in mode balance-rr")).To(Equal(i == 0), "made again once")
 	}
 
 	bond, err := netlink.LinkByName("bond0")

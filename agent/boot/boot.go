@@ -98,13 +98,18 @@ func LoadModules(logf Logf) {
 	logf("Loaded %d kernel modules (%d failed)", loaded, failed)
 }
 
+// moduleParams are the parameters of modules, by name. Loaded without,
+// bonding makes a bond0 of its own in mode 0, which DHCP would wait on for
+// a link; the metal cloud installer makes the bond it needs.
+var moduleParams = map[string]string{"bonding": "max_bonds=0"}
+
 func loadModule(path string) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	err = unix.FinitModule(int(f.Fd()), "", 0)
+	err = unix.FinitModule(int(f.Fd()), moduleParams[strings.TrimSuffix(filepath.Base(path), ".ko")], 0)
 	if errors.Is(err, unix.EEXIST) {
 		return nil
 	}

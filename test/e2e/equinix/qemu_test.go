@@ -151,6 +151,7 @@ func TestQEMUDevice(t *testing.T) {
 		}
 	}
 	g.Expect(kinds).To(ConsistOf("private IPv4", "public IPv4", "public IPv6"))
+	g.Expect(out).To(ContainSubstring("bond0: 802.3ad bond (mode 4)"), "the metadata's mode, as the kernel has it")
 	g.Expect(out).To(ContainSubstring("bond0: 10.0.2.15/24 moves from eth0 to the bond"), "slirp's address stays, on the bond")
 	g.Expect(imageGets.Load()).To(Equal(int32(1)), "the image was downloaded once")
 }
