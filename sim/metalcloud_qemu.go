@@ -28,7 +28,7 @@ const MetalCloudQEMUMetadataURL = "http://10.0.2.100"
 // metadataGuestAddr is MetalCloudQEMUMetadataURL's address.
 var metadataGuestAddr = netip.MustParseAddrPort("10.0.2.100:80")
 
-// MetadataForwardArg, as a program's first argument, makes it a metadata
+// MetadataForwardArg is the first argument that makes a program a metadata
 // forwarder (RunMetadataForward with the arguments after it); see
 // MetalCloudQEMU.Forwarder.
 const MetadataForwardArg = "metal-cloud-metadata-forward"
@@ -60,6 +60,10 @@ type MetalCloudQEMU struct {
 // nothing else to its standard output or error, which are the VM's
 // connection, and returns the exit code.
 func RunMetadataForward(args []string) int {
+	return forwardMetadata(os.Stdin, os.Stdout, args)
+}
+
+func forwardMetadata(in io.Reader, out io.Writer, args []string) int {
 	if len(args) != 2 {
 		return 2
 	}
@@ -72,13 +76,13 @@ func RunMetadataForward(args []string) int {
 	if err != nil {
 		return 1
 	}
-	defer conn.Close()
+	defer conn.Close() //nolint:errcheck // the VM's connection ends either way
 	tcp := conn.(*net.TCPConn)
 	go func() {
-		_, _ = io.Copy(tcp, os.Stdin)
+		_, _ = io.Copy(tcp, in)
 		_ = tcp.CloseWrite()
 	}()
-	_, _ = io.Copy(os.Stdout, tcp)
+	_, _ = io.Copy(out, tcp)
 	return 0
 }
 
@@ -102,9 +106,7 @@ func NewQEMUMetalCloud(opts MetalCloudOptions, q MetalCloudQEMU) (*MetalCloud, e
 	if err != nil {
 		return nil, err
 	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /boot/by-mac/{mac}", c.serveIPXE)
-	c.pxe = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	c.pxe = &http.Server{Handler: c.pxeHandler(), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = c.pxe.Serve(ln) }()
 	c.qemu = qemu.New(qemu.Options{StateDir: q.StateDir, QEMU: q.QEMU, BootURL: "http://" + ln.Addr().String(),
 		Console: c.opts.Console, GuestForwards: c.guestForwards})
@@ -131,6 +133,12 @@ func (c *MetalCloud) guestForwards(id string) []qemu.GuestForward {
 	q := c.q
 	cmd := append(append([]string{}, q.Forwarder...), src.String(), q.MetadataAddr)
 	return []qemu.GuestForward{{Addr: metadataGuestAddr, Command: cmd}}
+}
+
+func (c *MetalCloud) pxeHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /boot/by-mac/{mac}", c.serveIPXE)
+	return mux
 }
 
 // serveIPXE is the cloud's network boot of a VM, by its MAC address: as
