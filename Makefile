@@ -118,8 +118,8 @@ E2E_PKGS := ./test/e2e/...
 # qemu: real boots of the live image (the host engine's machines, the
 # agent-based install's discovery) in QEMU, alone, one package at a time
 # (-p 1): two TCG VMs take both cores.
-QEMU_E2E := TestQEMUMachines|TestQEMUDiscovery
-QEMU_E2E_PKGS := ./test/e2e/hostengine/ ./test/e2e/discovery/
+QEMU_E2E := TestQEMUMachines|TestQEMUDiscovery|TestQEMUDevice
+QEMU_E2E_PKGS := ./test/e2e/hostengine/ ./test/e2e/discovery/ ./test/e2e/equinix/
 
 SUITE_unit = $(GO) test -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) $(UNIT_PKGS)
 SUITE_e2e = $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) -skip '^($(QEMU_E2E))$$' $(E2E_PKGS)

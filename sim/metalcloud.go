@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -17,6 +18,7 @@ import (
 	equinixapi "github.com/metalshift/metalshift/api/equinixmetal/v1"
 	"github.com/metalshift/metalshift/sim/equinix"
 	"github.com/metalshift/metalshift/sim/machine"
+	"github.com/metalshift/metalshift/sim/qemu"
 )
 
 // OSMetalCloudInstaller is what a metal cloud's machine runs while the
@@ -59,8 +61,15 @@ type MetalCloud struct {
 	opts MetalCloudOptions
 	fw   *Firmware
 
+	// q, qemu and pxe are the QEMU backend's options, the backend and its
+	// network boot server (NewQEMUMetalCloud).
+	q    MetalCloudQEMU
+	qemu *qemu.Firmware
+	pxe  *http.Server
+
 	mu      sync.Mutex
 	devices map[string]*metalDevice
+	vms     int // QEMU machines made, which numbers their serials
 	queue   serialQueue
 }
 
@@ -96,19 +105,30 @@ func (c *MetalCloud) Provision(dm equinix.Machine) {
 		c.mu.Lock()
 		d := c.devices[dm.ID]
 		if d == nil {
-			d = &metalDevice{m: c.newMachine(dm), net: &metalcloud.Recorder{}}
+			d = &metalDevice{net: &metalcloud.Recorder{}}
+			if c.qemu != nil {
+				d.m = c.newQEMUMachine(dm, c.vms)
+				c.vms++
+			} else {
+				d.m = c.newMachine(dm)
+			}
 			c.devices[dm.ID] = d
 		}
 		d.dev = dm
 		c.mu.Unlock()
 		if dm.Reinstall {
 			d.m.PowerOff()
+			if c.qemu != nil {
+				c.wipeQEMU(d.m)
+			}
 			for _, disk := range d.m.Hardware.Disks {
 				disk.Wipe()
 			}
 			c.fw.logf(d.m, "Reinstalling: the disks are wiped")
 		}
-		d.m.SetOverride(machine.BootOverride{Target: machine.BootPxe, Continuous: dm.AlwaysPXE, UEFI: true})
+		// The light machines' firmware runs the script whatever the boot
+		// mode; QEMU VMs boot with SeaBIOS and its iPXE.
+		d.m.SetOverride(machine.BootOverride{Target: machine.BootPxe, Continuous: dm.AlwaysPXE, UEFI: c.qemu == nil})
 		d.m.PowerOn()
 	})
 }
@@ -157,8 +177,16 @@ func (c *MetalCloud) Machine(id string) *machine.Machine {
 }
 
 // Log is what the machine of the device with id printed on its console
-// (kept after the device is deleted).
-func (c *MetalCloud) Log(id string) []string { return c.fw.Log(id) }
+// (kept after the device is deleted); of a QEMU VM, its serial console's
+// last 200 lines.
+func (c *MetalCloud) Log(id string) []string {
+	if c.qemu == nil {
+		return c.fw.Log(id)
+	}
+	data, _ := os.ReadFile(c.qemu.ConsoleLog(id))
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	return lines[max(0, len(lines)-200):]
+}
 
 // Networks are the networks the live image configured on the machine of
 // the device with id, one per install, oldest first.
@@ -170,7 +198,7 @@ func (c *MetalCloud) Networks(id string) []metalcloud.Network {
 }
 
 // Close powers every machine off, once the emulator's earlier calls are
-// done.
+// done; with QEMU it waits for the VMs to exit.
 func (c *MetalCloud) Close() {
 	done := make(chan struct{})
 	c.queue.do(func() {
@@ -182,6 +210,10 @@ func (c *MetalCloud) Close() {
 		close(done)
 	})
 	<-done
+	if c.qemu != nil {
+		c.qemu.Close()
+		_ = c.pxe.Close()
+	}
 }
 
 func (c *MetalCloud) device(id string) *metalDevice {

@@ -98,13 +98,18 @@ func LoadModules(logf Logf) {
 	logf("Loaded %d kernel modules (%d failed)", loaded, failed)
 }
 
+// moduleParams are the parameters of modules, by name. Loaded without,
+// bonding makes a bond0 of its own in mode 0, which DHCP would wait on for
+// a link; the metal cloud installer makes the bond it needs.
+var moduleParams = map[string]string{"bonding": "max_bonds=0"}
+
 func loadModule(path string) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	err = unix.FinitModule(int(f.Fd()), "", 0)
+	err = unix.FinitModule(int(f.Fd()), moduleParams[strings.TrimSuffix(filepath.Base(path), ".ko")], 0)
 	if errors.Is(err, unix.EEXIST) {
 		return nil
 	}
@@ -263,10 +268,30 @@ func dhcp(ctx context.Context, link netlink.Link, logf Logf) error {
 	go func() {
 		defer c.Close() //nolint:errcheck // a DHCP client socket
 		keepLease(ctx, c, clock.RealClock{}, lease,
-			func(l *nclient4.Lease) error { return configureLease(link, l, logf) },
-			func(l *nclient4.Lease) { _ = netlink.AddrDel(link, leaseAddr(l)) }, logf)
+			func(l *nclient4.Lease) error {
+				// On a bond the address only: its routes are the bond's
+				// configuration's.
+				if h := holder(link); h.Attrs().Index != link.Attrs().Index {
+					return netlink.AddrReplace(h, leaseAddr(l))
+				}
+				return configureLease(link, l, logf)
+			},
+			func(l *nclient4.Lease) { _ = netlink.AddrDel(holder(link), leaseAddr(l)) }, logf)
 	}()
 	return nil
+}
+
+// holder is the link that holds link's lease: link, or the bond it was
+// made a member of since (ConfigureBond moves the address there).
+func holder(link netlink.Link) netlink.Link {
+	cur, err := netlink.LinkByIndex(link.Attrs().Index)
+	if err != nil || cur.Attrs().MasterIndex == 0 {
+		return link
+	}
+	if master, err := netlink.LinkByIndex(cur.Attrs().MasterIndex); err == nil {
+		return master
+	}
+	return link
 }
 
 // leaseAddr is the address of a lease, valid (in the kernel) for as long

@@ -14,10 +14,10 @@
 //
 // The network is applied through a NetworkConfigurator. The simulator uses
 // Recorder, which applies nothing and records what it was asked; the live
-// image's configurator (with the image's network tooling) is not written
-// yet.
+// image uses Netlink, which applies Plan (the bond, the addresses, the
+// routes through the gateways) with agent/boot's netlink configuration.
 //
 // Like agent/deploy it imports no controller package: only the wire
-// contracts (api/deploy/v1, api/equinixmetal/v1), agent/deploy and
-// agent/configdrive.
+// contracts (api/deploy/v1, api/equinixmetal/v1), agent/deploy,
+// agent/configdrive and the live image's init, agent/boot.
 package metalcloud

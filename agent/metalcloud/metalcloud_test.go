@@ -20,6 +20,7 @@ import (
 
 	. "github.com/onsi/gomega"
 
+	"github.com/metalshift/metalshift/agent/boot"
 	"github.com/metalshift/metalshift/agent/configdrive"
 	"github.com/metalshift/metalshift/agent/deploy"
 	deployapi "github.com/metalshift/metalshift/api/deploy/v1"
@@ -280,4 +281,54 @@ func TestNetworkFromMetadata(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(n.Bond).To(Equal(DefaultBond))
 	})
+}
+
+// TestPlan: the bond of the metadata's NICs in its mode, every enabled
+// address with its prefix length, the default routes through the public
+// gateways of the device's own addresses (not an elastic one's), and the
+// private subnets through the private gateway.
+func TestPlan(t *testing.T) {
+	g := NewWithT(t)
+	md := testMetadata()
+	md.PrivateSubnets = []string{"10.0.0.0/8"}
+	// An elastic address (not management) listed first: its gateway is not
+	// the device's.
+	md.Network.Addresses = append([]equinixapi.MetadataAddress{
+		{AddressFamily: 4, Public: true, Enabled: true, Address: "147.75.200.9", Gateway: "147.75.200.8", CIDR: 32},
+	}, md.Network.Addresses...)
+	n, err := NetworkFromMetadata(md)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(Plan(n)).To(Equal(boot.Bond{
+		Name: "bond0", Mode: 4, MACs: []string{"02:4d:00:00:00:01", "02:4d:00:00:00:02"},
+		Addresses: []netip.Prefix{
+			netip.MustParsePrefix("147.75.200.9/32"), netip.MustParsePrefix("10.70.1.3/31"),
+			netip.MustParsePrefix("147.75.1.2/31"), netip.MustParsePrefix("2604:1380::3/127"),
+		},
+		Routes: []boot.Route{
+			{Dst: netip.MustParsePrefix("0.0.0.0/0"), Gateway: netip.MustParseAddr("147.75.1.1")},
+			{Dst: netip.MustParsePrefix("::/0"), Gateway: netip.MustParseAddr("2604:1380::2")},
+			{Dst: netip.MustParsePrefix("10.0.0.0/8"), Gateway: netip.MustParseAddr("10.70.1.2")},
+		},
+	}))
+	g.Expect(fmt.Sprint(Plan(n).Routes)).To(Equal("[default via 147.75.1.1 default via 2604:1380::2 10.0.0.0/8 via 10.70.1.2]"))
+
+	// Without private_subnets, Equinix Metal's 10.0.0.0/8; without a public
+	// IPv6 address, no IPv6 default route; an elastic address's gateway
+	// when the device's own has none.
+	md = testMetadata()
+	md.Network.Addresses = []equinixapi.MetadataAddress{
+		{AddressFamily: 4, Public: false, Management: true, Enabled: true, Address: "10.70.1.3", Gateway: "10.70.1.2", CIDR: 31},
+		{AddressFamily: 4, Public: true, Management: true, Enabled: true, Address: "147.75.1.2", CIDR: 31},
+		{AddressFamily: 4, Public: true, Enabled: true, Address: "147.75.200.9", Gateway: "147.75.200.8", CIDR: 31},
+	}
+	n, err = NetworkFromMetadata(md)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(Plan(n).Routes).To(Equal([]boot.Route{
+		{Dst: netip.MustParsePrefix("0.0.0.0/0"), Gateway: netip.MustParseAddr("147.75.200.8")},
+		{Dst: netip.MustParsePrefix("10.0.0.0/8"), Gateway: netip.MustParseAddr("10.70.1.2")},
+	}))
+
+	md.PrivateSubnets = []string{"fd00::/8"}
+	_, err = NetworkFromMetadata(md)
+	g.Expect(err).To(MatchError(ContainSubstring(`private subnet "fd00::/8" is not an IPv4 prefix`)))
 }

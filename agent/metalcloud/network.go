@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/metalshift/metalshift/agent/boot"
 	equinixapi "github.com/metalshift/metalshift/api/equinixmetal/v1"
 )
 
@@ -27,6 +28,10 @@ type Network struct {
 	Members []NIC
 	// Addresses are configured on the bond, in the metadata's order.
 	Addresses []Address
+	// PrivateSubnets are the project's private blocks (the metadata's
+	// private_subnets, 10.0.0.0/8 on Equinix Metal), reached through the
+	// private address's gateway.
+	PrivateSubnets []netip.Prefix
 }
 
 // NIC is a member of the bond.
@@ -73,10 +78,8 @@ func (a Address) String() string {
 }
 
 // NetworkConfigurator applies a Network to the machine. On the live image
-// it is applied with the image's network tooling (the bond of the member
-// NICs found by MAC, static addresses and default routes through the
-// gateways, public first); that configurator is not written yet. The
-// simulator's is Recorder.
+// it is Netlink (the bond of the member NICs found by MAC, the static
+// addresses and the routes of Plan); the simulator's is Recorder.
 type NetworkConfigurator interface {
 	Configure(ctx context.Context, n Network) error
 }
@@ -134,7 +137,66 @@ func NetworkFromMetadata(md equinixapi.Metadata) (Network, error) {
 	if len(n.Addresses) == 0 {
 		return Network{}, errors.New("the metadata lists no enabled addresses")
 	}
+	for _, s := range md.PrivateSubnets {
+		p, err := netip.ParsePrefix(s)
+		if err != nil || !p.Addr().Is4() {
+			return Network{}, fmt.Errorf("the metadata's private subnet %q is not an IPv4 prefix", s)
+		}
+		n.PrivateSubnets = append(n.PrivateSubnets, p.Masked())
+	}
 	return n, nil
+}
+
+// DefaultPrivateSubnet is the private block routed through the private
+// gateway when the metadata lists none: Equinix Metal's.
+var DefaultPrivateSubnet = netip.MustParsePrefix("10.0.0.0/8")
+
+// Plan is how a Network is applied to the machine: a bond of the member
+// NICs in the metadata's mode, every address with its prefix length, and
+// the routes of the gateways as Equinix Metal's own images configure them —
+// the IPv4 and IPv6 default routes through the public gateways, and the
+// project's private subnets through the private one. Of several addresses
+// of a kind with a gateway, the first management one's (the device's own,
+// not an elastic address) is used.
+func Plan(n Network) boot.Bond {
+	b := boot.Bond{Name: n.Bond, Mode: n.BondMode}
+	for _, m := range n.Members {
+		b.MACs = append(b.MACs, m.MAC)
+	}
+	for _, a := range n.Addresses {
+		b.Addresses = append(b.Addresses, a.Prefix)
+	}
+	gateway := func(public, v6 bool) netip.Addr {
+		var found netip.Addr
+		for _, a := range n.Addresses {
+			if a.Public != public || a.IPv6() != v6 || !a.Gateway.IsValid() {
+				continue
+			}
+			if a.Management {
+				return a.Gateway
+			}
+			if !found.IsValid() {
+				found = a.Gateway
+			}
+		}
+		return found
+	}
+	if gw := gateway(true, false); gw.IsValid() {
+		b.Routes = append(b.Routes, boot.Route{Dst: netip.PrefixFrom(netip.IPv4Unspecified(), 0), Gateway: gw})
+	}
+	if gw := gateway(true, true); gw.IsValid() {
+		b.Routes = append(b.Routes, boot.Route{Dst: netip.PrefixFrom(netip.IPv6Unspecified(), 0), Gateway: gw})
+	}
+	if gw := gateway(false, false); gw.IsValid() {
+		subnets := n.PrivateSubnets
+		if len(subnets) == 0 {
+			subnets = []netip.Prefix{DefaultPrivateSubnet}
+		}
+		for _, s := range subnets {
+			b.Routes = append(b.Routes, boot.Route{Dst: s, Gateway: gw})
+		}
+	}
+	return b
 }
 
 // Recorder is the simulator's NetworkConfigurator: its machines have no
@@ -166,6 +228,6 @@ func (r *Recorder) Networks() []Network {
 }
 
 func clone(n Network) Network {
-	n.Members, n.Addresses = slices.Clone(n.Members), slices.Clone(n.Addresses)
+	n.Members, n.Addresses, n.PrivateSubnets = slices.Clone(n.Members), slices.Clone(n.Addresses), slices.Clone(n.PrivateSubnets)
 	return n
 }

@@ -5,7 +5,9 @@
 // InfraEnv's discovery image (the boot configuration has a discovery
 // section) it is the discovery agent of the agent-based install instead:
 // it registers with the agent service, runs its steps and installs the
-// host (agent/discovery). `inventory` prints what it sees of the machine.
+// host (agent/discovery). Booted by a metal cloud's device (a metalCloud
+// section) it is the metal cloud installer (agent/metalcloud), which
+// configures the network the cloud's metadata service describes. `inventory` prints what it sees of the machine.
 // It is one static binary (CGO off).
 package main
 
@@ -54,10 +56,12 @@ func run(args []string) error {
 	fs.StringVar(&paths.Dev, "dev", paths.Dev, "Where the device nodes are")
 	config := fs.String("config", deployapi.BootConfigFile, "Boot configuration (JSON), as the live image's host initrd puts it")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: metalshift-agent [flags] [deploy|discovery|inventory]\n\n"+
-			"  deploy     ask the deploy server for work and do it (default without a discovery section)\n"+
-			"  discovery  register with the agent service, run its steps, install the host (default with one)\n"+
-			"  inventory  print what the agent sees of this machine (JSON)\n\nFlags:\n")
+		fmt.Fprintf(fs.Output(), "Usage: metalshift-agent [flags] [deploy|discovery|metalcloud|inventory]\n\n"+
+			"  deploy      ask the deploy server for work and do it (default without a discovery section)\n"+
+			"  discovery   register with the agent service, run its steps, install the host (default with one)\n"+
+			"  metalcloud  configure the network from the metadata service, write the image and the\n"+
+			"              config drive, reboot into the disk (default with a metalCloud section)\n"+
+			"  inventory   print what the agent sees of this machine (JSON)\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -79,12 +83,16 @@ func run(args []string) error {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(inv)
-	case "", "deploy", "discovery":
+	case "", "deploy", "discovery", "metalcloud":
 		cfg, err := bootConfig(*config)
 		if err != nil {
 			return err
 		}
 		switch {
+		case role != "" && role != "metalcloud" && cfg.MetalCloud != nil:
+			return fmt.Errorf("%s is a metal cloud installer's configuration: run the metalcloud role", *config)
+		case role == "metalcloud" && cfg.MetalCloud == nil:
+			return fmt.Errorf("%s has no metalCloud section", *config)
 		case role == "deploy" && cfg.Discovery != nil && cfg.Lookup == nil:
 			return fmt.Errorf("%s is a discovery image's configuration: run the discovery role", *config)
 		case role == "discovery" && cfg.Discovery == nil:
@@ -92,16 +100,20 @@ func run(args []string) error {
 		}
 		return agentRole(cfg, paths)
 	default:
-		return usageError{fmt.Errorf("unknown role %q: deploy, discovery or inventory", role)}
+		return usageError{fmt.Errorf("unknown role %q: deploy, discovery, metalcloud or inventory", role)}
 	}
 }
 
-// agentRole runs the discovery agent when the boot configuration has a
-// discovery section, else the deploy agent. With a lookup section (the
-// converged flow) it runs the deploy agent, which finds its host by MAC
-// address; the discovery agent then starts only as the custom deploy
-// method start_assisted_install.
+// agentRole runs the metal cloud installer when the boot configuration has
+// a metalCloud section, the discovery agent when it has a discovery
+// section, else the deploy agent. With a lookup section (the converged
+// flow) it runs the deploy agent, which finds its host by MAC address; the
+// discovery agent then starts only as the custom deploy method
+// start_assisted_install.
 func agentRole(cfg deployapi.BootConfig, paths host.Paths) error {
+	if cfg.MetalCloud != nil {
+		return metalCloudRole(cfg, paths)
+	}
 	if cfg.Discovery != nil && cfg.Lookup == nil {
 		return discoveryRole(*cfg.Discovery, paths)
 	}
@@ -122,11 +134,11 @@ func bootConfig(file string) (deployapi.BootConfig, error) {
 	if err := json.Unmarshal(b, &cfg); err != nil {
 		return cfg, fmt.Errorf("%s: %w", file, err)
 	}
-	if cfg.MetalCloud != nil {
-		// The installer (agent/metalcloud) needs a network configurator that
-		// applies the metadata's bond and addresses with the image's tooling,
-		// which is not written yet; only the simulator runs it.
-		return cfg, fmt.Errorf("%s is a metal cloud installer's configuration, which this agent does not run on a real machine yet", file)
+	if mc := cfg.MetalCloud; mc != nil {
+		if mc.MetadataURL == "" || mc.Image.URL == "" {
+			return cfg, fmt.Errorf("%s: metalCloud.metadataURL and metalCloud.image.url are required", file)
+		}
+		return cfg, nil
 	}
 	if d := cfg.Discovery; d != nil {
 		if d.ServiceURL == "" || d.InfraEnvID == "" || d.Token == "" {

@@ -4,10 +4,14 @@ import (
 	"debug/elf"
 	"encoding/json"
 	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sync/atomic"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -64,7 +68,7 @@ func TestAgentBinary(t *testing.T) {
 	}
 	out, err = exec.Command(bin, "dance").CombinedOutput()
 	g.Expect(exitCode(err)).To(Equal(2))
-	g.Expect(string(out)).To(ContainSubstring(`unknown role "dance": deploy, discovery or inventory`))
+	g.Expect(string(out)).To(ContainSubstring(`unknown role "dance": deploy, discovery, metalcloud or inventory`))
 
 	// No boot configuration: the base image booted as is.
 	out, err = exec.Command(bin, "--config", deployapi.BootConfigFile, "deploy").CombinedOutput()
@@ -97,9 +101,37 @@ func TestAgentBinary(t *testing.T) {
 	g.Expect(exitCode(err)).To(Equal(1))
 	g.Expect(string(out)).To(ContainSubstring("lookup.engineURL, lookup.scope and lookup.token are required"))
 
-	// A metal cloud's installer: not on real machines yet.
-	g.Expect(os.WriteFile(cfg, []byte(`{"metalCloud":{"metadataURL":"http://127.0.0.1:1","image":{"url":"http://127.0.0.1:1/os.img"}}}`), 0o644)).To(Succeed())
+	// A metal cloud's installer: it reads the metadata service and applies
+	// the network with netlink, before anything else goes over the network.
+	// No NIC of this machine has the metadata's MAC addresses, so it stops
+	// there, having changed nothing.
+	var mdCalls, userdataCalls atomic.Int32
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /metadata", func(w http.ResponseWriter, _ *http.Request) {
+		mdCalls.Add(1)
+		_, _ = w.Write([]byte(`{"id":"7f3c2a10-5b4e-4c1d-9e2f-0a1b2c3d4e5f","hostname":"worker-0","network":{"bonding":{"mode":4},` +
+			`"interfaces":[{"name":"eth0","mac":"02:4d:ff:00:00:01","bond":"bond0"}],` +
+			`"addresses":[{"address_family":4,"public":true,"management":true,"enabled":true,"address":"198.51.100.3","gateway":"198.51.100.2","cidr":31}]}}`))
+	})
+	mux.HandleFunc("GET /userdata", func(http.ResponseWriter, *http.Request) { userdataCalls.Add(1) })
+	md := httptest.NewServer(mux)
+	defer md.Close()
+	g.Expect(os.WriteFile(cfg, []byte(`{"metalCloud":{"metadataURL":"`+md.URL+`","image":{"url":"http://127.0.0.1:1/os.img"}}}`), 0o644)).To(Succeed())
+	out, err = exec.Command(bin, "--config", cfg, "deploy").CombinedOutput()
+	g.Expect(exitCode(err)).To(Equal(1))
+	g.Expect(string(out)).To(ContainSubstring("is a metal cloud installer's configuration: run the metalcloud role"))
+	g.Expect(mdCalls.Load()).To(BeZero())
 	out, err = exec.Command(bin, "--config", cfg).CombinedOutput()
 	g.Expect(exitCode(err)).To(Equal(1))
-	g.Expect(string(out)).To(ContainSubstring("is a metal cloud installer's configuration, which this agent does not run on a real machine yet"))
+	g.Expect(string(out)).To(ContainSubstring("This is device 7f3c2a10-5b4e-4c1d-9e2f-0a1b2c3d4e5f (worker-0)"))
+	g.Expect(string(out)).To(ContainSubstring("configuring bond0: no NIC has any of the MAC addresses 02:4d:ff:00:00:01"))
+	g.Expect(mdCalls.Load()).To(Equal(int32(1)))
+	g.Expect(userdataCalls.Load()).To(BeZero(), "nothing is read before the network is configured")
+	_, err = net.InterfaceByName("bond0")
+	g.Expect(err).To(HaveOccurred(), "no bond was made")
+
+	g.Expect(os.WriteFile(cfg, []byte(`{"metalCloud":{"image":{"url":"http://127.0.0.1:1/os.img"}}}`), 0o644)).To(Succeed())
+	out, err = exec.Command(bin, "--config", cfg, "metalcloud").CombinedOutput()
+	g.Expect(exitCode(err)).To(Equal(1))
+	g.Expect(string(out)).To(ContainSubstring("metalCloud.metadataURL and metalCloud.image.url are required"))
 }

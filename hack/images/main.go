@@ -63,6 +63,9 @@ var liveModules = []string{
 	"ahci", "ata_piix", "sd_mod", "sr_mod", "nvme", "megaraid_sas", "mpt3sas", "smartpqi", "hpsa",
 	// Intel, Mellanox, Broadcom and other usual NICs
 	"e1000", "e1000e", "igb", "igc", "ixgbe", "i40e", "ice", "mlx4_en", "mlx5_core", "bnxt_en", "tg3", "bnx2x", "qede", "r8169",
+	// the metal cloud installer bonds the NICs (agent/metalcloud); the
+	// image has no modprobe to load it on demand
+	"bonding",
 }
 
 // testOSModules are what the test OS needs to read its config drive.

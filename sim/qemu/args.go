@@ -21,6 +21,8 @@ type vmSpec struct {
 	DiskFiles []string
 	// BootFile is the DHCP boot file URL; "" offers none.
 	BootFile string
+	// GuestForwards are on the first NIC's user network.
+	GuestForwards []GuestForward
 	// QMPSocket and ConsoleLog are paths in the VM's state directory.
 	QMPSocket, ConsoleLog string
 	Accel                 string
@@ -65,6 +67,11 @@ func args(s vmSpec) []string {
 		if i == 0 && s.BootFile != "" {
 			netdev += ",bootfile=" + opt(s.BootFile)
 		}
+		for _, f := range s.GuestForwards {
+			if i == 0 {
+				netdev += ",guestfwd=tcp:" + f.Addr.String() + "-cmd:" + opt(shellJoin(f.Command))
+			}
+		}
 		nic := fmt.Sprintf("virtio-net-pci,netdev=net%d,id=nic%d,mac=%s", i, i, n.MAC)
 		if n.SpeedGbps > 0 {
 			nic += fmt.Sprintf(",speed=%d,duplex=full", n.SpeedGbps*1000)
@@ -98,3 +105,13 @@ func bootOrder(from machine.BootTarget, disks, nics int) bootIndexes {
 
 // opt escapes a value for QEMU's comma-separated options.
 func opt(s string) string { return strings.ReplaceAll(s, ",", ",,") }
+
+// shellJoin quotes args for QEMU's guestfwd cmd:, which splits it as a
+// shell would (without running one).
+func shellJoin(args []string) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return strings.Join(out, " ")
+}

@@ -1,6 +1,7 @@
 package qemu
 
 import (
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -86,6 +87,19 @@ func TestArgsWithoutBootFile(t *testing.T) {
 	s := testSpec(false, machine.BootPxe)
 	s.BootFile = ""
 	g.Expect(argValues(args(s), "-netdev")).To(Equal([]string{"user,id=net0"}))
+}
+
+// TestArgsGuestForward: a forward is on the first NIC's user network, its
+// command quoted for QEMU's shell-like split and its commas escaped.
+func TestArgsGuestForward(t *testing.T) {
+	g := NewWithT(t)
+	s := testSpec(false, machine.BootPxe)
+	s.BootFile = ""
+	s.GuestForwards = []GuestForward{{Addr: netip.MustParseAddrPort("10.0.2.100:80"),
+		Command: []string{"/tmp/go-build 1/sim.test", "forward", "127.64.0.1", "it's,here"}}}
+	g.Expect(argValues(args(s), "-netdev")).To(Equal([]string{
+		`user,id=net0,guestfwd=tcp:10.0.2.100:80-cmd:'/tmp/go-build 1/sim.test' 'forward' '127.64.0.1' 'it'\''s,,here'`,
+	}))
 }
 
 func TestBootOrderWithManyDevices(t *testing.T) {

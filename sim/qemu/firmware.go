@@ -59,6 +59,12 @@ type Options struct {
 	// Console, when set, gets the BMC's events and the VMs' serial
 	// consoles, each line as "<machine>: <line>".
 	Console io.Writer
+	// GuestForwards, when set, says for a machine (by ID) which TCP
+	// addresses of its first NIC's user network are forwarded to a program
+	// on the host (QEMU's guestfwd): each connection of the guest to one
+	// starts the program, whose standard input and output are the
+	// connection.
+	GuestForwards func(id string) []GuestForward
 }
 
 // ErrNotRunning is returned for a machine whose VM does not run.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"os/exec"
@@ -110,6 +111,9 @@ func (v *vm) prepare(uefi bool, from machine.BootTarget) (vmSpec, error) {
 	s := vmSpec{
 		ID: v.m.ID, UUID: v.m.UUID, Hardware: hw, UEFI: uefi, From: from, Accel: o.Accel,
 		QMPSocket: filepath.Join(v.dir, "qmp.sock"), ConsoleLog: filepath.Join(v.dir, "console.log"),
+	}
+	if o.GuestForwards != nil {
+		s.GuestForwards = o.GuestForwards(v.m.ID)
 	}
 	if o.StateDir == "" {
 		return s, errors.New("the QEMU backend needs a state directory")
@@ -311,6 +315,23 @@ func copyIfMissing(src, dst string) error {
 		return err
 	}
 	return os.WriteFile(dst, data, 0o600)
+}
+
+// GuestForward forwards the guest's connections to Addr, an address of its
+// user network other than the host alias and the DNS server (10.0.2.100:80),
+// to a new process of Command each.
+type GuestForward struct {
+	Addr    netip.AddrPort
+	Command []string
+}
+
+// GuestURL is rawURL as a VM reaches it: a loopback host becomes alias
+// (DefaultGuestHostAlias when empty).
+func GuestURL(rawURL, alias string) string {
+	if alias == "" {
+		alias = DefaultGuestHostAlias
+	}
+	return guestURL(rawURL, alias)
 }
 
 // guestURL is rawURL as a VM reaches it: a loopback host becomes alias.

@@ -45,6 +45,11 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	// QEMU starts this binary for each connection of a VM to the metadata
+	// service (TestQEMUDevice).
+	if len(os.Args) > 1 && os.Args[1] == sim.MetadataForwardArg {
+		os.Exit(sim.RunMetadataForward(os.Args[2:]))
+	}
 	var err error
 	if boot, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
 		panic(err)
