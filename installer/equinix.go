@@ -25,7 +25,7 @@ import (
 
 // EquinixAPIKeyEnv holds the Equinix Metal API key when the install-config
 // names no platform.equinixMetal.apiKeyFile (metal-cli's variable).
-const EquinixAPIKeyEnv = "METAL_AUTH_TOKEN"
+const EquinixAPIKeyEnv = "METAL_AUTH_TOKEN" //nolint:gosec // the variable's name, not a key
 
 // equinixAPIKey is the API key of the install: from apiKeyFile, else
 // $METAL_AUTH_TOKEN.
@@ -111,7 +111,9 @@ func reserveEquinixVIPs(ctx context.Context, dir string, ic *installconfig.Insta
 	return data, nil
 }
 
-// bindKey reads a BIND key file: key "<name>" { algorithm <alg>; secret "<base64>"; };
+// bindKey reads a BIND key file, which says
+//
+//	key "<name>" { algorithm <alg>; secret "<base64>"; };
 var bindKey = regexp.MustCompile(`key\s+"?([^"\s{]+)"?\s*\{[^}]*?algorithm\s+"?([A-Za-z0-9-]+)"?\s*;[^}]*?secret\s+"([^"]+)"\s*;`)
 
 // tsigKey reads the TSIG key file of platform.equinixMetal.dns: its name,

@@ -39,7 +39,9 @@ const (
 )
 
 // ClusterTag is the tag of what belongs to the cluster namespace/name.
-func ClusterTag(namespace, name string) string { return infrav1.EquinixMetalClusterTag(namespace, name) }
+func ClusterTag(namespace, name string) string {
+	return infrav1.EquinixMetalClusterTag(namespace, name)
+}
 
 // ErrCredentials is wrapped by the errors of a missing or unusable
 // credentials Secret, which the reconcilers report as
