@@ -77,8 +77,11 @@ func reserveEquinixVIPs(ctx context.Context, dir string, ic *installconfig.Insta
 		return nil, err
 	}
 	tag := equinixClusterTag(ic)
-	held, err := c.ListIPReservations(ctx, em.ProjectID, metalclient.IPFilter{Tag: tag})
-	if err != nil {
+	var held []equinixapi.IPReservation
+	if err := retried(ctx, func() (err error) {
+		held, err = c.ListIPReservations(ctx, em.ProjectID, metalclient.IPFilter{Tag: tag})
+		return err
+	}); err != nil {
 		return nil, fmt.Errorf("listing the project's IP reservations: %w", err)
 	}
 	addrs := map[string]string{}
@@ -88,9 +91,14 @@ func reserveEquinixVIPs(ctx context.Context, dir string, ic *installconfig.Insta
 		var res *equinixapi.IPReservation
 		if i >= 0 {
 			res = &held[i]
-		} else if res, err = c.RequestIPReservation(ctx, em.ProjectID, equinixapi.IPReservationRequest{
-			Type: equinixapi.IPTypePublicIPv4, Quantity: 1, Metro: em.Metro, Facility: em.Facility, Tags: []string{tag, roleTag},
-			Details: fmt.Sprintf("The %s address of cluster %s/%s", role, ic.Metadata.Name, ic.Metadata.Name),
+		} else if err := retried(ctx, func() (err error) {
+			// A request whose answer was lost made a reservation: it is
+			// found by its tags on the next run, and released by destroy.
+			res, err = c.RequestIPReservation(ctx, em.ProjectID, equinixapi.IPReservationRequest{
+				Type: equinixapi.IPTypePublicIPv4, Quantity: 1, Metro: em.Metro, Facility: em.Facility, Tags: []string{tag, roleTag},
+				Details: fmt.Sprintf("The %s address of cluster %s/%s", role, ic.Metadata.Name, ic.Metadata.Name),
+			})
+			return err
 		}); err != nil {
 			return nil, fmt.Errorf("reserving the %s address: %w", role, err)
 		}
@@ -172,6 +180,26 @@ func equinixObjects(ic *installconfig.InstallConfig, meta func(string) metav1.Ob
 // equinixTimeout bounds the installer's calls of the API.
 const equinixTimeout = 2 * time.Minute
 
+// retried calls f again while the API answers 5xx or 429 (after the
+// rate-limit window the answer names), until ctx ends.
+func retried(ctx context.Context, f func() error) error {
+	for {
+		err := f()
+		if err == nil || (!metalclient.IsServerError(err) && !metalclient.IsRateLimited(err)) {
+			return err
+		}
+		wait := time.Second
+		if d := metalclient.RetryAfter(err, time.Now()); d > 0 {
+			wait = d
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (and the API kept refusing: %v)", ctx.Err(), err)
+		case <-time.After(wait):
+		}
+	}
+}
+
 // DestroyEquinix is destroy cluster's last step on Equinix Metal: after
 // the provider deleted the cluster's devices and released its addresses
 // (and removed its DNS records), it looks in the project for anything
@@ -189,36 +217,46 @@ func DestroyEquinix(ctx context.Context, ic *installconfig.InstallConfig, out io
 		fmt.Fprintf(out, "%6s  %s\n", time.Since(start).Round(time.Second), fmt.Sprintf(format, args...))
 	}
 	tag := equinixClusterTag(ic)
-	devices, err := c.ListDevices(ctx, em.ProjectID, metalclient.DeviceFilter{Tag: tag})
-	if err != nil {
+	var devices []equinixapi.Device
+	if err := retried(ctx, func() (err error) {
+		devices, err = c.ListDevices(ctx, em.ProjectID, metalclient.DeviceFilter{Tag: tag})
+		return err
+	}); err != nil {
 		return fmt.Errorf("listing the cluster's devices: %w", err)
 	}
 	for _, d := range devices {
 		if d.State == equinixapi.StateDeprovisioning {
 			continue
 		}
-		if err := c.DeleteDevice(ctx, d.ID, true); err != nil && !metalclient.IsNotFound(err) {
+		if err := retried(ctx, func() error { return c.DeleteDevice(ctx, d.ID, true) }); err != nil && !metalclient.IsNotFound(err) {
 			return fmt.Errorf("deleting device %s (%s): %w", d.ID, d.Hostname, err)
 		}
 		say("Deleted device %s (%s), which the hub did not", d.ID, d.Hostname)
 	}
-	reservations, err := c.ListIPReservations(ctx, em.ProjectID, metalclient.IPFilter{Tag: tag})
-	if err != nil {
+	var reservations []equinixapi.IPReservation
+	if err := retried(ctx, func() (err error) {
+		reservations, err = c.ListIPReservations(ctx, em.ProjectID, metalclient.IPFilter{Tag: tag})
+		return err
+	}); err != nil {
 		return fmt.Errorf("listing the cluster's IP reservations: %w", err)
 	}
 	for _, r := range reservations {
 		for _, a := range r.Assignments {
-			if err := c.Unassign(ctx, a.ID); err != nil && !metalclient.IsNotFound(err) {
+			if err := retried(ctx, func() error { return c.Unassign(ctx, a.ID) }); err != nil && !metalclient.IsNotFound(err) {
 				return fmt.Errorf("unassigning %s: %w", a.Address, err)
 			}
 		}
-		if err := c.ReleaseIPReservation(ctx, r.ID); err != nil && !metalclient.IsNotFound(err) {
+		if err := retried(ctx, func() error { return c.ReleaseIPReservation(ctx, r.ID) }); err != nil && !metalclient.IsNotFound(err) {
 			return fmt.Errorf("releasing reservation %s (%s): %w", r.ID, r.Address, err)
 		}
 		say("Released reservation %s (%s), which the hub did not", r.ID, r.Address)
 	}
 	if err := poll(ctx, func() (bool, error) {
-		left, err := c.ListDevices(ctx, em.ProjectID, metalclient.DeviceFilter{Tag: tag})
+		var left []equinixapi.Device
+		err := retried(ctx, func() (err error) {
+			left, err = c.ListDevices(ctx, em.ProjectID, metalclient.DeviceFilter{Tag: tag})
+			return err
+		})
 		return len(left) == 0, err
 	}); err != nil {
 		return fmt.Errorf("waiting for the cluster's devices to go: %w", err)

@@ -18,6 +18,7 @@ import (
 	infrav1 "github.com/metalshift/metalshift/api/infrastructure/v1alpha1"
 	installconfig "github.com/metalshift/metalshift/api/installconfig/v1"
 	simequinix "github.com/metalshift/metalshift/sim/equinix"
+	"github.com/metalshift/metalshift/sim/fault"
 )
 
 const (
@@ -147,12 +148,13 @@ metalshift:
 
 // TestDestroyEquinix: what is still tagged with the cluster in the project
 // (a device, an address the hub never recorded) is deleted and said so;
-// what is not the cluster's stays.
+// what is not the cluster's stays. A third of the API's answers are 503:
+// each call is made again until it is answered.
 func TestDestroyEquinix(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	s := simequinix.New(simequinix.Options{Timings: simequinix.Timings{Queued: 50 * time.Millisecond, Provisioning: 50 * time.Millisecond,
-		Deprovisioning: 100 * time.Millisecond, Power: 50 * time.Millisecond}})
+		Deprovisioning: 100 * time.Millisecond, Power: 50 * time.Millisecond}, Faults: fault.MustParse("seed=5,equinix.5xx=33%:503")})
 	api := httptest.NewServer(s.Handler())
 	t.Cleanup(api.Close)
 	token := s.NewToken()
@@ -164,15 +166,19 @@ func TestDestroyEquinix(t *testing.T) {
 	c, err := EquinixClient(ic)
 	g.Expect(err).NotTo(HaveOccurred())
 	device := func(host string, tags ...string) {
-		_, err := c.CreateDevice(ctx, p.ID, equinixapi.DeviceCreateInput{Metro: "sv", Plan: "c3.small.x86", OperatingSystem: "custom_ipxe",
-			Hostname: host, IPXEScriptURL: "http://boot.example/x.ipxe", Tags: tags})
-		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(retried(ctx, func() error {
+			_, err := c.CreateDevice(ctx, p.ID, equinixapi.DeviceCreateInput{Metro: "sv", Plan: "c3.small.x86", OperatingSystem: "custom_ipxe",
+				Hostname: host, IPXEScriptURL: "http://boot.example/x.ipxe", Tags: tags})
+			return err
+		})).To(Succeed())
 	}
 	device("eqx-master-0", "metalshift.io/cluster=eqx/eqx")
 	device("someone-else", "metalshift.io/cluster=other/other")
-	_, err = c.RequestIPReservation(ctx, p.ID, equinixapi.IPReservationRequest{Type: equinixapi.IPTypePublicIPv4, Quantity: 1, Metro: "sv",
-		Tags: []string{"metalshift.io/cluster=eqx/eqx", "metalshift.io/role=api"}})
-	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(retried(ctx, func() error {
+		_, err := c.RequestIPReservation(ctx, p.ID, equinixapi.IPReservationRequest{Type: equinixapi.IPTypePublicIPv4, Quantity: 1, Metro: "sv",
+			Tags: []string{"metalshift.io/cluster=eqx/eqx", "metalshift.io/role=api"}})
+		return err
+	})).To(Succeed())
 
 	var out bytes.Buffer
 	g.Expect(DestroyEquinix(ctx, ic, &out)).To(Succeed())

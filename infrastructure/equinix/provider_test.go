@@ -12,6 +12,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -357,4 +358,34 @@ func TestDNSRecords(t *testing.T) {
 	b.ExpectNotFound(t, "api.c1.lab.example.com.")
 	b.ExpectNotFound(t, "api-int.c1.lab.example.com.")
 	b.ExpectNotFound(t, "console-openshift-console.apps.c1.lab.example.com.")
+}
+
+// TestDeviceWithoutNodeReinstalled: a device active for the cluster's
+// deviceBootTimeout without its Machine's Node registering (these tests
+// run no installed cluster) is reinstalled, with a fresh iPXE script and
+// an event; it stays the machine's one device.
+func TestDeviceWithoutNodeReinstalled(t *testing.T) {
+	g := NewWithT(t)
+	ns := env.Namespace(t)
+	c := newCloud(t, simequinix.Options{})
+	newCluster(t, g, ns, c, func(emc *infrav1.EquinixMetalCluster) {
+		emc.Spec.DeviceBootTimeout = &metav1.Duration{Duration: time.Second}
+	})
+	_, emm := newMachine(t, g, ns, "master-r", infrav1.EquinixMetalMachineSpec{})
+	g.Eventually(func(g Gomega) {
+		g.Expect(c.s.Requests()).To(HaveKeyWithValue("POST /metal/v1/devices/{id}/actions", BeNumerically(">=", 2)), "reinstalled at least twice")
+		get(g, emm)
+		g.Expect(emm.Status.DeviceID).NotTo(BeEmpty())
+	}).WithTimeout(time.Minute).Should(Succeed())
+	g.Expect(c.s.Requests()).To(HaveKeyWithValue("POST /metal/v1/projects/{id}/devices", 1), "one device")
+	l := c.s.Ledger()
+	g.Expect(l.Devices).To(HaveLen(1))
+	g.Expect(l.Devices[0].ID).To(Equal(emm.Status.DeviceID))
+	events := &eventsv1.EventList{}
+	g.Expect(env.Client.List(context.Background(), events, client.InNamespace(ns))).To(Succeed())
+	var notes []string
+	for _, e := range events.Items {
+		notes = append(notes, e.Reason+": "+e.Note)
+	}
+	g.Expect(notes).To(ContainElement(ContainSubstring("DeviceReinstalling: Device " + emm.Status.DeviceID + " was active for 1s without the Machine's Node registering")))
 }

@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"time"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -8,6 +10,10 @@ import (
 // release the cluster's elastic IPs and DNS records before the object goes
 // away.
 const EquinixMetalClusterFinalizer = "equinixmetalcluster.infrastructure.cluster.x-k8s.io"
+
+// EquinixMetalDefaultDeviceBootTimeout is the default of
+// spec.deviceBootTimeout.
+const EquinixMetalDefaultDeviceBootTimeout = 20 * time.Minute
 
 // EquinixMetalDefaultMetadataURL is the metadata service of Equinix
 // Metal's devices.
@@ -174,6 +180,13 @@ type EquinixMetalClusterSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
 	MetadataURL string `json:"metadataURL,omitempty"`
+	// deviceBootTimeout is how long a machine's device may be active
+	// without its Node registering before the provider reinstalls it (a
+	// device whose iPXE script could not be loaded, say while the hub was
+	// down, sits in its boot loader). It does not apply to the bootstrap
+	// machine, which registers no Node. 20m when empty.
+	// +optional
+	DeviceBootTimeout *metav1.Duration `json:"deviceBootTimeout,omitempty"`
 	// controlPlaneEndpoint is the address of the cluster's API: the API
 	// elastic IP (or its DNS name) and 6443. The provider sets it once the
 	// IP is reserved, unless it is set already. Cluster API copies it to the

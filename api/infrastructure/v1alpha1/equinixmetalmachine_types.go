@@ -58,6 +58,9 @@ const (
 	NoHardwareReservationAvailableReason = "NoHardwareReservationAvailable"
 	// DeviceDeletingReason: the device is being deprovisioned.
 	DeviceDeletingReason = "DeviceDeleting"
+	// DeviceReinstallingReason: the device was active for the cluster's
+	// deviceBootTimeout without its Node registering, and is reinstalled.
+	DeviceReinstallingReason = "DeviceReinstalling"
 )
 
 // EquinixMetalMachineSpec is the desired state of a machine on Equinix Metal.

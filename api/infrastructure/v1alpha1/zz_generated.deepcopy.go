@@ -108,6 +108,11 @@ func (in *EquinixMetalClusterList) DeepCopyObject() runtime.Object {
 func (in *EquinixMetalClusterSpec) DeepCopyInto(out *EquinixMetalClusterSpec) {
 	*out = *in
 	out.CredentialsRef = in.CredentialsRef
+	if in.DeviceBootTimeout != nil {
+		in, out := &in.DeviceBootTimeout, &out.DeviceBootTimeout
+		*out = new(v1.Duration)
+		**out = **in
+	}
 	out.ControlPlaneEndpoint = in.ControlPlaneEndpoint
 	if in.DNS != nil {
 		in, out := &in.DNS, &out.DNS

@@ -82,10 +82,10 @@ func ledger(g Gomega, apiURL string) simequinix.Ledger {
 // TestEquinixInstallHubKilled: an install on the emulated Equinix Metal
 // whose API answers 10 % of requests with 503 under a rate limit (429s),
 // and whose first device for master-0 ends failed. The hub and create
-// cluster are SIGKILLed once devices are being made; `hub up` finishes the
-// install. Every live device is a machine's own (no machine got a second
-// one), the failed device was replaced, and destroy cluster leaves the
-// project empty.
+// cluster are SIGKILLed once the master's machine has its device; `hub up`
+// finishes the install. Every live device is a machine's own (no machine
+// got a second one), the failed device was replaced, and destroy cluster
+// leaves the project empty.
 func TestEquinixInstallHubKilled(t *testing.T) {
 	t.Parallel()
 	g := NewWithT(t)
@@ -127,6 +127,19 @@ metalshift:
   osImage: {url: "%s", checksum: "%s"}
 `, metal["METAL_PROJECT_ID"], metal["METAL_API_URL"], metal["METAL_METADATA_URL"], keyFile, pullSecretCanary, imageURL, imageSum)
 	g.Expect(os.WriteFile(filepath.Join(dir, "install-config.yaml"), []byte(ic), 0o600)).To(Succeed())
+	// A device that boots while the hub is down cannot load its iPXE script
+	// and sits in its boot loader until the provider reinstalls it: after
+	// 30 s here, as a user may edit the manifests before create cluster.
+	out, err := run(t, "create", "manifests", "--dir", dir)
+	g.Expect(err).NotTo(HaveOccurred(), "%s", out)
+	emcFiles, err := filepath.Glob(filepath.Join(dir, "cluster-api", "*_equinixmetalcluster_e2e.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(emcFiles).To(HaveLen(1))
+	emcYAML, err := os.ReadFile(emcFiles[0])
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(emcYAML)).To(ContainSubstring("\nspec:\n"))
+	emcYAML = []byte(strings.Replace(string(emcYAML), "\nspec:\n", "\nspec:\n  deviceBootTimeout: 30s\n", 1))
+	g.Expect(os.WriteFile(emcFiles[0], emcYAML, 0o600)).To(Succeed())
 
 	create := exec.Command(metalshiftBin, "create", "cluster", "--dir", dir, "--timeout", "8m")
 	createOut := &syncBuffer{}
@@ -136,7 +149,8 @@ metalshift:
 	go func() { _ = create.Wait(); close(exited) }()
 	t.Cleanup(func() { _ = create.Process.Kill(); <-exited })
 
-	// Killed once a machine has its device.
+	// Killed once the master's machine has its device (the bootstrap
+	// node serves the API then).
 	hub := hubClient(g, filepath.Join(hubDir, "kubeconfig"))
 	g.Eventually(func() bool {
 		emms := &infrav1.EquinixMetalMachineList{}
@@ -144,22 +158,22 @@ metalshift:
 			return false
 		}
 		for _, m := range emms.Items {
-			if m.Status.DeviceID != "" {
+			if strings.HasPrefix(m.Name, "e2e-master-") && m.Status.DeviceID != "" {
 				return true
 			}
 		}
 		return false
-	}, 5*time.Minute, 100*time.Millisecond).Should(BeTrue(), "no device was made:\n%s", createOut)
+	}, 5*time.Minute, 100*time.Millisecond).Should(BeTrue(), "no master device was made:\n%s", createOut)
 	g.Expect(create.Process.Signal(syscall.SIGKILL)).To(Succeed())
 	g.Eventually(exited, time.Minute).Should(BeClosed())
 	killHub(g, hubDir)
-	t.Logf("SIGKILLed the hub and create cluster once a device was made; create cluster had printed:\n%s", createOut)
+	t.Logf("SIGKILLed the hub and create cluster once the master's device was made; create cluster had printed:\n%s", createOut)
 
 	resumed = exec.Command(metalshiftBin, "hub", "up", "--dir", hubDir)
 	resumedOut := &syncBuffer{}
 	resumed.Stdout, resumed.Stderr = resumedOut, resumedOut
 	g.Expect(resumed.Start()).To(Succeed())
-	out, err := run(t, "hub", "status", "--dir", hubDir, "--wait", "3m")
+	out, err = run(t, "hub", "status", "--dir", hubDir, "--wait", "3m")
 	g.Expect(err).NotTo(HaveOccurred(), "%s\n%s", out, resumedOut)
 	out, err = run(t, "wait-for", "install-complete", "--dir", dir, "--timeout", "6m")
 	g.Expect(err).NotTo(HaveOccurred(), "%s", out)

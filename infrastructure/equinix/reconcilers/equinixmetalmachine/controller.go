@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/cluster-api/util/finalizers"
 	"sigs.k8s.io/cluster-api/util/predicates"
 
+	controlplanev1 "github.com/metalshift/metalshift/api/controlplane/v1alpha1"
 	equinixapi "github.com/metalshift/metalshift/api/equinixmetal/v1"
 	infrav1 "github.com/metalshift/metalshift/api/infrastructure/v1alpha1"
 	"github.com/metalshift/metalshift/infrastructure/equinix/metalclient"
@@ -236,7 +237,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 		emm.Status.Initialization.Provisioned = ptr.To(true)
 		emm.Status.Addresses = addresses(d)
 		both(emm, metav1.ConditionTrue, infrav1.DeviceActiveReason, "Device "+d.ID+" is active")
-		return ctrl.Result{}, nil
+		return r.watchBoot(ctx, s, d)
 	case equinixapi.StateFailed:
 		return r.replaceFailed(ctx, s, d)
 	case equinixapi.StateInactive, equinixapi.StatePoweringOff:
@@ -247,6 +248,48 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 	default:
 		both(emm, metav1.ConditionFalse, infrav1.DeviceProvisioningReason, fmt.Sprintf("Device %s is %s", d.ID, d.State))
 	}
+	return ctrl.Result{RequeueAfter: r.poll()}, nil
+}
+
+// watchBoot reinstalls an active device whose Node has not registered
+// within the cluster's deviceBootTimeout: its boot loader could not load
+// the iPXE script (the hub was down, say) and sits there, as a real one
+// does. The bootstrap machine registers no Node and is not watched. It
+// says when to look again.
+func (r *Reconciler) watchBoot(ctx context.Context, s *scope, d *equinixapi.Device) (ctrl.Result, error) {
+	emm, machine := s.emm, s.machine
+	if machine.Status.NodeRef.IsDefined() {
+		return ctrl.Result{}, nil
+	}
+	if _, ok := machine.Labels[controlplanev1.BootstrapMachineLabel]; ok {
+		return ctrl.Result{}, nil
+	}
+	timeout := infrav1.EquinixMetalDefaultDeviceBootTimeout
+	if t := s.emc.Spec.DeviceBootTimeout; t != nil && t.Duration > 0 {
+		timeout = t.Duration
+	}
+	active := conditions.Get(emm, infrav1.DeviceReadyCondition).LastTransitionTime.Time
+	wait := active.Add(timeout).Sub(r.Clock.Now())
+	if wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
+	in := equinixapi.DeviceActionInput{Type: equinixapi.ActionReinstall}
+	if emm.Spec.IPXEScriptURL == "" && r.BootScriptURL != nil {
+		// A fresh signature: the first one may be near its expiry.
+		script, err := r.BootScriptURL(ctx, emm, s.emc)
+		if err != nil {
+			return ctrl.Result{}, fmt.Errorf("the device's iPXE script: %w", err)
+		}
+		in.IPXEScriptURL = script
+	}
+	if err := s.api.DeviceAction(ctx, d.ID, in); err != nil {
+		return r.apiError(emm, err)
+	}
+	msg := fmt.Sprintf("Device %s was active for %s without the Machine's Node registering; it is reinstalled", d.ID, timeout)
+	r.Recorder.Eventf(emm, nil, corev1.EventTypeWarning, infrav1.DeviceReinstallingReason, "Reinstall", msg)
+	ctrl.LoggerFrom(ctx).Info("Reinstalling device", "device", d.ID, "timeout", timeout)
+	emm.Status.InstanceState = equinixapi.StateReinstalling
+	both(emm, metav1.ConditionFalse, infrav1.DeviceReinstallingReason, msg)
 	return ctrl.Result{RequeueAfter: r.poll()}, nil
 }
 
