@@ -253,6 +253,14 @@ func operatorRBAC(ctx context.Context, g *WithT, c client.Client, cs kubernetes.
 		g.Expect(c.Create(ctx, o)).To(Succeed())
 	}
 	user := "system:serviceaccount:" + ns + ":" + sa
+	// The API server's authorizer reads roles and bindings from its own
+	// cache: a grant counts once that cache has the objects just created.
+	first := rbac.ClusterRules[0]
+	resource, sub, _ := strings.Cut(first.Resources[0], "/")
+	g.Eventually(func() bool {
+		return allowed(ctx, g, cs, user, authorizationv1.ResourceAttributes{Namespace: ns, Verb: "create", Group: "apps", Resource: "deployments"}) &&
+			allowed(ctx, g, cs, user, authorizationv1.ResourceAttributes{Verb: first.Verbs[0], Group: first.APIGroups[0], Resource: resource, Subresource: sub})
+	}).Should(BeTrue(), "the operator's role and binding took effect")
 	for _, where := range []string{ns, tenant} {
 		for _, a := range []authorizationv1.ResourceAttributes{
 			{Namespace: where, Verb: "create", Group: "apps", Resource: "deployments"},
@@ -286,6 +294,10 @@ func operatorRBAC(ctx context.Context, g *WithT, c client.Client, cs kubernetes.
 		g.Expect(c.Create(ctx, o)).To(Succeed())
 	}
 	payload := "system:serviceaccount:" + ns + ":cluster-baremetal-operator"
+	// As above: the payload's grants count once the authorizer's cache has them.
+	g.Eventually(func() bool {
+		return allowed(ctx, g, cs, payload, authorizationv1.ResourceAttributes{Namespace: ns, Verb: "create", Group: "apps", Resource: "deployments"})
+	}).Should(BeTrue(), "the payload's role and binding took effect")
 	check := func(where string, rules []rbacv1.PolicyRule) {
 		for _, rule := range rules {
 			for _, group := range rule.APIGroups {
