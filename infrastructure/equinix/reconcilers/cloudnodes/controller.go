@@ -80,6 +80,7 @@ type Reconciler struct {
 	MinBackoff, MaxBackoff time.Duration
 	WatchFilterValue       string
 
+	log     logr.Logger
 	mu      sync.Mutex
 	ctx     context.Context // the manager's, once Start runs
 	started chan struct{}
@@ -89,6 +90,7 @@ type Reconciler struct {
 
 // runner is one cluster's controller.
 type runner struct {
+	log    logr.Logger
 	hash   string
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -106,6 +108,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
+	// The controllers log under the hub manager's logger, not under the
+	// reconcile that started them.
+	r.log = mgr.GetLogger().WithName("cloudnodes")
 	r.started = make(chan struct{})
 	r.running = map[types.NamespacedName]*runner{}
 	if err := mgr.Add(r); err != nil {
@@ -239,7 +244,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		h.Write(part)
 		h.Write([]byte{0})
 	}
-	r.start(ctx, req.NamespacedName, emc, hex.EncodeToString(h.Sum(nil)), cfg, tag)
+	r.start(ctx, req.NamespacedName, emc, cluster.Name, hex.EncodeToString(h.Sum(nil)), cfg, tag)
 	return ctrl.Result{RequeueAfter: r.recheck()}, nil
 }
 
@@ -256,7 +261,7 @@ func (r *Reconciler) apiKey(ctx context.Context, emc *infrav1.EquinixMetalCluste
 
 // start runs the cluster's controller, unless it runs already from the
 // same hash; one from another hash is stopped first.
-func (r *Reconciler) start(ctx context.Context, key types.NamespacedName, emc *infrav1.EquinixMetalCluster, hash string, cfg *rest.Config, tag string) {
+func (r *Reconciler) start(ctx context.Context, key types.NamespacedName, emc *infrav1.EquinixMetalCluster, cluster, hash string, cfg *rest.Config, tag string) {
 	r.mu.Lock()
 	cur := r.running[key]
 	r.mu.Unlock()
@@ -266,14 +271,14 @@ func (r *Reconciler) start(ctx context.Context, key types.NamespacedName, emc *i
 		}
 		r.stop(ctx, key, emc, "the kubeconfig, the key, the API URL or the project changed")
 	}
-	log := ctrl.LoggerFrom(ctx).WithValues("host", cfg.Host)
+	log := r.log.WithValues("EquinixMetalCluster", klog.KObj(emc), "Cluster", klog.KRef(emc.Namespace, cluster), "host", cfg.Host)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.ctx.Err() != nil {
 		return // the manager is stopping
 	}
 	runCtx, cancel := context.WithCancel(r.ctx)
-	run := &runner{hash: hash, cancel: cancel, done: make(chan struct{})}
+	run := &runner{log: log, hash: hash, cancel: cancel, done: make(chan struct{})}
 	r.running[key] = run
 	r.wg.Add(1)
 	o := r.Node
@@ -298,7 +303,7 @@ func (r *Reconciler) stop(ctx context.Context, key types.NamespacedName, emc *in
 	}
 	run.cancel()
 	<-run.done
-	ctrl.LoggerFrom(ctx).Info("Stopped the cloud-node controller", "why", why)
+	run.log.Info("Stopped the cloud-node controller", "why", why)
 	if emc != nil {
 		r.Recorder.Eventf(emc, nil, corev1.EventTypeNormal, StoppedReason, "Stop", "Stopped the cloud-node controller: %s", why)
 	}
