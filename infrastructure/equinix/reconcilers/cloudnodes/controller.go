@@ -184,36 +184,36 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	emc := &infrav1.EquinixMetalCluster{}
 	if err := r.Client.Get(ctx, req.NamespacedName, emc); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.stop(ctx, req.NamespacedName, nil, "the EquinixMetalCluster is gone")
+			r.stop(req.NamespacedName, nil, "the EquinixMetalCluster is gone")
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !emc.DeletionTimestamp.IsZero() {
-		r.stop(ctx, req.NamespacedName, emc, "the EquinixMetalCluster is being deleted")
+		r.stop(req.NamespacedName, emc, "the EquinixMetalCluster is being deleted")
 		return ctrl.Result{}, nil
 	}
 	cluster, err := util.GetOwnerCluster(ctx, r.Client, emc.ObjectMeta)
 	switch {
 	case apierrors.IsNotFound(err):
-		r.stop(ctx, req.NamespacedName, emc, "the Cluster is gone")
+		r.stop(req.NamespacedName, emc, "the Cluster is gone")
 		return ctrl.Result{}, nil
 	case err != nil:
 		return ctrl.Result{}, err
 	case cluster == nil:
-		r.stop(ctx, req.NamespacedName, emc, "the EquinixMetalCluster belongs to no Cluster")
+		r.stop(req.NamespacedName, emc, "the EquinixMetalCluster belongs to no Cluster")
 		return ctrl.Result{}, nil
 	case !cluster.DeletionTimestamp.IsZero():
-		r.stop(ctx, req.NamespacedName, emc, "the Cluster is being deleted")
+		r.stop(req.NamespacedName, emc, "the Cluster is being deleted")
 		return ctrl.Result{}, nil
 	case !ptr.Deref(cluster.Status.Initialization.ControlPlaneInitialized, false):
-		r.stop(ctx, req.NamespacedName, emc, "the control plane is not initialized")
+		r.stop(req.NamespacedName, emc, "the control plane is not initialized")
 		return ctrl.Result{}, nil
 	}
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("Cluster", klog.KObj(cluster)))
 
 	kc, err := capikubeconfig.FromSecret(ctx, r.APIReader, client.ObjectKeyFromObject(cluster))
 	if apierrors.IsNotFound(err) {
-		r.stop(ctx, req.NamespacedName, emc, "the kubeconfig Secret is gone")
+		r.stop(req.NamespacedName, emc, "the kubeconfig Secret is gone")
 		return ctrl.Result{}, nil
 	}
 	if err != nil {
@@ -222,7 +222,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	cfg, err := kubeconfig.Load(kc)
 	if err != nil {
 		// Not asked again: a change of the Secret wakes the cluster.
-		r.stop(ctx, req.NamespacedName, emc, "the kubeconfig Secret is not usable")
+		r.stop(req.NamespacedName, emc, "the kubeconfig Secret is not usable")
 		r.Recorder.Eventf(emc, nil, corev1.EventTypeWarning, FailedReason, "Start", "The kubeconfig Secret of the Cluster is not usable: %v", err)
 		return ctrl.Result{}, nil
 	}
@@ -232,7 +232,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if err != nil {
 		if errors.Is(err, cloud.ErrCredentials) {
-			r.stop(ctx, req.NamespacedName, emc, "the credentials are unavailable")
+			r.stop(req.NamespacedName, emc, "the credentials are unavailable")
 			r.Recorder.Eventf(emc, nil, corev1.EventTypeWarning, FailedReason, "Start", "The cloud-node controller cannot start: %v", err)
 			return ctrl.Result{RequeueAfter: r.recheck()}, nil
 		}
@@ -269,7 +269,7 @@ func (r *Reconciler) start(ctx context.Context, key types.NamespacedName, emc *i
 		if cur.hash == hash {
 			return
 		}
-		r.stop(ctx, key, emc, "the kubeconfig, the key, the API URL or the project changed")
+		r.stop(key, emc, "the kubeconfig, the key, the API URL or the project changed")
 	}
 	log := r.log.WithValues("EquinixMetalCluster", klog.KObj(emc), "Cluster", klog.KRef(emc.Namespace, cluster), "host", cfg.Host)
 	r.mu.Lock()
@@ -293,7 +293,7 @@ func (r *Reconciler) start(ctx context.Context, key types.NamespacedName, emc *i
 
 // stop stops the cluster's controller, if it runs, and waits for it to
 // end; why says what changed. emc is nil when it is gone.
-func (r *Reconciler) stop(ctx context.Context, key types.NamespacedName, emc *infrav1.EquinixMetalCluster, why string) {
+func (r *Reconciler) stop(key types.NamespacedName, emc *infrav1.EquinixMetalCluster, why string) {
 	r.mu.Lock()
 	run := r.running[key]
 	delete(r.running, key)
