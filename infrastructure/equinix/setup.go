@@ -1,8 +1,9 @@
 // Package equinix is the Equinix Metal infrastructure provider as a part of
 // the hub: the EquinixMetalCluster, EquinixMetalMachine and
 // EquinixMetalMachineTemplate CRDs, their admission webhooks and their
-// reconcilers (devices, elastic IPs). Its client of the Equinix Metal API
-// is package metalclient.
+// reconcilers (devices, elastic IPs), with the cloud-node controllers the
+// hub runs against the installed clusters (package cloudnodes). Its client
+// of the Equinix Metal API is package metalclient.
 package equinix
 
 import (
@@ -17,7 +18,9 @@ import (
 
 	infrav1 "github.com/metalshift/metalshift/api/infrastructure/v1alpha1"
 	"github.com/metalshift/metalshift/component"
+	"github.com/metalshift/metalshift/infrastructure/equinix/cloudnode"
 	"github.com/metalshift/metalshift/infrastructure/equinix/reconcilers/cloud"
+	"github.com/metalshift/metalshift/infrastructure/equinix/reconcilers/cloudnodes"
 	"github.com/metalshift/metalshift/infrastructure/equinix/reconcilers/equinixmetalcluster"
 	"github.com/metalshift/metalshift/infrastructure/equinix/reconcilers/equinixmetalmachine"
 	"github.com/metalshift/metalshift/infrastructure/equinix/webhooks"
@@ -76,6 +79,10 @@ type Options struct {
 	// BootScriptURL, when set, is the iPXE script a device boots when its
 	// machine names none, instead of the one at BootURL (tests).
 	BootScriptURL func(ctx context.Context, emm *infrav1.EquinixMetalMachine, emc *infrav1.EquinixMetalCluster) (string, error)
+	// CloudNode are the options of the cloud-node controllers the hub
+	// runs against the installed clusters (their ResyncInterval and
+	// RetryInterval; package cloudnode's defaults when 0).
+	CloudNode cloudnode.Options
 }
 
 // Setup registers the provider with mgr: its reconcilers, and its webhooks
@@ -107,6 +114,18 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		Clock: opts.Clock, Cloud: opts.Cloud, PollInterval: opts.PollInterval, BootScriptURL: opts.BootScriptURL,
 		WatchFilterValue: opts.WatchFilterValue,
 	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: 10}); err != nil {
+		return err
+	}
+	// A passive clock cannot time the pause between a failed
+	// controller's starts: the real clock does then.
+	runClock, ok := opts.Clock.(clock.Clock)
+	if !ok {
+		runClock = clock.RealClock{}
+	}
+	if err := (&cloudnodes.Reconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("equinixmetalcluster-cloudnode"),
+		Clock: runClock, Cloud: opts.Cloud, Node: opts.CloudNode, WatchFilterValue: opts.WatchFilterValue,
+	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: 5}); err != nil {
 		return err
 	}
 	if !opts.Webhooks {

@@ -23,6 +23,7 @@
 // taken for a gone device: the Node is looked at again after a pause.
 //
 // Devices change outside Kubernetes, so every Node is looked at again at
-// each resync interval. Run is the whole controller as a process (in a
-// Deployment of the installed cluster); Setup adds it to a manager.
+// each resync interval. Run is the whole controller as a process; Setup
+// adds it to a manager, as the hub does for each installed cluster
+// (package cloudnodes), so that the project's key stays on the hub.
 package cloudnode
