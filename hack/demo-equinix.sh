@@ -108,7 +108,7 @@ requests="$(curl -s "${METAL_API_URL%/metal/v1}/_requests")"
 total="$(grep -o '":[0-9]*' <<<"${requests}" | tr -d '":' | awk '{s+=$1} END {print s+0}')"
 devices="$(grep -o '"POST /metal/v1/projects/{id}/devices":[0-9]*' <<<"${requests}" | sed 's/.*://')"
 echo "${total} requests for ${devices:-0} devices (bootstrap node, 3 masters, 3 workers over the run): $(awk -v t="${total}" -v d="${devices:-1}" 'BEGIN {printf "%.1f", t/d}') per device"
-tr ',' '\n' <<<"${requests}" | tr -d '{}' | sed 's/^/  /'
+tr ',' '\n' <<<"${requests}" | sed -e 's/^{//' -e 's/}$//' -e 's/^/  /'
 
 step "The emulator's ledger: nothing left"
 ledger="$(curl -s "${METAL_API_URL%/metal/v1}/_ledger")"

@@ -173,6 +173,9 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, emc *infrav1.EquinixMe
 		return r.apiError(emc, err)
 	}
 	var pending []string
+	// The reservations as listed, with their assignments: assign reads
+	// no reservation again.
+	byRole := map[string]*equinixapi.IPReservation{}
 	for _, role := range []string{cloud.RoleAPI, cloud.RoleIngress} {
 		res, err := r.reserve(ctx, emc, api, tag, role, held)
 		if err != nil {
@@ -188,6 +191,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, emc *infrav1.EquinixMe
 			pending = append(pending, fmt.Sprintf("%s (reservation %s)", role, res.ID))
 			continue
 		}
+		byRole[role] = res
 		ip := &infrav1.EquinixMetalReservedIP{Address: res.Address, ReservationID: res.ID}
 		if role == cloud.RoleAPI {
 			emc.Status.APIIP = ip
@@ -214,7 +218,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, emc *infrav1.EquinixMe
 		setReady(emc, metav1.ConditionFalse, infrav1.DNSUpdateFailedReason, "The DNS records are not written: "+conditions.GetMessage(emc, infrav1.DNSRecordsReadyCondition))
 		requeue = r.poll()
 	}
-	wait, err := r.assign(ctx, emc, api, tag)
+	wait, err := r.assign(ctx, emc, api, tag, byRole)
 	if err != nil {
 		return r.apiError(emc, err)
 	}
@@ -249,7 +253,7 @@ func (r *Reconciler) reserve(ctx context.Context, emc *infrav1.EquinixMetalClust
 // ingress address on an active worker (else a control-plane device),
 // keeping an assignment while its device is active; it tells whether an
 // address waits for a device.
-func (r *Reconciler) assign(ctx context.Context, emc *infrav1.EquinixMetalCluster, api *metalclient.Client, tag string) (bool, error) {
+func (r *Reconciler) assign(ctx context.Context, emc *infrav1.EquinixMetalCluster, api *metalclient.Client, tag string, byRole map[string]*equinixapi.IPReservation) (bool, error) {
 	devices, err := api.ListDevices(ctx, emc.Spec.ProjectID, metalclient.DeviceFilter{Tag: tag})
 	if err != nil {
 		return false, err
@@ -274,10 +278,7 @@ func (r *Reconciler) assign(ctx context.Context, emc *infrav1.EquinixMetalCluste
 		role       string
 		candidates []string
 	}{{emc.Status.APIIP, cloud.RoleAPI, cp}, {emc.Status.IngressIP, cloud.RoleIngress, append(workers, cp...)}} {
-		res, err := api.GetIPReservation(ctx, a.ip.ReservationID)
-		if err != nil {
-			return false, err
-		}
+		res := byRole[a.role]
 		holder := ""
 		for _, as := range res.Assignments {
 			dev := deviceOf(as)
