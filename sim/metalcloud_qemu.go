@@ -39,7 +39,8 @@ type MetalCloudQEMU struct {
 	// StateDir holds the VMs' disks and consoles (required).
 	StateDir string
 	// MetadataAddr is the emulator's metadata service, host:port on the
-	// host's loopback (required).
+	// host's loopback: here, or by SetMetadataAddr before a device
+	// provisions.
 	MetadataAddr string
 	// Forwarder is the program QEMU starts for each connection of a VM to
 	// MetalCloudQEMUMetadataURL, with the connection as its standard input
@@ -99,8 +100,8 @@ func NewQEMUMetalCloud(opts MetalCloudOptions, q MetalCloudQEMU) (*MetalCloud, e
 	}
 	c := NewMetalCloud(opts)
 	c.q = q
-	if q.StateDir == "" || q.MetadataAddr == "" || len(q.Forwarder) == 0 {
-		return nil, errors.New("a QEMU metal cloud needs a state directory, the metadata service's address and a forwarder")
+	if q.StateDir == "" || len(q.Forwarder) == 0 {
+		return nil, errors.New("a QEMU metal cloud needs a state directory and a forwarder")
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -117,6 +118,16 @@ func NewQEMUMetalCloud(opts MetalCloudOptions, q MetalCloudQEMU) (*MetalCloud, e
 	return c, nil
 }
 
+// SetMetadataAddr sets the metadata service's address, for an emulator
+// whose metadata listener gets its port when it starts, which is after its
+// Machines (this MetalCloud) are made: call it before any device
+// provisions.
+func (c *MetalCloud) SetMetadataAddr(addr string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.q.MetadataAddr = addr
+}
+
 // guestForwards forward a VM's connections to the metadata URL to the
 // forwarder, with its device's private address.
 func (c *MetalCloud) guestForwards(id string) []qemu.GuestForward {
@@ -126,11 +137,11 @@ func (c *MetalCloud) guestForwards(id string) []qemu.GuestForward {
 	}
 	c.mu.Lock()
 	src, ok := sourceAddr(d.dev)
+	q := c.q
 	c.mu.Unlock()
 	if !ok {
 		return nil
 	}
-	q := c.q
 	cmd := append(append([]string{}, q.Forwarder...), src.String(), q.MetadataAddr)
 	return []qemu.GuestForward{{Addr: metadataGuestAddr, Command: cmd}}
 }

@@ -9,6 +9,8 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/metalshift/metalshift/sim"
 )
 
 // exitError carries a process exit code without printing more.
@@ -17,6 +19,11 @@ type exitError struct{ code int }
 func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
 
 func main() {
+	// QEMU VMs of `sim equinix --machines qemu` reach the metadata service
+	// through this program, started by QEMU per connection.
+	if len(os.Args) > 1 && os.Args[1] == sim.MetadataForwardArg {
+		os.Exit(sim.RunMetadataForward(os.Args[2:]))
+	}
 	if err := newRootCommand().ExecuteContext(context.Background()); err != nil {
 		var ee exitError
 		if errors.As(err, &ee) {

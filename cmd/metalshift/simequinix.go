@@ -33,6 +33,7 @@ type simEquinixOptions struct {
 	faults                 string
 	console                bool
 	machines, binDir       string
+	stateDir               string
 	addHosts               map[string]string
 
 	// started, when set, gets the running emulator (tests).
@@ -92,7 +93,9 @@ equinix.nohardware and equinix.failed on devices, "<kind>[<hostname>]=..." for o
 	f.StringVar(&o.ipv6, "ipv6-block", equinix.DefaultIPv6Block.String(), "Block of the IPv6 addresses (reported only)")
 	f.StringVar(&o.faults, "faults", "", "Fault plan of the API and the devices, e.g. 'seed=1,equinix.5xx=10%,equinix.failed=@2' (see above)")
 	f.BoolVar(&o.console, "console", false, "Print every fault to stderr as it fires, and the machines' consoles")
-	f.StringVar(&o.machines, "machines", "light", "What a device boots: light (a simulated machine that runs its iPXE script, installs its disk from the metadata service and runs the installed OS with the cluster simulator) or none")
+	f.StringVar(&o.machines, "machines", "light", "What a device boots: light (a simulated machine that runs its iPXE script, installs its disk from the metadata service and runs the installed OS with the cluster simulator), "+
+		"qemu (a QEMU VM that iPXE-boots the device's script, the real live image; it reaches the metadata service at "+sim.MetalCloudQEMUMetadataURL+", which a cluster's metadataURL must be) or none")
+	f.StringVar(&o.stateDir, "state-dir", "", "With --machines qemu: where the VMs keep their disks and consoles (default: a temporary directory)")
 	f.StringVar(&o.binDir, "bin-dir", "", "Directory holding etcd and kube-apiserver, which installed clusters run (default: as `hub up`)")
 	f.StringToStringVar(&o.addHosts, "add-host", nil, "Records of the simulated network's DNS, name=IP")
 	return cmd
@@ -135,6 +138,7 @@ func (o *simEquinixOptions) run(ctx context.Context, stdout, stderr io.Writer) e
 		plan.Logf = func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) }
 	}
 	opts.Faults = plan
+	var qemuMachines *sim.MetalCloud
 	switch o.machines {
 	case "none":
 	case "light":
@@ -154,8 +158,34 @@ func (o *simEquinixOptions) run(ctx context.Context, stdout, stderr io.Writer) e
 		machines := sim.NewMetalCloud(mopts)
 		defer machines.Close()
 		opts.Machines = machines
+	case "qemu":
+		dir := o.stateDir
+		if dir == "" {
+			d, err := os.MkdirTemp("", "metalshift-equinix-vms-")
+			if err != nil {
+				return err
+			}
+			defer os.RemoveAll(d)
+			dir = d
+		}
+		self, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		mopts := sim.MetalCloudOptions{}
+		if o.console {
+			mopts.Console = stderr
+		}
+		machines, err := sim.NewQEMUMetalCloud(mopts, sim.MetalCloudQEMU{StateDir: dir, Forwarder: []string{self, sim.MetadataForwardArg}})
+		if err != nil {
+			return err
+		}
+		defer machines.Close()
+		opts.Machines = machines
+		qemuMachines = machines
+		fmt.Fprintf(stderr, "Devices are QEMU VMs; their disks and consoles are in %s\n", dir)
 	default:
-		return fmt.Errorf("--machines %q: light or none", o.machines)
+		return fmt.Errorf("--machines %q: light, qemu or none", o.machines)
 	}
 	s := equinix.New(opts)
 	generated := token == ""
@@ -168,6 +198,9 @@ func (o *simEquinixOptions) run(ctx context.Context, stdout, stderr io.Writer) e
 		return err
 	}
 	defer s.Close()
+	if qemuMachines != nil {
+		qemuMachines.SetMetadataAddr(strings.TrimPrefix(s.MetadataURL(), "http://"))
+	}
 	fmt.Fprintf(stdout, "METAL_API_URL=%s\nMETAL_METADATA_URL=%s\n", s.APIURL(), s.MetadataURL())
 	if o.project != "" {
 		p, err := s.CreateProject(token, o.project)
