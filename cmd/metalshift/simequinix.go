@@ -165,7 +165,7 @@ func (o *simEquinixOptions) run(ctx context.Context, stdout, stderr io.Writer) e
 			if err != nil {
 				return err
 			}
-			defer os.RemoveAll(d)
+			defer func() { _ = os.RemoveAll(d) }()
 			dir = d
 		}
 		self, err := os.Executable()
