@@ -132,6 +132,10 @@ func TestMachineBootsDevice(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(emm), emm)).To(Succeed())
 		g.Expect(conditions.IsTrue(emm, infrav1.EquinixMetalMachineReadyCondition)).To(BeTrue(), "%v", emm.Status.Conditions)
+		// The conditions are patched before the rest of the status: wait
+		// for the addresses and the providerID too.
+		g.Expect(emm.Status.Addresses).NotTo(BeEmpty())
+		g.Expect(emm.Spec.ProviderID).NotTo(BeEmpty())
 	}).WithTimeout(time.Minute).Should(Succeed())
 	id := emm.Status.DeviceID
 	var cd configdrive.Contents
