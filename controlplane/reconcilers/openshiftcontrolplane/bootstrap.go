@@ -81,8 +81,27 @@ func (r *Reconciler) reconcileBootstrap(ctx context.Context, s *scope) (ctrl.Res
 		return ctrl.Result{}, err
 	}
 	joined := 0
+	var nodes map[string]bool
 	for _, m := range s.masters() {
 		if m.Status.NodeRef.IsDefined() {
+			joined++
+			continue
+		}
+		// Cluster API sets a Machine's nodeRef when it reconciles the
+		// Machine, but it watches the cluster's Nodes only once the control
+		// plane is initialized: a master whose Node registered after its
+		// Machine's last reconcile would wait for an event that never
+		// comes. Its Node is looked for here, by the Machine's providerID.
+		if m.Spec.ProviderID == "" {
+			continue
+		}
+		if nodes == nil {
+			var err error
+			if nodes, err = w.NodeProviderIDs(ctx); err != nil {
+				nodes = map[string]bool{} // looked for again at the next requeue
+			}
+		}
+		if nodes[m.Spec.ProviderID] {
 			joined++
 		}
 	}

@@ -400,3 +400,32 @@ func expectMetrics(t *testing.T, cp *controlplanev1.OpenShiftControlPlane, befor
 }
 
 const installHistogram = "metalshift_openshiftcontrolplane_install_duration_seconds"
+
+// TestMastersJoinedWithoutNodeRef: Cluster API sets a Machine's nodeRef
+// only when it reconciles the Machine, and watches the cluster's Nodes
+// only once the control plane is initialized; a master whose Node
+// registered after its Machine's last reconcile has none. Its Node, found
+// by the Machine's providerID, counts: the control plane initializes.
+func TestMastersJoinedWithoutNodeRef(t *testing.T) {
+	g := NewWithT(t)
+	w := &fakeWorkload{}
+	name, _ := applyInstall(t, w)
+	ns := name
+	masters := []string{name + "-master-0", name + "-master-1", name + "-master-2"}
+	w.ready.Store(true)
+	g.Eventually(func(g Gomega) {
+		cp := controlPlane(g, ns, name)
+		g.Expect(len(ownedMachines(g, cp))).To(Equal(4))
+	}).Should(Succeed())
+	for i, m := range masters {
+		id := fmt.Sprintf("metal3://%s/host-%d/%s", ns, i, m)
+		updateMachine(t, ns, m, false, func(m *clusterv1.Machine) { m.Spec.ProviderID = id })
+		w.nodes.Store(id, true)
+	}
+	w.complete.Store(true)
+	g.Eventually(func(g Gomega) {
+		cp := controlPlane(g, ns, name)
+		g.Expect(cp.Status.Initialization.ControlPlaneInitialized).To(HaveValue(BeTrue()))
+		g.Expect(conditionOf(g, cp, controlplanev1.ControlPlaneInitializedCondition).Message).To(Equal("3 masters joined and the bootstrap is complete"))
+	}).Should(Succeed())
+}

@@ -49,6 +49,8 @@ func TestMain(m *testing.M) {
 // bootstrap complete.
 type fakeWorkload struct {
 	ready, complete atomic.Bool
+	// nodes are the providerIDs of the cluster's Nodes.
+	nodes sync.Map
 }
 
 var _ Workload = &fakeWorkload{}
@@ -62,6 +64,16 @@ func (f *fakeWorkload) Ready(context.Context) error {
 
 func (f *fakeWorkload) BootstrapComplete(context.Context) (bool, error) {
 	return f.complete.Load(), nil
+}
+
+// NodeProviderIDs are the providerIDs the test registered as Nodes.
+func (f *fakeWorkload) NodeProviderIDs(context.Context) (map[string]bool, error) {
+	ids := map[string]bool{}
+	f.nodes.Range(func(k, _ any) bool {
+		ids[k.(string)] = true
+		return true
+	})
+	return ids, nil
 }
 
 // fakeWorkloads holds the fakes by Cluster name.

@@ -26,6 +26,8 @@ type Workload interface {
 	// cluster over to the masters (ConfigMap kube-system/bootstrap with
 	// status: complete, as the bootstrap service writes it).
 	BootstrapComplete(ctx context.Context) (bool, error)
+	// NodeProviderIDs are the spec.providerID of the cluster's Nodes.
+	NodeProviderIDs(ctx context.Context) (map[string]bool, error)
 }
 
 // clusterCacheWorkload reaches the installed cluster through Cluster API's
@@ -120,4 +122,22 @@ func (w *clusterCacheWorkload) BootstrapComplete(ctx context.Context) (bool, err
 		return false, err
 	}
 	return cm.Data["status"] == "complete", nil
+}
+
+func (w *clusterCacheWorkload) NodeProviderIDs(ctx context.Context) (map[string]bool, error) {
+	cs, err := w.clientset(ctx)
+	if err != nil {
+		return nil, err
+	}
+	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	ids := map[string]bool{}
+	for _, n := range nodes.Items {
+		if n.Spec.ProviderID != "" {
+			ids[n.Spec.ProviderID] = true
+		}
+	}
+	return ids, nil
 }
