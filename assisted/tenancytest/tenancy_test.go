@@ -91,10 +91,13 @@ func TestCrossNamespaceBinding(t *testing.T) {
 			"BMAC lets the host go")
 		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(node), node)).To(Succeed(), "the victim's Node is still there")
 		g.Expect(node.DeletionTimestamp).To(BeNil())
-		events := &corev1.EventList{}
-		g.Expect(env.Client.List(ctx, events, client.InNamespace(attacker))).To(Succeed())
-		g.Expect(events.Items).To(ContainElement(And(HaveField("Reason", "NodeDeletionRefused"), HaveField("Type", corev1.EventTypeWarning),
-			HaveField("Message", ContainSubstring("spec.clusterDeploymentName.namespace: "+refusal("Agent"))))), "said on the host")
+		// Events are written by the recorder after the fact: wait for it.
+		g.Eventually(func(g Gomega) {
+			events := &corev1.EventList{}
+			g.Expect(env.Client.List(ctx, events, client.InNamespace(attacker))).To(Succeed())
+			g.Expect(events.Items).To(ContainElement(And(HaveField("Reason", "NodeDeletionRefused"), HaveField("Type", corev1.EventTypeWarning),
+				HaveField("Message", ContainSubstring("spec.clusterDeploymentName.namespace: "+refusal("Agent"))))), "said on the host")
+		}).Should(Succeed())
 	})
 
 	t.Run("a host's cluster-reference annotation binds its Agent", func(t *testing.T) {
