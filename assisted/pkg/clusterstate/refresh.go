@@ -128,9 +128,12 @@ func refreshPreparing(f Facts) (string, string) {
 		return f.Status, keep(f, InfoPreparing)
 	}
 	// Every host must have finished its own preparation: a host still
-	// known when the cluster moved on would never be told to install.
+	// known when the cluster moved on would never be told to install. A
+	// host whose Node already joined the installed cluster (the hub's
+	// state was restored from a backup taken while it prepared) is past
+	// it.
 	for _, h := range f.HostStatuses {
-		if h.Status != hoststate.StatusPreparingSuccessful {
+		if h.Status != hoststate.StatusPreparingSuccessful && !joined(h) {
 			return f.Status, keep(f, InfoPreparing)
 		}
 	}
@@ -222,4 +225,10 @@ func failed(hosts []HostSummary) bool {
 func StartInstall(f Facts) bool {
 	return f.Status == StatusReady && f.HostsRequired > 0 && f.HostsReady == f.HostsRequired &&
 		f.RoleCountsMatch && f.UnsyncedAgents == 0 && f.UnapprovedAgents == 0 && !f.Held
+}
+
+// joined tells whether h's Node joined the installed cluster (stage
+// Joined or Done).
+func joined(h HostSummary) bool {
+	return h.Stage == assistedapi.StageJoined || h.Stage == assistedapi.StageDone
 }

@@ -50,9 +50,13 @@ func TestRefresh(t *testing.T) {
 		"preparing":               {Facts{Status: StatusPreparingForInstallation, HostStatuses: hosts("", "preparing-successful")}, StatusPreparingForInstallation, InfoPreparing},
 		"prepared":                {Facts{Status: StatusPreparingForInstallation, PreparationDone: true, HostStatuses: hosts("", "preparing-successful")}, StatusInstalling, InfoInstalling},
 		"a host not prepared yet": {Facts{Status: StatusPreparingForInstallation, PreparationDone: true, HostStatuses: hosts("", "preparing-successful", "known")}, StatusPreparingForInstallation, InfoPreparing},
-		"host dropped out":        {Facts{Status: StatusPreparingForInstallation, HostStatuses: hosts("", "preparing-successful", "disconnected")}, StatusInsufficient, InfoUnpreparingHost},
-		"installing":              {installing(hosts(assistedapi.StageWritingImageToDisk, "installing-in-progress", "installing-in-progress", "installing-in-progress")), StatusInstalling, InfoInstalling},
-		"some masters joined":     {installing(hosts(assistedapi.StageJoined, "installing-in-progress", "installing-in-progress", "installing")), StatusFinalizing, InfoFinalizing},
+		// The hub found the Node of a host it held preparing (its state
+		// restored from a backup taken then): the install goes on.
+		"prepared, a host joined already": {Facts{Status: StatusPreparingForInstallation, PreparationDone: true,
+			HostStatuses: append(hosts("", "preparing-successful"), HostSummary{Role: "master", Status: "installing", Stage: assistedapi.StageDone})}, StatusInstalling, InfoInstalling},
+		"host dropped out":    {Facts{Status: StatusPreparingForInstallation, HostStatuses: hosts("", "preparing-successful", "disconnected")}, StatusInsufficient, InfoUnpreparingHost},
+		"installing":          {installing(hosts(assistedapi.StageWritingImageToDisk, "installing-in-progress", "installing-in-progress", "installing-in-progress")), StatusInstalling, InfoInstalling},
+		"some masters joined": {installing(hosts(assistedapi.StageJoined, "installing-in-progress", "installing-in-progress", "installing")), StatusFinalizing, InfoFinalizing},
 		"one master behind": {installing(append(hosts(assistedapi.StageJoined, "installing-in-progress", "installing-in-progress"),
 			HostSummary{Role: "master", Status: "installing-in-progress", Stage: assistedapi.StageConfiguring})), StatusInstalling, InfoInstalling},
 		"masters done, workers installing": {installing(append(hosts(assistedapi.StageDone, "installed", "installed", "installed"),

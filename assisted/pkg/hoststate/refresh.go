@@ -175,9 +175,15 @@ func refreshUnbound(f Facts) (string, string) {
 }
 
 // refreshPreparing: preparation is immediate unless the disk speed check
-// failed; a host whose cluster stopped preparing is known again.
+// failed; a host whose cluster stopped preparing is known again; a host
+// found installed (its Node joined the cluster) is installing.
 func refreshPreparing(f Facts) (string, string) {
 	switch {
+	case f.Stage == assistedapi.StageJoined || f.Stage == assistedapi.StageDone:
+		// The hub found the host's Node in the installed cluster: it
+		// installed while the hub held an older state (restored from a
+		// backup taken before its install step). It goes on from there.
+		return StatusInstalling, InfoInstalling
 	case !f.Connected:
 		return StatusDisconnected, InfoConnectionTimedOutPrep
 	case !f.Validations.Succeeded(validations.IDSufficientInstallDiskSpeed):

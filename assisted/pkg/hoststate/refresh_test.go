@@ -148,6 +148,18 @@ func TestRefreshInstalling(t *testing.T) {
 		want, info string
 	}{
 		"first stage":  {inst(StatusInstalling, assistedapi.StageStartingInstallation), StatusInstallingInProgress, "Starting installation"},
+		// The hub found the Node of a host it held preparing (its state
+		// restored from a backup taken then), silent since.
+		"preparing, joined": {func() Facts {
+			f := inst(StatusPreparingSuccessful, assistedapi.StageDone)
+			f.ClusterStatus, f.Connected = "preparing-for-installation", false
+			return f
+		}(), StatusInstalling, InfoInstalling},
+		"preparing for installation, joined": {func() Facts {
+			f := inst(StatusPreparingForInstallation, assistedapi.StageJoined)
+			f.Connected = false
+			return f
+		}(), StatusInstalling, InfoInstalling},
 		"next stage":   {inst(StatusInstallingInProgress, assistedapi.StageConfiguring), StatusInstallingInProgress, "Configuring"},
 		"done":         {inst(StatusInstallingInProgress, assistedapi.StageDone), StatusInstalled, "Done"},
 		"day-2 done":   {func() Facts { f := inst(StatusInstallingInProgress, assistedapi.StageDone); f.Day2 = true; return f }(), StatusAddedToExistingCluster, "Done"},

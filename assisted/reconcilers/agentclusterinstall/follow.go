@@ -125,25 +125,40 @@ func (in *install) importedKubeconfig(ctx context.Context) error {
 	return nil
 }
 
-// silentWriters tells whether a host last heard of writing its disk has
-// been silent for silentWriter.
-func (in *install) silentWriters() bool {
+// silentInstallers tells whether a host of the install has been silent
+// for silentInstaller before it said Rebooting.
+func (in *install) silentInstallers() bool {
 	for i := range in.agents {
-		if in.silentWriter(&in.agents[i]) {
+		if in.silentInstaller(&in.agents[i]) {
 			return true
 		}
 	}
 	return false
 }
 
-func (in *install) silentWriter(a *agentinstallv1.Agent) bool {
-	switch assistedapi.HostStage(a.Status.Progress.CurrentStage) {
-	case assistedapi.StageInstalling, assistedapi.StageWritingImageToDisk:
+// silentInstaller tells whether a is a host of the install (preparing or
+// installing) the hub last heard of before it said Rebooting, silent
+// since (its last contact and its last stage both silentInstaller ago or
+// more).
+func (in *install) silentInstaller(a *agentinstallv1.Agent) bool {
+	switch a.Status.DebugInfo.State {
+	case hoststate.StatusPreparingForInstallation, hoststate.StatusPreparingSuccessful,
+		hoststate.StatusInstalling, hoststate.StatusInstallingInProgress:
 	default:
 		return false
 	}
-	at := a.Status.Progress.StageUpdateTime
-	return at != nil && in.now.Sub(at.Time) >= silentWriter
+	switch assistedapi.HostStage(a.Status.Progress.CurrentStage) {
+	case "", assistedapi.StageStartingInstallation, assistedapi.StageInstalling, assistedapi.StageWaitingForBootkube,
+		assistedapi.StageWritingImageToDisk, assistedapi.StageCopyingRegistryData, assistedapi.StageWaitingForControlPlane,
+		assistedapi.StageWaitingForController:
+	default:
+		return false
+	}
+	last := rec.LastContact(a)
+	if at := a.Status.Progress.StageUpdateTime; at != nil && at.After(last) {
+		last = at.Time
+	}
+	return !last.IsZero() && in.now.Sub(last) >= silentInstaller
 }
 
 // spokeInstalled tells whether the installed cluster reports its version
@@ -162,20 +177,25 @@ func (in *install) spokeInstalled(ctx context.Context) bool {
 	return err == nil && v.Available
 }
 
-// silentWriter is how long a host last heard of writing its disk has been
-// silent before the hub looks for its Node: its agent reports the write's
-// progress every few seconds, and it says Rebooting before it boots the
-// disk. A host that said so to a hub whose state was since restored from
-// an older backup (or whose report was lost) is never heard of again: its
-// Node in the installed cluster is the proof that it rebooted.
-const silentWriter = 20 * time.Second
+// silentInstaller is how long a host of the install, last heard of
+// before it said Rebooting, has been silent before the hub looks for its
+// Node. A host whose later reports (the stages up to Rebooting, or the
+// install step's reply) reached a hub whose state was since restored from
+// an older backup, or were lost, is never heard of again: it booted its
+// disk, and its Node in the installed cluster is the proof. The hub may
+// hold it at any point of its install, from preparing (the backup was
+// taken before its install step) to its last stage before Rebooting. A
+// host still installing that is merely slow to report has no Node there,
+// and only costs a read of the installed cluster.
+const silentInstaller = 20 * time.Second
 
 // follow moves the hosts that rebooted into the installed cluster through
 // Joined (their Node registered) and Done (it is Ready), as upstream's
-// in-cluster controller reports them; and the hosts last heard of writing
-// their disk, silent since (silentWriter), whose Node is there.
+// in-cluster controller reports them; and the hosts last heard of before
+// they said Rebooting, silent since (silentInstaller), whose Node is
+// there.
 func (in *install) follow(ctx context.Context) error {
-	anyJoining, silent := in.day2Joining(), in.silentWriters()
+	anyJoining, silent := in.day2Joining(), in.silentInstallers()
 	if !anyJoining && !silent {
 		return nil
 	}
@@ -192,10 +212,10 @@ func (in *install) follow(ctx context.Context) error {
 	for i := range in.agents {
 		a := &in.agents[i]
 		cur := assistedapi.HostStage(a.Status.Progress.CurrentStage)
-		if cur == assistedapi.StageDone || cur == assistedapi.StageFailed || cur == "" {
+		if cur == assistedapi.StageDone || cur == assistedapi.StageFailed {
 			continue
 		}
-		if !joining(a) && !in.silentWriter(a) {
+		if !joining(a) && !in.silentInstaller(a) {
 			continue
 		}
 		ready, ok := v.Nodes[rec.Hostname(a)]
