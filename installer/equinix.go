@@ -180,17 +180,17 @@ func equinixObjects(ic *installconfig.InstallConfig, meta func(string) metav1.Ob
 // equinixTimeout bounds the installer's calls of the API.
 const equinixTimeout = 2 * time.Minute
 
-// retried calls f again while the API answers 5xx or 429 (after the
-// rate-limit window the answer names), until ctx ends.
+// retried calls f again while the API answers 5xx or 429, after the
+// pause metalclient.Backoff says, until ctx ends.
 func retried(ctx context.Context, f func() error) error {
 	for {
 		err := f()
-		if err == nil || (!metalclient.IsServerError(err) && !metalclient.IsRateLimited(err)) {
-			return err
+		if err == nil {
+			return nil
 		}
-		wait := time.Second
-		if d := metalclient.RetryAfter(err, time.Now()); d > 0 {
-			wait = d
+		wait := metalclient.Backoff(err, time.Now())
+		if wait == 0 {
+			return err
 		}
 		select {
 		case <-ctx.Done():

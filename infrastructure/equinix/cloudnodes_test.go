@@ -20,7 +20,6 @@ import (
 	equinixapi "github.com/metalshift/metalshift/api/equinixmetal/v1"
 	infrav1 "github.com/metalshift/metalshift/api/infrastructure/v1alpha1"
 	"github.com/metalshift/metalshift/infrastructure/equinix/cloudnode"
-	"github.com/metalshift/metalshift/infrastructure/equinix/reconcilers/cloud"
 	"github.com/metalshift/metalshift/infrastructure/equinix/reconcilers/cloudnodes"
 	simequinix "github.com/metalshift/metalshift/sim/equinix"
 )
@@ -66,7 +65,7 @@ func controlPlaneInitialized(g Gomega, cluster *clusterv1.Cluster) {
 func installedNode(t *testing.T, g Gomega, c *cloudEnv, ns, name string) (*equinixapi.Device, *corev1.Node) {
 	d, err := c.api.CreateDevice(context.Background(), c.project, equinixapi.DeviceCreateInput{
 		Metro: "sv", Plan: "c3.small.x86", OperatingSystem: "custom_ipxe", IPXEScriptURL: "http://hub.example/boot.ipxe",
-		Hostname: name, Tags: []string{cloud.ClusterTag(ns, "c1")}})
+		Hostname: name, Tags: []string{infrav1.EquinixMetalClusterTag(ns, "c1")}})
 	g.Expect(err).NotTo(HaveOccurred())
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.NodeSpec{Taints: []corev1.Taint{
 		{Key: cloudnode.UninitializedTaint, Value: "true", Effect: corev1.TaintEffectNoSchedule}}}}

@@ -26,7 +26,6 @@ import (
 	"github.com/metalshift/metalshift/component"
 	"github.com/metalshift/metalshift/infrastructure/equinix"
 	"github.com/metalshift/metalshift/infrastructure/equinix/metalclient"
-	"github.com/metalshift/metalshift/infrastructure/equinix/reconcilers/cloud"
 	"github.com/metalshift/metalshift/infrastructure/equinix/rfc2136/bindtest"
 	"github.com/metalshift/metalshift/internal/testenv"
 	simequinix "github.com/metalshift/metalshift/sim/equinix"
@@ -180,7 +179,7 @@ func TestMachineLifecycle(t *testing.T) {
 		d, err = c.api.GetDevice(ctx, emm.Status.DeviceID)
 		return err
 	}).WithTimeout(30 * time.Second).Should(Succeed())
-	g.Expect(d.Tags).To(ConsistOf(cloud.ClusterTag(ns, "c1"), cloud.MachineTagPrefix+string(emm.UID), "metalshift.io/role=control-plane", "team=metal", "cost-center=42"))
+	g.Expect(d.Tags).To(ConsistOf(infrav1.EquinixMetalClusterTag(ns, "c1"), infrav1.EquinixMetalMachineTagPrefix+string(emm.UID), "metalshift.io/role=control-plane", "team=metal", "cost-center=42"))
 	g.Expect(d.IPXEScriptURL).To(Equal("http://hub.example/boot/" + string(emm.UID) + ".ipxe"))
 	g.Expect(d.OperatingSystem.Slug).To(Equal("custom_ipxe"))
 	g.Expect(d.Userdata).To(ContainSubstring(`"path":"/etc/hostname"`))
@@ -208,7 +207,7 @@ func TestMachineLifecycle(t *testing.T) {
 		g.Expect(l.Devices).To(HaveLen(1))
 		g.Expect(l.IPReservations).To(HaveLen(2))
 		for _, r := range l.IPReservations {
-			g.Expect(r.Tags).To(ContainElement(cloud.ClusterTag(ns, "c1")))
+			g.Expect(r.Tags).To(ContainElement(infrav1.EquinixMetalClusterTag(ns, "c1")))
 			g.Expect(r.Assignments).To(HaveLen(1))
 			g.Expect(r.Assignments[0].Device).To(Equal(d.ID))
 		}

@@ -172,6 +172,22 @@ func RetryAfter(err error, now time.Time) time.Duration {
 	return max(ae.RateLimit.Reset.Sub(now), 0)
 }
 
+// Backoff is how long to wait before calling again after err: what a 429
+// says (10 s when it says nothing), 5 s after a server error; 0 for any
+// other error, which calling again does not mend.
+func Backoff(err error, now time.Time) time.Duration {
+	switch {
+	case IsRateLimited(err):
+		if d := RetryAfter(err, now); d > 0 {
+			return d
+		}
+		return 10 * time.Second
+	case IsServerError(err):
+		return 5 * time.Second
+	}
+	return 0
+}
+
 // do sends a request to path (under the base URL, with its query) with
 // in as its JSON body, and decodes the answer into out.
 func (c *Client) do(ctx context.Context, method, path string, in, out any) error {

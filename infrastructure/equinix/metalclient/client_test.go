@@ -228,16 +228,20 @@ func TestErrors(t *testing.T) {
 	_, err = e.c.ListPlans(ctx)
 	g.Expect(IsServerError(err)).To(BeTrue(), "%v", err)
 	g.Expect(statusOf(err)).To(Equal(503))
+	g.Expect(Backoff(err, e.clock.Now())).To(Equal(5 * time.Second))
 	_, err = e.c.ListPlans(ctx)
 	g.Expect(err).NotTo(HaveOccurred())
 	_, err = e.c.ListPlans(ctx)
 	g.Expect(IsRateLimited(err)).To(BeTrue(), "%v", err)
 	g.Expect(RetryAfter(err, e.clock.Now())).To(Equal(time.Minute))
+	g.Expect(Backoff(err, e.clock.Now())).To(Equal(time.Minute), "as long as the window")
 	g.Expect(e.c.RateLimit().Remaining).To(Equal(0))
 	e.clock.Step(time.Minute)
 	_, err = e.c.ListPlans(ctx)
 	g.Expect(err).NotTo(HaveOccurred(), "a new window")
 	g.Expect(RetryAfter(fmt.Errorf("other"), e.clock.Now())).To(BeZero())
+	_, err = e.c.GetDevice(ctx, "7f0c7a0e-1111-4222-8333-944455556666")
+	g.Expect(Backoff(err, e.clock.Now())).To(BeZero(), "a 404 is not called again")
 }
 
 // TestKeyOnlyInTheHeader: the key travels in X-Auth-Token only, to the

@@ -1,8 +1,8 @@
 // Package cloud is what the Equinix Metal reconcilers share: the API
 // client of a cluster's project, made from the key in its credentials
-// Secret, and the tags that mark what the provider created, so that it
-// finds its devices and addresses again from the API alone (after a
-// restart, or a write whose answer was lost).
+// Secret, and the signed iPXE script its devices boot. The tags that mark
+// what the provider created (so that it finds its devices and addresses
+// again from the API alone) are the API's (api/infrastructure/v1alpha1).
 package cloud
 
 import (
@@ -21,27 +21,6 @@ import (
 	infrav1 "github.com/metalshift/metalshift/api/infrastructure/v1alpha1"
 	"github.com/metalshift/metalshift/infrastructure/equinix/metalclient"
 )
-
-// Tags the provider sets (api/infrastructure/v1alpha1 says what each
-// marks).
-const (
-	ClusterTagPrefix = infrav1.EquinixMetalClusterTagPrefix
-	MachineTagPrefix = infrav1.EquinixMetalMachineTagPrefix
-	RoleTagPrefix    = infrav1.EquinixMetalRoleTagPrefix
-)
-
-// Roles, as tagged.
-const (
-	RoleControlPlane = infrav1.EquinixMetalRoleControlPlane
-	RoleWorker       = infrav1.EquinixMetalRoleWorker
-	RoleAPI          = infrav1.EquinixMetalRoleAPI
-	RoleIngress      = infrav1.EquinixMetalRoleIngress
-)
-
-// ClusterTag is the tag of what belongs to the cluster namespace/name.
-func ClusterTag(namespace, name string) string {
-	return infrav1.EquinixMetalClusterTag(namespace, name)
-}
 
 // ErrCredentials is wrapped by the errors of a missing or unusable
 // credentials Secret, which the reconcilers report as
@@ -87,22 +66,6 @@ func Client(ctx context.Context, r client.Reader, emc *infrav1.EquinixMetalClust
 // the project): the credentials, not the request, are wrong.
 func Refused(err error) bool {
 	return metalclient.IsUnauthorized(err) || metalclient.IsForbidden(err)
-}
-
-// Backoff is how long to wait after an API error: what a 429 says, else
-// a pause for a server error; 0 for other errors (the controller's own
-// backoff applies).
-func Backoff(err error, now time.Time) time.Duration {
-	switch {
-	case metalclient.IsRateLimited(err):
-		if d := metalclient.RetryAfter(err, now); d > 0 {
-			return d
-		}
-		return 10 * time.Second
-	case metalclient.IsServerError(err):
-		return 5 * time.Second
-	}
-	return 0
 }
 
 // BootScriptTTL is how long the iPXE script URL a device is created with

@@ -238,7 +238,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, err
 	}
-	tag := cloud.ClusterTag(cluster.Namespace, cluster.Name)
+	tag := infrav1.EquinixMetalClusterTag(cluster.Namespace, cluster.Name)
 	h := sha256.New()
 	for _, part := range [][]byte{kc, key, []byte(emc.Spec.APIURL), []byte(emc.Spec.ProjectID), []byte(tag)} {
 		h.Write(part)

@@ -130,9 +130,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	// The tag names the Cluster, which is the object's owner and, until
 	// Cluster API sets the owner, its own namespace and name.
-	tag := cloud.ClusterTag(emc.Namespace, emc.Name)
+	tag := infrav1.EquinixMetalClusterTag(emc.Namespace, emc.Name)
 	if cluster != nil {
-		tag = cloud.ClusterTag(cluster.Namespace, cluster.Name)
+		tag = infrav1.EquinixMetalClusterTag(cluster.Namespace, cluster.Name)
 	}
 	if !emc.DeletionTimestamp.IsZero() {
 		name := ""
@@ -161,7 +161,7 @@ func (r *Reconciler) apiError(emc *infrav1.EquinixMetalCluster, err error) (ctrl
 		setReady(emc, metav1.ConditionFalse, infrav1.CredentialsUnavailableReason, err.Error())
 		return ctrl.Result{RequeueAfter: time.Minute}, nil
 	}
-	if d := cloud.Backoff(err, r.Clock.Now()); d > 0 {
+	if d := metalclient.Backoff(err, r.Clock.Now()); d > 0 {
 		return ctrl.Result{RequeueAfter: d}, nil
 	}
 	return ctrl.Result{}, err
@@ -176,7 +176,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, emc *infrav1.EquinixMe
 	// The reservations as listed, with their assignments: assign reads
 	// no reservation again.
 	byRole := map[string]*equinixapi.IPReservation{}
-	for _, role := range []string{cloud.RoleAPI, cloud.RoleIngress} {
+	for _, role := range []string{infrav1.EquinixMetalRoleAPI, infrav1.EquinixMetalRoleIngress} {
 		res, err := r.reserve(ctx, emc, api, tag, role, held)
 		if err != nil {
 			if metalclient.IsUnprocessable(err) {
@@ -193,7 +193,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, emc *infrav1.EquinixMe
 		}
 		byRole[role] = res
 		ip := &infrav1.EquinixMetalReservedIP{Address: res.Address, ReservationID: res.ID}
-		if role == cloud.RoleAPI {
+		if role == infrav1.EquinixMetalRoleAPI {
 			emc.Status.APIIP = ip
 		} else {
 			emc.Status.IngressIP = ip
@@ -232,7 +232,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, emc *infrav1.EquinixMe
 // the project has none tagged so (a request whose answer was lost is
 // found by its tags the next time).
 func (r *Reconciler) reserve(ctx context.Context, emc *infrav1.EquinixMetalCluster, api *metalclient.Client, tag, role string, held []equinixapi.IPReservation) (*equinixapi.IPReservation, error) {
-	roleTag := cloud.RoleTagPrefix + role
+	roleTag := infrav1.EquinixMetalRoleTagPrefix + role
 	for i := range held {
 		if slices.Contains(held[i].Tags, roleTag) {
 			return &held[i], nil
@@ -266,7 +266,7 @@ func (r *Reconciler) assign(ctx context.Context, emc *infrav1.EquinixMetalCluste
 			continue
 		}
 		active[d.ID] = true
-		if slices.Contains(d.Tags, cloud.RoleTagPrefix+cloud.RoleControlPlane) {
+		if slices.Contains(d.Tags, infrav1.EquinixMetalRoleTagPrefix+infrav1.EquinixMetalRoleControlPlane) {
 			cp = append(cp, d.ID)
 		} else {
 			workers = append(workers, d.ID)
@@ -277,7 +277,7 @@ func (r *Reconciler) assign(ctx context.Context, emc *infrav1.EquinixMetalCluste
 		ip         *infrav1.EquinixMetalReservedIP
 		role       string
 		candidates []string
-	}{{emc.Status.APIIP, cloud.RoleAPI, cp}, {emc.Status.IngressIP, cloud.RoleIngress, append(workers, cp...)}} {
+	}{{emc.Status.APIIP, infrav1.EquinixMetalRoleAPI, cp}, {emc.Status.IngressIP, infrav1.EquinixMetalRoleIngress, append(workers, cp...)}} {
 		res := byRole[a.role]
 		holder := ""
 		for _, as := range res.Assignments {

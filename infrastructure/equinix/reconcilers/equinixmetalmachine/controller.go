@@ -186,7 +186,7 @@ func (r *Reconciler) apiError(emm *infrav1.EquinixMetalMachine, err error) (ctrl
 		setReady(emm, metav1.ConditionFalse, infrav1.DeviceCreateFailedReason, err.Error())
 		return ctrl.Result{}, nil
 	}
-	if d := cloud.Backoff(err, r.Clock.Now()); d > 0 {
+	if d := metalclient.Backoff(err, r.Clock.Now()); d > 0 {
 		return ctrl.Result{RequeueAfter: d}, nil
 	}
 	return ctrl.Result{}, err
@@ -334,15 +334,15 @@ func live(d *equinixapi.Device) bool {
 }
 
 func machineTag(emm *infrav1.EquinixMetalMachine) string {
-	return cloud.MachineTagPrefix + string(emm.UID)
+	return infrav1.EquinixMetalMachineTagPrefix + string(emm.UID)
 }
 
 // role is the machine's role, as tagged.
 func role(m *clusterv1.Machine) string {
 	if _, ok := m.Labels[clusterv1.MachineControlPlaneLabel]; ok {
-		return cloud.RoleControlPlane
+		return infrav1.EquinixMetalRoleControlPlane
 	}
-	return cloud.RoleWorker
+	return infrav1.EquinixMetalRoleWorker
 }
 
 // create creates the machine's device; nil without error when the API
@@ -369,7 +369,7 @@ func (r *Reconciler) create(ctx context.Context, s *scope) (*equinixapi.Device, 
 	in := equinixapi.DeviceCreateInput{
 		Plan: emm.Spec.Plan, OperatingSystem: os, Hostname: emm.Name, BillingCycle: emm.Spec.BillingCycle,
 		Userdata: userdata, IPXEScriptURL: script,
-		Tags: append([]string{cloud.ClusterTag(s.cluster.Namespace, s.cluster.Name), machineTag(emm), cloud.RoleTagPrefix + role(s.machine)}, emm.Spec.Tags...),
+		Tags: append([]string{infrav1.EquinixMetalClusterTag(s.cluster.Namespace, s.cluster.Name), machineTag(emm), infrav1.EquinixMetalRoleTagPrefix + role(s.machine)}, emm.Spec.Tags...),
 	}
 	if os != infrav1.CustomIPXE {
 		in.IPXEScriptURL = ""
