@@ -196,14 +196,13 @@ func setReady(emm *infrav1.EquinixMetalMachine, status metav1.ConditionStatus, r
 	conditions.Set(emm, metav1.Condition{Type: infrav1.EquinixMetalMachineReadyCondition, Status: status, Reason: reason, Message: msg})
 }
 
-func setDevice(emm *infrav1.EquinixMetalMachine, status metav1.ConditionStatus, reason, msg string) {
-	conditions.Set(emm, metav1.Condition{Type: infrav1.DeviceReadyCondition, Status: status, Reason: reason, Message: msg})
-}
-
-// both sets the Ready and DeviceReady conditions alike.
-func both(emm *infrav1.EquinixMetalMachine, status metav1.ConditionStatus, reason, msg string) {
+// both sets the Ready and DeviceReady conditions alike. DeviceReady's
+// lastTransitionTime is the reconciler's clock, against which watchBoot
+// measures how long the device has been active.
+func (r *Reconciler) both(emm *infrav1.EquinixMetalMachine, status metav1.ConditionStatus, reason, msg string) {
 	setReady(emm, status, reason, msg)
-	setDevice(emm, status, reason, msg)
+	conditions.Set(emm, metav1.Condition{Type: infrav1.DeviceReadyCondition, Status: status, Reason: reason, Message: msg,
+		LastTransitionTime: metav1.NewTime(r.Clock.Now())})
 }
 
 func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result, error) {
@@ -214,7 +213,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 	}
 	if d == nil {
 		if emm.Status.FailedDevices >= MaxFailedDevices {
-			both(emm, metav1.ConditionFalse, infrav1.DeviceFailedReason, fmt.Sprintf(
+			r.both(emm, metav1.ConditionFalse, infrav1.DeviceFailedReason, fmt.Sprintf(
 				"%d devices failed to provision; the machine does not try again: delete it for a new one", emm.Status.FailedDevices))
 			return ctrl.Result{}, nil
 		}
@@ -236,17 +235,17 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 		}
 		emm.Status.Initialization.Provisioned = ptr.To(true)
 		emm.Status.Addresses = addresses(d)
-		both(emm, metav1.ConditionTrue, infrav1.DeviceActiveReason, "Device "+d.ID+" is active")
+		r.both(emm, metav1.ConditionTrue, infrav1.DeviceActiveReason, "Device "+d.ID+" is active")
 		return r.watchBoot(ctx, s, d)
 	case equinixapi.StateFailed:
 		return r.replaceFailed(ctx, s, d)
 	case equinixapi.StateInactive, equinixapi.StatePoweringOff:
-		both(emm, metav1.ConditionFalse, infrav1.DeviceInactiveReason, "Device "+d.ID+" is powered off")
+		r.both(emm, metav1.ConditionFalse, infrav1.DeviceInactiveReason, "Device "+d.ID+" is powered off")
 		return ctrl.Result{RequeueAfter: r.poll()}, nil
 	case equinixapi.StateQueued:
-		both(emm, metav1.ConditionFalse, infrav1.DeviceQueuedReason, "Device "+d.ID+" is queued for hardware")
+		r.both(emm, metav1.ConditionFalse, infrav1.DeviceQueuedReason, "Device "+d.ID+" is queued for hardware")
 	default:
-		both(emm, metav1.ConditionFalse, infrav1.DeviceProvisioningReason, fmt.Sprintf("Device %s is %s", d.ID, d.State))
+		r.both(emm, metav1.ConditionFalse, infrav1.DeviceProvisioningReason, fmt.Sprintf("Device %s is %s", d.ID, d.State))
 	}
 	return ctrl.Result{RequeueAfter: r.poll()}, nil
 }
@@ -289,7 +288,7 @@ func (r *Reconciler) watchBoot(ctx context.Context, s *scope, d *equinixapi.Devi
 	r.Recorder.Eventf(emm, nil, corev1.EventTypeWarning, infrav1.DeviceReinstallingReason, "Reinstall", msg)
 	ctrl.LoggerFrom(ctx).Info("Reinstalling device", "device", d.ID, "timeout", timeout)
 	emm.Status.InstanceState = equinixapi.StateReinstalling
-	both(emm, metav1.ConditionFalse, infrav1.DeviceReinstallingReason, msg)
+	r.both(emm, metav1.ConditionFalse, infrav1.DeviceReinstallingReason, msg)
 	return ctrl.Result{RequeueAfter: r.poll()}, nil
 }
 
@@ -406,7 +405,7 @@ func (r *Reconciler) create(ctx context.Context, s *scope) (*equinixapi.Device, 
 	if emm.Spec.HardwareReservationID != "" {
 		reason = infrav1.NoHardwareReservationAvailableReason
 	}
-	both(emm, metav1.ConditionFalse, reason, "The API refused the device: "+last.Error())
+	r.both(emm, metav1.ConditionFalse, reason, "The API refused the device: "+last.Error())
 	return nil, nil
 }
 
@@ -449,7 +448,7 @@ func (r *Reconciler) replaceFailed(ctx context.Context, s *scope, d *equinixapi.
 	emm.Status.DeviceID, emm.Status.InstanceState = "", ""
 	msg := fmt.Sprintf("Device %s failed to provision (%d of %d); it is deleted and replaced", d.ID, emm.Status.FailedDevices, MaxFailedDevices)
 	r.Recorder.Eventf(emm, nil, corev1.EventTypeWarning, infrav1.DeviceFailedReason, "Replace", msg)
-	both(emm, metav1.ConditionFalse, infrav1.DeviceFailedReason, msg)
+	r.both(emm, metav1.ConditionFalse, infrav1.DeviceFailedReason, msg)
 	return ctrl.Result{RequeueAfter: time.Second}, nil
 }
 
@@ -510,6 +509,6 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 		}
 		r.Recorder.Eventf(emm, nil, corev1.EventTypeNormal, "DeviceDeleted", "Delete", "Deleting device %s", d.ID)
 	}
-	both(emm, metav1.ConditionFalse, infrav1.DeviceDeletingReason, fmt.Sprintf("Waiting for device %s to be deprovisioned", ds[0].ID))
+	r.both(emm, metav1.ConditionFalse, infrav1.DeviceDeletingReason, fmt.Sprintf("Waiting for device %s to be deprovisioned", ds[0].ID))
 	return ctrl.Result{RequeueAfter: r.poll()}, nil
 }
