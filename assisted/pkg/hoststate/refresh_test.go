@@ -147,7 +147,7 @@ func TestRefreshInstalling(t *testing.T) {
 		f          Facts
 		want, info string
 	}{
-		"first stage":  {inst(StatusInstalling, assistedapi.StageStartingInstallation), StatusInstallingInProgress, "Starting installation"},
+		"first stage": {inst(StatusInstalling, assistedapi.StageStartingInstallation), StatusInstallingInProgress, "Starting installation"},
 		// The hub found the Node of a host it held preparing (its state
 		// restored from a backup taken then), silent since.
 		"preparing, joined": {func() Facts {

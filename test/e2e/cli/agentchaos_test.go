@@ -100,15 +100,18 @@ func tailOf(s string, n int) string {
 }
 
 // reportZTP runs base (fault-free), then runs made by next, and reports
-// them as one scenario of `make chaos`.
-func reportZTP(t *testing.T, scenario string, runs int, base ztpRun, next func(seed uint64) ztpRun) {
+// them as one scenario of `make chaos`. With minKills > 0, more runs
+// follow (up to twice runs in all) until that many kills were done
+// before an install completed: a kill planned after the end is not one.
+func reportZTP(t *testing.T, scenario string, runs, minKills int, base ztpRun, next func(seed uint64) ztpRun) {
 	// A subtest each, so that each run's hub and simulators stop before
 	// the next starts.
 	var free ztpOutcome
 	t.Run("fault-free", func(t *testing.T) { free = installZTP(t, base) })
 	row := testenv.ChaosRow{Scenario: scenario, FaultFree: free.took}
 	var took time.Duration
-	for i := range runs {
+	kills := 0
+	for i := 0; i < runs || (kills < minKills && i < 2*runs); i++ {
 		seed := ztp.Seed(t)
 		r := next(seed)
 		var o ztpOutcome
@@ -117,6 +120,7 @@ func reportZTP(t *testing.T, scenario string, runs int, base ztpRun, next func(s
 			o = installZTP(t, r)
 		})
 		row.Runs++
+		kills += o.kills
 		row.Faults += o.Faults + o.kills
 		row.BMCTrouble += o.BMCTrouble
 		row.Orphans += len(o.Orphans)
@@ -152,7 +156,7 @@ func TestZTPUnderFaultsAndAKill(t *testing.T) {
 // same run without faults measured first.
 func TestChaosZTPUnderBMCFaults(t *testing.T) {
 	testenv.RequireChaos(t)
-	reportZTP(t, "ztp-10-sno-bmc-faults-10%", ztp.Runs(t, 1),
+	reportZTP(t, "ztp-10-sno-bmc-faults-10%", ztp.Runs(t, 1), 0,
 		ztpRun{name: "10 sno fault-free", opts: ztp.Options{Clusters: 10, Masters: 1, Subnet: 45}},
 		func(seed uint64) ztpRun {
 			return ztpRun{name: "10 sno under BMC faults", opts: ztp.Options{Clusters: 10, Masters: 1, Faults: ztp.BMCFaults, Seed: seed, Subnet: 45}}
@@ -164,10 +168,12 @@ func TestChaosZTPUnderBMCFaults(t *testing.T) {
 // is SIGKILLed at 4 random instants and started again each time, over 5
 // runs by default. The install completes 10 to 15 s after its objects are
 // written on an idle machine, so the instants are 1 to 6 s after the
-// install's start or the hub's last start: most fall before the end.
+// install's start or the hub's last start: most fall before the end, and
+// runs are added until 4 per run (20 by default) did.
 func TestChaosZTPHubKilledAnywhere(t *testing.T) {
 	testenv.RequireChaos(t)
-	reportZTP(t, "ztp-compact-hub-killed-anywhere", ztp.Runs(t, 5),
+	runs := ztp.Runs(t, 5)
+	reportZTP(t, "ztp-compact-hub-killed-anywhere", runs, 4*runs,
 		ztpRun{name: "compact fault-free", opts: ztp.Options{Clusters: 1, Masters: 3, Subnet: 46}},
 		func(seed uint64) ztpRun {
 			return ztpRun{name: "compact, hub killed anywhere", kills: ztp.KillsBetween(seed, 4, time.Second, 6*time.Second),

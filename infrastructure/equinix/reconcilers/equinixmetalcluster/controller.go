@@ -19,7 +19,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -73,8 +75,11 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(
 			util.ClusterToInfrastructureMapFunc(ctx, infrav1.GroupVersion.WithKind("EquinixMetalCluster"), mgr.GetClient(), &infrav1.EquinixMetalCluster{}),
 		), builder.WithPredicates(predicates.ClusterPausedTransitions(mgr.GetScheme(), log))).
-		// A machine's device coming or going moves the addresses.
-		Watches(&infrav1.EquinixMetalMachine{}, handler.EnqueueRequestsFromMapFunc(r.machineToCluster)).
+		// A machine's device coming, going or changing state moves the
+		// addresses; its other status writes do not (each reconcile reads
+		// the project's devices and addresses from the API).
+		Watches(&infrav1.EquinixMetalMachine{}, handler.EnqueueRequestsFromMapFunc(r.machineToCluster),
+			builder.WithPredicates(predicate.Funcs{UpdateFunc: deviceChanged})).
 		Complete(r)
 }
 
@@ -83,6 +88,19 @@ func (r *Reconciler) poll() time.Duration {
 		return r.PollInterval
 	}
 	return 30 * time.Second
+}
+
+// deviceChanged tells whether an update of an EquinixMetalMachine changed
+// what the cluster's addresses follow: its device, the device's state, or
+// the machine's deletion.
+func deviceChanged(e event.UpdateEvent) bool {
+	o, ok1 := e.ObjectOld.(*infrav1.EquinixMetalMachine)
+	n, ok2 := e.ObjectNew.(*infrav1.EquinixMetalMachine)
+	if !ok1 || !ok2 {
+		return true
+	}
+	return o.Status.DeviceID != n.Status.DeviceID || o.Status.InstanceState != n.Status.InstanceState ||
+		o.DeletionTimestamp.IsZero() != n.DeletionTimestamp.IsZero()
 }
 
 // machineToCluster wakes the EquinixMetalCluster of a machine's Cluster.

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
@@ -20,7 +22,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util"
@@ -76,15 +80,49 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&infrav1.EquinixMetalMachine{}).
+		// Its own status writes do not wake it (each reconcile reads the
+		// device from the API; the poll looks again).
+		For(&infrav1.EquinixMetalMachine{}, builder.WithPredicates(predicate.Funcs{UpdateFunc: notStatusOnly})).
 		WithOptions(options).
 		WithEventFilter(predicates.ResourceHasFilterLabel(mgr.GetScheme(), log, r.WatchFilterValue)).
+		// The Machine wakes it when what the device follows changes: its
+		// bootstrap data, its Node, its labels, its deletion.
 		Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(
-			util.MachineToInfrastructureMapFunc(infrav1.GroupVersion.WithKind("EquinixMetalMachine")))).
+			util.MachineToInfrastructureMapFunc(infrav1.GroupVersion.WithKind("EquinixMetalMachine"))),
+			builder.WithPredicates(predicate.Funcs{UpdateFunc: machineChanged})).
 		// A Cluster paused, resumed or provisioned wakes its machines.
 		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(clusterToMachines),
 			builder.WithPredicates(predicates.ClusterPausedTransitionsOrInfrastructureProvisioned(mgr.GetScheme(), log))).
 		Complete(r)
+}
+
+// notStatusOnly tells whether an update of an EquinixMetalMachine changed
+// more than its status: its spec or its metadata (owner, finalizers,
+// labels, annotations, deletion).
+func notStatusOnly(e event.UpdateEvent) bool {
+	o, ok1 := e.ObjectOld.(*infrav1.EquinixMetalMachine)
+	n, ok2 := e.ObjectNew.(*infrav1.EquinixMetalMachine)
+	if !ok1 || !ok2 {
+		return true
+	}
+	o, n = o.DeepCopy(), n.DeepCopy()
+	for _, x := range []*infrav1.EquinixMetalMachine{o, n} {
+		x.Status, x.ResourceVersion, x.ManagedFields = infrav1.EquinixMetalMachineStatus{}, "", nil
+	}
+	return !equality.Semantic.DeepEqual(o, n)
+}
+
+// machineChanged tells whether an update of a Machine changed what its
+// EquinixMetalMachine acts on.
+func machineChanged(e event.UpdateEvent) bool {
+	o, ok1 := e.ObjectOld.(*clusterv1.Machine)
+	n, ok2 := e.ObjectNew.(*clusterv1.Machine)
+	if !ok1 || !ok2 {
+		return true
+	}
+	return !ptr.Equal(o.Spec.Bootstrap.DataSecretName, n.Spec.Bootstrap.DataSecretName) || o.Status.NodeRef != n.Status.NodeRef ||
+		!maps.Equal(o.Labels, n.Labels) || !maps.Equal(o.Annotations, n.Annotations) ||
+		o.DeletionTimestamp.IsZero() != n.DeletionTimestamp.IsZero()
 }
 
 func (r *Reconciler) poll() time.Duration {
