@@ -2,6 +2,7 @@ package lan
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"net"
 	"net/netip"
@@ -116,9 +117,9 @@ func newDHCPServer(l *LAN, o DHCPOptions) (*dhcpServer, error) {
 	}
 	// The last address of the subnet is its broadcast address.
 	b := subnet.Addr().As4()
-	host := ^uint32(0) >> subnet.Bits()
-	v := uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3]) | host
-	s.last = netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v) - 1})
+	broadcast := binary.BigEndian.Uint32(b[:]) | ^uint32(0)>>subnet.Bits()
+	binary.BigEndian.PutUint32(b[:], broadcast-1)
+	s.last = netip.AddrFrom4(b)
 	return s, nil
 }
 

@@ -68,7 +68,10 @@ func New(opts Options) (*LAN, error) {
 		}
 		l.dhcp = s
 	}
-	return l, os.MkdirAll(opts.Dir, 0o700)
+	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
+		return nil, err
+	}
+	return l, nil
 }
 
 // portName is what a port may be named: it is part of its sockets' names.
@@ -213,7 +216,7 @@ func (p *port) read() {
 // the other ports.
 func (p *port) receive(frame []byte) {
 	_ = p.raw.Write(func(fd uintptr) bool {
-		_ = unix.Sendto(int(fd), frame, unix.MSG_DONTWAIT, p.vm) //nolint:gosec // a file descriptor fits in an int
+		_ = unix.Sendto(int(fd), frame, unix.MSG_DONTWAIT, p.vm)
 		return true
 	})
 }

@@ -295,6 +295,29 @@ func TestAFrameNobodyReads(t *testing.T) {
 	g.Expect(string(b.next().payload[:5])).To(Equal("after"))
 }
 
+func TestAddressRange(t *testing.T) {
+	tests := []struct{ subnet, server, first, last, err string }{
+		{subnet: "10.99.0.0/24", server: "10.99.0.1", first: "10.99.0.10", last: "10.99.0.254"},
+		{subnet: "192.168.7.77/28", server: "192.168.7.65", first: "192.168.7.74", last: "192.168.7.78"},
+		{subnet: "10.0.0.0/8", server: "10.0.0.1", first: "10.0.0.10", last: "10.255.255.254"},
+		{subnet: "10.99.0.0/29", err: "want an IPv4 network from /8 to /28"},
+		{subnet: "fd00::/64", err: "want an IPv4 network"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.subnet, func(t *testing.T) {
+			g := NewWithT(t)
+			s, err := newDHCPServer(nil, DHCPOptions{Subnet: netip.MustParsePrefix(tt.subnet)})
+			if tt.err != "" {
+				g.Expect(err).To(MatchError(ContainSubstring(tt.err)))
+				return
+			}
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect([]netip.Addr{s.ip, s.first, s.last}).To(Equal([]netip.Addr{addr(tt.server), addr(tt.first), addr(tt.last)}))
+			g.Expect(s.lease).To(Equal(DefaultLease))
+		})
+	}
+}
+
 // expectChecksums checks an IPv4 packet's header checksum and its UDP
 // checksum (over the pseudo-header) as a receiving stack does.
 func expectChecksums(g *WithT, p []byte) {
