@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"testing"
@@ -244,6 +245,39 @@ func TestExpiredAddressGoesToAnother(t *testing.T) {
 	_, err = ca.Renew(ctx, leaseA)
 	var nak *nclient4.ErrNak
 	g.Expect(errors.As(err, &nak)).To(BeTrue(), "%v", err)
+}
+
+// TestInitReboot: a client that asks for the address it had, without an
+// offer (RFC 2131's INIT-REBOOT), gets it; another client asking for that
+// address is refused, one asking for a free address gets it.
+func TestInitReboot(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	l := newLAN(t, &DHCPOptions{Subnet: subnet, Lease: 20 * time.Second})
+	ca, cb := attach(t, l, "a", macA).client(t), attach(t, l, "b", macB).client(t)
+	_, err := ca.Request(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	reboot := func(c *nclient4.Client, mac net.HardwareAddr, ip string) dhcpv4.MessageType {
+		t.Helper()
+		req, err := dhcpv4.New(dhcpv4.WithMessageType(dhcpv4.MessageTypeRequest), dhcpv4.WithHwAddr(mac), dhcpv4.WithBroadcast(true),
+			dhcpv4.WithOption(dhcpv4.OptRequestedIPAddress(net.ParseIP(ip))))
+		g.Expect(err).NotTo(HaveOccurred())
+		reply, err := c.SendAndRead(ctx, nclient4.DefaultServers, req, nclient4.IsMessageType(dhcpv4.MessageTypeAck, dhcpv4.MessageTypeNak))
+		g.Expect(err).NotTo(HaveOccurred())
+		return reply.MessageType()
+	}
+	g.Expect(reboot(ca, macA, "10.99.0.10")).To(Equal(dhcpv4.MessageTypeAck))
+	g.Expect(reboot(cb, macB, "10.99.0.10")).To(Equal(dhcpv4.MessageTypeNak))
+	g.Expect(reboot(cb, macB, "10.99.0.20")).To(Equal(dhcpv4.MessageTypeAck))
+	g.Expect(reboot(ca, macA, "10.99.0.21")).To(Equal(dhcpv4.MessageTypeNak), "A's address is .10")
+	var kinds []string
+	for _, e := range l.Leases() {
+		kinds = append(kinds, fmt.Sprintf("%s %s %s", e.MAC, e.Kind, e.Addr))
+	}
+	g.Expect(kinds).To(Equal([]string{
+		macA.String() + " new 10.99.0.10", macA.String() + " new 10.99.0.10", macB.String() + " refused 10.99.0.10",
+		macB.String() + " new 10.99.0.20", macA.String() + " refused 10.99.0.21",
+	}))
 }
 
 // TestSwitch: a broadcast reaches every other port; once the switch has
