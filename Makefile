@@ -116,12 +116,13 @@ UNIT_PKGS = $$($(GO) list ./... | grep -v /test/e2e)
 # cannot see: never reuse a cached result.
 E2E_PKGS := ./test/e2e/...
 # qemu: real boots of the live image (the host engine's machines, the
-# agent-based install's discovery) in QEMU, alone, one package at a time
-# (-p 1): two TCG VMs take both cores.
-QEMU_E2E := TestQEMUMachines|TestQEMUDiscovery|TestQEMUDevice
-QEMU_E2E_PKGS := ./test/e2e/hostengine/ ./test/e2e/discovery/ ./test/e2e/equinix/
+# agent-based install's discovery, the live image's DHCP lease renewal on a
+# simulated segment) in QEMU, alone, one package at a time (-p 1): two TCG
+# VMs take both cores. The unit suite skips them in sim/qemu.
+QEMU_E2E := TestQEMUMachines|TestQEMUDiscovery|TestQEMUDevice|TestQEMULeaseRenewal
+QEMU_E2E_PKGS := ./test/e2e/hostengine/ ./test/e2e/discovery/ ./test/e2e/equinix/ ./sim/qemu/
 
-SUITE_unit = $(GO) test -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) $(UNIT_PKGS)
+SUITE_unit = $(GO) test -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) -skip '^($(QEMU_E2E))$$' $(UNIT_PKGS)
 SUITE_e2e = $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) -skip '^($(QEMU_E2E))$$' $(E2E_PKGS)
 SUITE_qemu = $(GO) test -p 1 -count=1 -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) -run '^($(QEMU_E2E))$$' -v $(QEMU_E2E_PKGS)
 # hack/suite.sh NAME 'COMMAND' for suite $(1).

@@ -23,6 +23,9 @@ type vmSpec struct {
 	BootFile string
 	// GuestForwards are on the first NIC's user network.
 	GuestForwards []GuestForward
+	// Segments are the sockets of the NICs on a simulated Ethernet
+	// segment, by index; the others are on user networking.
+	Segments map[int]Dgram
 	// QMPSocket and ConsoleLog are paths in the VM's state directory.
 	QMPSocket, ConsoleLog string
 	Accel                 string
@@ -71,6 +74,9 @@ func args(s vmSpec) []string {
 			if i == 0 {
 				netdev += ",guestfwd=tcp:" + f.Addr.String() + "-cmd:" + opt(shellJoin(f.Command))
 			}
+		}
+		if d, ok := s.Segments[i]; ok {
+			netdev = fmt.Sprintf("dgram,id=net%d,local.type=unix,local.path=%s,remote.type=unix,remote.path=%s", i, opt(d.Local), opt(d.Remote))
 		}
 		nic := fmt.Sprintf("virtio-net-pci,netdev=net%d,id=nic%d,mac=%s", i, i, n.MAC)
 		if n.SpeedGbps > 0 {

@@ -121,6 +121,38 @@ func TestBootOrderWithManyDevices(t *testing.T) {
 		"the boot file is offered on the first NIC only")
 }
 
+// TestArgsSegment: a NIC on a simulated Ethernet segment is a dgram netdev
+// on the segment's UNIX sockets, its paths' commas escaped; the first NIC
+// stays on user networking with its boot file.
+func TestArgsSegment(t *testing.T) {
+	g := NewWithT(t)
+	s := testSpec(false, machine.BootPxe)
+	s.Hardware.NICs = append(s.Hardware.NICs, machine.NIC{Name: "enp0s3", MAC: "52:54:01:6d:00:07", SpeedGbps: 1})
+	s.Segments = map[int]Dgram{1: {Local: "/lan/host-7,1.vm", Remote: "/lan/host-7,1.lan"}}
+	a := args(s)
+	g.Expect(argValues(a, "-netdev")).To(Equal([]string{
+		"user,id=net0,bootfile=http://10.0.2.2:6180/boot/by-mac/52:54:00:6d:00:07",
+		"dgram,id=net1,local.type=unix,local.path=/lan/host-7,,1.vm,remote.type=unix,remote.path=/lan/host-7,,1.lan",
+	}))
+	g.Expect(argValues(a, "-device")).To(ContainElement(
+		"virtio-net-pci,netdev=net1,id=nic1,mac=52:54:01:6d:00:07,speed=1000,duplex=full,addr=0x3,bootindex=2"))
+}
+
+// TestSegmentOfNoNIC: a segment for the first NIC, or for one the machine
+// does not have, stops the VM before QEMU starts.
+func TestSegmentOfNoNIC(t *testing.T) {
+	for _, i := range []int{0, 1} {
+		g := NewWithT(t)
+		f := New(Options{StateDir: t.TempDir(), Segments: func(string) map[int]Dgram {
+			return map[int]Dgram{i: {Local: "/lan/a.vm", Remote: "/lan/a.lan"}}
+		}})
+		m := machine.New("vm-0", "6d657461-6c73-4869-8674-0000000000a0", SmallHardware(0xa0, 0x6d, 1<<20))
+		v := f.vm(m)
+		_, err := v.prepare(false, machine.BootHdd)
+		g.Expect(err).To(MatchError(ContainSubstring("the machine's NICs on one are 1 to 0")), "NIC %d", i)
+	}
+}
+
 func TestURLs(t *testing.T) {
 	tests := []struct {
 		name, in, guest, host string

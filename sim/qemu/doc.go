@@ -15,7 +15,10 @@
 // The Redfish and IPMI emulators drive these machines unchanged. VMs reach
 // only what the host's loopback serves, at 10.0.2.2, and the programs
 // Options.GuestForwards starts for their connections to other addresses
-// of their network (a metal cloud's metadata service, sim.MetalCloud). This package speaks
+// of their network (a metal cloud's metadata service, sim.MetalCloud). A
+// machine's NICs other than the first may instead join a simulated
+// Ethernet segment (Options.Segments, sim/lan) through QEMU's -netdev
+// dgram on UNIX datagram sockets. This package speaks
 // to QEMU (command line, QMP) and HTTP only; it imports no controller
 // package.
 package qemu

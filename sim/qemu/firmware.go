@@ -65,6 +65,19 @@ type Options struct {
 	// starts the program, whose standard input and output are the
 	// connection.
 	GuestForwards func(id string) []GuestForward
+	// Segments, when set, says for a machine (by ID) which of its NICs
+	// other than the first are on a simulated Ethernet segment (sim/lan)
+	// instead of QEMU's user networking: NIC i (i ≥ 1) joins the one
+	// whose sockets are at index i. The first NIC stays on user
+	// networking, which reaches the host.
+	Segments func(id string) map[int]Dgram
+}
+
+// Dgram is a NIC's end of a simulated Ethernet segment: QEMU binds the
+// UNIX datagram socket Local and sends the NIC's frames, one a datagram,
+// to Remote (QEMU's -netdev dgram). Remote is bound before QEMU starts.
+type Dgram struct {
+	Local, Remote string
 }
 
 // ErrNotRunning is returned for a machine whose VM does not run.

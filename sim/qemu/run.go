@@ -115,6 +115,17 @@ func (v *vm) prepare(uefi bool, from machine.BootTarget) (vmSpec, error) {
 	if o.GuestForwards != nil {
 		s.GuestForwards = o.GuestForwards(v.m.ID)
 	}
+	if o.Segments != nil {
+		s.Segments = o.Segments(v.m.ID)
+		for i, d := range s.Segments {
+			switch {
+			case i < 1 || i >= len(hw.NICs):
+				return s, fmt.Errorf("a simulated segment for NIC %d: the machine's NICs on one are 1 to %d (the first stays on user networking)", i, len(hw.NICs)-1)
+			case len(d.Local) > maxUnixPath || len(d.Remote) > maxUnixPath:
+				return s, fmt.Errorf("the sockets of NIC %d's segment (%s, %s) are too deep (at most %d bytes)", i, d.Local, d.Remote, maxUnixPath)
+			}
+		}
+	}
 	if o.StateDir == "" {
 		return s, errors.New("the QEMU backend needs a state directory")
 	}
