@@ -39,7 +39,7 @@ trap cleanup EXIT
 mkdir -p "${dir}"
 
 step "An emulated Equinix Metal: its API, its metadata service, devices that are simulated machines; and an OS image server"
-"${ms}" sim equinix --project demo --machines light > "${dir}/metal.env" 2> "${dir}/sim.log" &
+"${ms}" sim equinix --project demo --backend light > "${dir}/metal.env" 2> "${dir}/sim.log" &
 sim_pid=$!
 "${ms}" sim image --size 8MiB --env "${dir}/image.env" > "${dir}/image.log" 2>&1 &
 image_pid=$!

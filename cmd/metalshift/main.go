@@ -19,7 +19,7 @@ type exitError struct{ code int }
 func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
 
 func main() {
-	// QEMU VMs of `sim equinix --machines qemu` reach the metadata service
+	// QEMU VMs of `sim equinix --backend qemu` reach the metadata service
 	// through this program, started by QEMU per connection.
 	if len(os.Args) > 1 && os.Args[1] == sim.MetadataForwardArg {
 		os.Exit(sim.RunMetadataForward(os.Args[2:]))

@@ -32,7 +32,7 @@ type simEquinixOptions struct {
 	elastic, ipv6          string
 	faults                 string
 	console                bool
-	machines, binDir       string
+	backend, binDir        string
 	stateDir               string
 	addHosts               map[string]string
 
@@ -93,9 +93,9 @@ equinix.nohardware and equinix.failed on devices, "<kind>[<hostname>]=..." for o
 	f.StringVar(&o.ipv6, "ipv6-block", equinix.DefaultIPv6Block.String(), "Block of the IPv6 addresses (reported only)")
 	f.StringVar(&o.faults, "faults", "", "Fault plan of the API and the devices, e.g. 'seed=1,equinix.5xx=10%,equinix.failed=@2' (see above)")
 	f.BoolVar(&o.console, "console", false, "Print every fault to stderr as it fires, and the machines' consoles")
-	f.StringVar(&o.machines, "machines", "light", "What a device boots: light (a simulated machine that runs its iPXE script, installs its disk from the metadata service and runs the installed OS with the cluster simulator), "+
+	f.StringVar(&o.backend, "backend", "light", "What a device boots: light (a simulated machine that runs its iPXE script, installs its disk from the metadata service and runs the installed OS with the cluster simulator), "+
 		"qemu (a QEMU VM that iPXE-boots the device's script, the real live image; it reaches the metadata service at "+sim.MetalCloudQEMUMetadataURL+", which a cluster's metadataURL must be) or none")
-	f.StringVar(&o.stateDir, "state-dir", "", "With --machines qemu: where the VMs keep their disks and consoles (default: a temporary directory)")
+	f.StringVar(&o.stateDir, "state-dir", "", "With --backend qemu: where the VMs keep their disks and consoles (default: a temporary directory)")
 	f.StringVar(&o.binDir, "bin-dir", "", "Directory holding etcd and kube-apiserver, which installed clusters run (default: as `hub up`)")
 	f.StringToStringVar(&o.addHosts, "add-host", nil, "Records of the simulated network's DNS, name=IP")
 	return cmd
@@ -139,7 +139,7 @@ func (o *simEquinixOptions) run(ctx context.Context, stdout, stderr io.Writer) e
 	}
 	opts.Faults = plan
 	var qemuMachines *sim.MetalCloud
-	switch o.machines {
+	switch o.backend {
 	case "none":
 	case "light":
 		world, err := cluster.New(cluster.Options{BinDir: o.binDir, Runtime: simruntime.Manager{}, Hosts: o.addHosts, Logf: func(format string, args ...any) {
@@ -185,7 +185,7 @@ func (o *simEquinixOptions) run(ctx context.Context, stdout, stderr io.Writer) e
 		qemuMachines = machines
 		fmt.Fprintf(stderr, "Devices are QEMU VMs; their disks and consoles are in %s\n", dir)
 	default:
-		return fmt.Errorf("--machines %q: light, qemu or none", o.machines)
+		return fmt.Errorf("--backend %q: light, qemu or none", o.backend)
 	}
 	s := equinix.New(opts)
 	generated := token == ""

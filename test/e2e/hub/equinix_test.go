@@ -26,7 +26,7 @@ func startEquinix(t *testing.T, args ...string) map[string]string {
 	t.Helper()
 	g := NewWithT(t)
 	out, log := &syncBuffer{}, &syncBuffer{}
-	sim := exec.Command(metalshiftBin, append([]string{"sim", "equinix", "--project", "e2e", "--machines", "light", "--bin-dir", toolsDir}, args...)...)
+	sim := exec.Command(metalshiftBin, append([]string{"sim", "equinix", "--project", "e2e", "--backend", "light", "--bin-dir", toolsDir}, args...)...)
 	sim.Stdout, sim.Stderr = out, log
 	g.Expect(sim.Start()).To(Succeed())
 	t.Cleanup(func() {
