@@ -26,6 +26,7 @@ import (
 	"github.com/metalshift/metalshift/component"
 	"github.com/metalshift/metalshift/infrastructure/equinix"
 	"github.com/metalshift/metalshift/infrastructure/equinix/metalclient"
+	"github.com/metalshift/metalshift/infrastructure/equinix/reconcilers/cloud"
 	"github.com/metalshift/metalshift/infrastructure/equinix/rfc2136/bindtest"
 	"github.com/metalshift/metalshift/internal/testenv"
 	simequinix "github.com/metalshift/metalshift/sim/equinix"
@@ -45,7 +46,8 @@ func TestMain(m *testing.M) {
 	os.Exit(testenv.Run(m, &env, testenv.Options{
 		CAPICore: true,
 		Components: []component.Component{{Name: "equinix", Setup: func(ctx context.Context, hub *component.Hub) error {
-			return equinix.Setup(ctx, hub.Manager, equinix.Options{PollInterval: 100 * time.Millisecond, BootScriptURL: bootScript})
+			return equinix.Setup(ctx, hub.Manager, equinix.Options{PollInterval: 100 * time.Millisecond, BootScriptURL: bootScript,
+				Cloud: cloud.Options{Driver: driver}})
 		}}},
 	}))
 }

@@ -72,7 +72,7 @@ type Options struct {
 	// in-cluster configuration or $KUBECONFIG).
 	Config *rest.Config
 	// API is the Equinix Metal client, with the project's key.
-	API *metalclient.Client
+	API metalclient.API
 	// ProjectID is the project of the cluster's devices.
 	ProjectID string
 	// ClusterTag, when set, narrows the devices a Node without providerID

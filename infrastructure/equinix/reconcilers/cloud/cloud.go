@@ -33,12 +33,19 @@ type Options struct {
 	HTTP *http.Client
 	// UserAgent names metalshift to the API.
 	UserAgent string
+	// Driver makes the client of a project's API (metalclient.API says
+	// what another metal cloud's driver implements); nil is Equinix
+	// Metal's, metalclient.New.
+	Driver func(metalclient.Options) (metalclient.API, error)
 }
+
+// equinixDriver is the Equinix Metal driver.
+func equinixDriver(o metalclient.Options) (metalclient.API, error) { return metalclient.New(o) }
 
 // Client returns the API client of emc's project: its key is read from
 // the credentials Secret, in emc's namespace, at each call (a rotated key
 // is used at once) and is held nowhere else.
-func Client(ctx context.Context, r client.Reader, emc *infrav1.EquinixMetalCluster, o Options) (*metalclient.Client, error) {
+func Client(ctx context.Context, r client.Reader, emc *infrav1.EquinixMetalCluster, o Options) (metalclient.API, error) {
 	s := &corev1.Secret{}
 	name := emc.Spec.CredentialsRef.Name
 	if err := r.Get(ctx, client.ObjectKey{Namespace: emc.Namespace, Name: name}, s); err != nil {
@@ -55,7 +62,11 @@ func Client(ctx context.Context, r client.Reader, emc *infrav1.EquinixMetalClust
 	if hc == nil {
 		hc = &http.Client{Timeout: 30 * time.Second}
 	}
-	c, err := metalclient.New(metalclient.Options{BaseURL: emc.Spec.APIURL, Token: key, HTTPClient: hc, UserAgent: o.UserAgent})
+	driver := o.Driver
+	if driver == nil {
+		driver = equinixDriver
+	}
+	c, err := driver(metalclient.Options{BaseURL: emc.Spec.APIURL, Token: key, HTTPClient: hc, UserAgent: o.UserAgent})
 	if err != nil {
 		return nil, fmt.Errorf("spec.apiURL: %w", err)
 	}

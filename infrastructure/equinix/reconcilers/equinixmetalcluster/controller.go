@@ -185,7 +185,7 @@ func (r *Reconciler) apiError(emc *infrav1.EquinixMetalCluster, err error) (ctrl
 	return ctrl.Result{}, err
 }
 
-func (r *Reconciler) reconcileNormal(ctx context.Context, emc *infrav1.EquinixMetalCluster, cluster *clusterv1.Cluster, api *metalclient.Client, tag string) (ctrl.Result, error) {
+func (r *Reconciler) reconcileNormal(ctx context.Context, emc *infrav1.EquinixMetalCluster, cluster *clusterv1.Cluster, api metalclient.API, tag string) (ctrl.Result, error) {
 	held, err := api.ListIPReservations(ctx, emc.Spec.ProjectID, metalclient.IPFilter{Tag: tag})
 	if err != nil {
 		return r.apiError(emc, err)
@@ -249,7 +249,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, emc *infrav1.EquinixMe
 // reserve returns the cluster's reservation of role, requesting it when
 // the project has none tagged so (a request whose answer was lost is
 // found by its tags the next time).
-func (r *Reconciler) reserve(ctx context.Context, emc *infrav1.EquinixMetalCluster, api *metalclient.Client, tag, role string, held []equinixapi.IPReservation) (*equinixapi.IPReservation, error) {
+func (r *Reconciler) reserve(ctx context.Context, emc *infrav1.EquinixMetalCluster, api metalclient.API, tag, role string, held []equinixapi.IPReservation) (*equinixapi.IPReservation, error) {
 	roleTag := infrav1.EquinixMetalRoleTagPrefix + role
 	for i := range held {
 		if slices.Contains(held[i].Tags, roleTag) {
@@ -271,7 +271,7 @@ func (r *Reconciler) reserve(ctx context.Context, emc *infrav1.EquinixMetalClust
 // ingress address on an active worker (else a control-plane device),
 // keeping an assignment while its device is active; it tells whether an
 // address waits for a device.
-func (r *Reconciler) assign(ctx context.Context, emc *infrav1.EquinixMetalCluster, api *metalclient.Client, tag string, byRole map[string]*equinixapi.IPReservation) (bool, error) {
+func (r *Reconciler) assign(ctx context.Context, emc *infrav1.EquinixMetalCluster, api metalclient.API, tag string, byRole map[string]*equinixapi.IPReservation) (bool, error) {
 	devices, err := api.ListDevices(ctx, emc.Spec.ProjectID, metalclient.DeviceFilter{Tag: tag})
 	if err != nil {
 		return false, err
@@ -339,7 +339,7 @@ func deviceOf(as equinixapi.IPAssignment) string {
 // reconcileDelete removes the DNS records, drops the addresses'
 // assignments and releases the cluster's reservations; then the finalizer
 // goes.
-func (r *Reconciler) reconcileDelete(ctx context.Context, emc *infrav1.EquinixMetalCluster, cluster string, api *metalclient.Client, tag string) (ctrl.Result, error) {
+func (r *Reconciler) reconcileDelete(ctx context.Context, emc *infrav1.EquinixMetalCluster, cluster string, api metalclient.API, tag string) (ctrl.Result, error) {
 	if err := r.removeDNS(ctx, emc, cluster); err != nil {
 		msg := "Removing the DNS records: " + err.Error()
 		setDNS(emc, metav1.ConditionFalse, infrav1.DNSUpdateFailedReason, msg)

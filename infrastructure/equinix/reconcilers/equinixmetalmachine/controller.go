@@ -138,7 +138,7 @@ type scope struct {
 	machine *clusterv1.Machine
 	cluster *clusterv1.Cluster
 	emc     *infrav1.EquinixMetalCluster
-	api     *metalclient.Client
+	api     metalclient.API
 }
 
 // Reconcile brings one EquinixMetalMachine to its desired state.
