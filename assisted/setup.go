@@ -197,8 +197,9 @@ func Setup(ctx context.Context, hub *component.Hub, o Options) error {
 	if err != nil {
 		return err
 	}
+	heartbeat := o.DisconnectedAfter / 3
 	srv, err := server.New(server.Options{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Key: o.Key, BaseURL: o.URL, CA: cas.service.PEM, DeployCA: cas.deploy.PEM,
-		Clock: hub.Clock, PollInterval: o.PollInterval, Images: images, HeartbeatEvery: o.DisconnectedAfter / 3, DeployURL: o.DeployURL, Recorder: recorder})
+		Clock: hub.Clock, PollInterval: o.PollInterval, Images: images, HeartbeatEvery: heartbeat, DeployURL: o.DeployURL, Recorder: recorder})
 	if err != nil {
 		return err
 	}
@@ -248,7 +249,7 @@ func Setup(ctx context.Context, hub *component.Hub, o Options) error {
 		}
 	}
 	return (&agentclusterinstall.Reconciler{Client: mgr.GetClient(), Recorder: recorder,
-		Clock: hub.Clock, EventsURL: srv.EventsURL}).SetupWithManager(mgr, opts)
+		Clock: hub.Clock, EventsURL: srv.EventsURL, ContactEvery: heartbeat}).SetupWithManager(mgr, opts)
 }
 
 // cas are the CAs discovery images carry: the service's, and the deploy

@@ -51,6 +51,10 @@ type Reconciler struct {
 	// EventsURL signs events URLs (server.Server.EventsURL); nil leaves
 	// status.debugInfo.eventsURL empty.
 	EventsURL func(filters ...string) string
+	// ContactEvery is how stale the agent service lets an Agent's recorded
+	// last contact get (server.Options.HeartbeatEvery; 0 means a minute):
+	// a host is silent only once its last contact is older than that.
+	ContactEvery time.Duration
 	// configMaps reads manifests ConfigMaps, live (setupManifests).
 	configMaps client.Reader
 	// live reads an install from the API rather than the cache

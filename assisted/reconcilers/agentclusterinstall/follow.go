@@ -138,8 +138,9 @@ func (in *install) silentInstallers() bool {
 
 // silentInstaller tells whether a is a host of the install (preparing or
 // installing) the hub last heard of before it said Rebooting, silent
-// since (its last contact and its last stage both silentInstaller ago or
-// more).
+// since: its last stage silentInstaller ago or more, and its last contact
+// longer ago than the service lets it get stale (ContactEvery) plus
+// silentInstaller, so that a host still calling is not taken for silent.
 func (in *install) silentInstaller(a *agentinstallv1.Agent) bool {
 	switch a.Status.DebugInfo.State {
 	case hoststate.StatusPreparingForInstallation, hoststate.StatusPreparingSuccessful,
@@ -154,11 +155,15 @@ func (in *install) silentInstaller(a *agentinstallv1.Agent) bool {
 	default:
 		return false
 	}
-	last := rec.LastContact(a)
-	if at := a.Status.Progress.StageUpdateTime; at != nil && at.After(last) {
-		last = at.Time
+	if at := a.Status.Progress.StageUpdateTime; at != nil && in.now.Sub(at.Time) < silentInstaller {
+		return false
 	}
-	return !last.IsZero() && in.now.Sub(last) >= silentInstaller
+	contactEvery := in.r.ContactEvery
+	if contactEvery <= 0 {
+		contactEvery = time.Minute
+	}
+	last := rec.LastContact(a)
+	return !last.IsZero() && in.now.Sub(last) >= contactEvery+silentInstaller
 }
 
 // spokeInstalled tells whether the installed cluster reports its version

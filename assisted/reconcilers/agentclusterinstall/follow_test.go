@@ -19,7 +19,7 @@ import (
 )
 
 // TestSilentInstallerWithNodeIsDone: the hub last heard of the single node
-// before it said Rebooting, a minute ago: its later reports (the stages up
+// before it said Rebooting, two minutes ago: its later reports (the stages up
 // to Rebooting, the install step's reply) reached a hub whose state was
 // since restored from an older backup. The host booted its disk and its
 // Node is Ready in the installed cluster (the test's API server). The hub
@@ -60,15 +60,16 @@ func TestSilentInstallerWithNodeIsDone(t *testing.T) {
 			node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady"}}
 			g.Expect(env.Client.Status().Update(ctx, node)).To(Succeed())
 
-			// The last the hub heard of the host: a minute ago, at stage.
-			minuteAgo := clk.Now().Add(-time.Minute)
-			updateAgent(g, a, func(a *agentinstallv1.Agent) { record.SetLastContact(a, minuteAgo) })
+			// The last the hub heard of the host: two minutes ago (its
+			// recorded contacts are up to a minute stale), at stage.
+			minutesAgo := clk.Now().Add(-2 * time.Minute)
+			updateAgent(g, a, func(a *agentinstallv1.Agent) { record.SetLastContact(a, minutesAgo) })
 			if stage != "" {
 				g.Eventually(func() error {
 					if err := env.Client.Get(ctx, key, a); err != nil {
 						return err
 					}
-					record.SetStage(a, stage, "", hoststate.Stages("master", true, true), hoststate.Percentage("master", true, true, stage), metav1.NewTime(minuteAgo))
+					record.SetStage(a, stage, "", hoststate.Stages("master", true, true), hoststate.Percentage("master", true, true, stage), metav1.NewTime(minutesAgo))
 					return env.Client.Status().Update(ctx, a)
 				}).Should(Succeed())
 			}
@@ -101,14 +102,14 @@ func TestSilentInstallerWithoutNodeWaits(t *testing.T) {
 		st.Data[record.KeyAdminKubeconfig] = envKubeconfig(g)
 		return env.Client.Update(ctx, st)
 	}).Should(Succeed())
-	minuteAgo := clk.Now().Add(-time.Minute)
-	updateAgent(g, a, func(a *agentinstallv1.Agent) { record.SetLastContact(a, minuteAgo) })
+	minutesAgo := clk.Now().Add(-2 * time.Minute)
+	updateAgent(g, a, func(a *agentinstallv1.Agent) { record.SetLastContact(a, minutesAgo) })
 	g.Eventually(func() error {
 		if err := env.Client.Get(ctx, key, a); err != nil {
 			return err
 		}
 		stage := assistedapi.StageWritingImageToDisk
-		record.SetStage(a, stage, "", hoststate.Stages("master", true, true), hoststate.Percentage("master", true, true, stage), metav1.NewTime(minuteAgo))
+		record.SetStage(a, stage, "", hoststate.Stages("master", true, true), hoststate.Percentage("master", true, true, stage), metav1.NewTime(minutesAgo))
 		return env.Client.Status().Update(ctx, a)
 	}).Should(Succeed())
 	g.Consistently(func(g Gomega) {
