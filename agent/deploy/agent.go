@@ -56,8 +56,9 @@ type Options struct {
 // Run exchanges the boot's ticket for its request's agent token, then asks
 // the engine for work and does it, until its final report is accepted or
 // the engine refuses the token (the request ended or is gone); then it
-// waits for ctx to end (the host is powered off or rebooted). Errors
-// talking to the engine are retried.
+// waits for ctx to end (the host is powered off or rebooted), sending an
+// accepted final report again now and then until the engine says the
+// request ended (standBy). Errors talking to the engine are retried.
 func Run(ctx context.Context, opts Options) error {
 	if opts.PollInterval == 0 {
 		opts.PollInterval = 2 * time.Second
@@ -88,6 +89,9 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	for {
 		if err := a.step(ctx); errors.Is(err, errFinished) {
+			if a.accepted {
+				a.standBy(ctx)
+			}
 			<-ctx.Done()
 			return nil
 		}
@@ -113,6 +117,8 @@ type agent struct {
 	last *deployapi.StatusReport
 	// lastErr is the last error logged, so that a repeated one is not.
 	lastErr string
+	// accepted: the engine accepted the final report.
+	accepted bool
 }
 
 // errFinished: the agent has nothing more to do in this boot.
@@ -184,9 +190,30 @@ func (a *agent) finalReport(ctx context.Context) error {
 	err := a.report(ctx, *a.last)
 	if err == nil {
 		a.opts.Logf("The engine has the outcome of request %s", a.last.Generation)
+		a.accepted = true
 		return errFinished
 	}
 	return a.failed("Reporting %s %s: %v", a.last.Action, a.last.Phase, err)
+}
+
+// standBy sends the accepted final report again every ProgressInterval
+// until the engine refuses it (the request ended: the engine acted on it)
+// or the host is powered off or rebooted (ctx). An engine whose state was
+// restored from a backup taken before it recorded the report has lost it
+// and waits for an agent that is done; it hears it again here. An engine
+// that has it takes a repeated report as nothing new.
+func (a *agent) standBy(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(a.opts.ProgressInterval):
+		}
+		var se *statusError
+		if err := a.report(ctx, *a.last); errors.As(err, &se) && se.permanent() {
+			return
+		}
+	}
 }
 
 // failed logs an error once and returns errFinished when the engine

@@ -187,6 +187,35 @@ func TestAgentExchangesItsTicketOnce(t *testing.T) {
 	g.Expect(logs.String()).NotTo(ContainSubstring(testToken), "the token is not logged")
 }
 
+// TestAgentReportsItsOutcomeToARestoredEngine: the engine accepted the
+// final report, then lost it (its state was restored from a backup taken
+// before); the agent, waiting for the engine to act on it, sends it again,
+// and stops once the engine says the request ended.
+func TestAgentReportsItsOutcomeToARestoredEngine(t *testing.T) {
+	g := NewWithT(t)
+	f := &fakeEngine{}
+	logs, stop := runAgent(t, f, func(o *Options) { o.ProgressInterval = 10 * time.Millisecond })
+	defer stop()
+	g.Eventually(logs.String).Should(ContainSubstring("The engine has the outcome of request 0000000000000001"))
+	// Restored from a backup: the request runs, no final report recorded.
+	f.mu.Lock()
+	f.done, f.reports = false, nil
+	f.mu.Unlock()
+	g.Eventually(func(g Gomega) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		g.Expect(f.reports).NotTo(BeEmpty())
+		g.Expect(f.reports[0].Phase).To(Equal(deployapi.PhaseDone))
+		g.Expect(f.reports[0].Session).To(Equal(f.session))
+	}).Should(Succeed())
+	// The engine acted on it: the request ended, and the agent stops.
+	g.Eventually(func(g Gomega) {
+		before := f.calls()
+		time.Sleep(50 * time.Millisecond) // five report intervals: none more is sent
+		g.Expect(f.calls()).To(Equal(before))
+	}).Should(Succeed())
+}
+
 // TestAgentStopsWhenItsTicketIsRefused: a ticket the engine refuses (its
 // token was handed out to someone else, it expired, its request is gone)
 // ends the agent's work: it asks for nothing else.
