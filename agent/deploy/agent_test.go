@@ -32,6 +32,10 @@ type fakeEngine struct {
 	bearers []string
 	reports []deployapi.StatusReport
 	done    bool
+	// open: the engine has not acted on the final report yet (the
+	// request goes on, repeated reports are accepted); else a done
+	// request ends at once.
+	open bool
 	// ins, when set, are the instructions (else an inspect request).
 	ins *deployapi.Instructions
 	// onReport, when set, sees every report.
@@ -103,7 +107,7 @@ func (f *fakeEngine) authorized(w http.ResponseWriter, r *http.Request) bool {
 	case bearer != testToken:
 		http.Error(w, "invalid agent token", http.StatusUnauthorized)
 		return false
-	case f.done:
+	case f.done && !f.open:
 		http.Error(w, "request ended", http.StatusGone)
 		return false
 	}
@@ -193,10 +197,10 @@ func TestAgentExchangesItsTicketOnce(t *testing.T) {
 // and stops once the engine says the request ended.
 func TestAgentReportsItsOutcomeToARestoredEngine(t *testing.T) {
 	g := NewWithT(t)
-	f := &fakeEngine{}
+	f := &fakeEngine{open: true}
 	logs, stop := runAgent(t, f, func(o *Options) { o.ProgressInterval = 10 * time.Millisecond })
 	defer stop()
-	g.Eventually(logs.String).Should(ContainSubstring("The engine has the outcome of request 0000000000000001"))
+	g.Eventually(logs.String).WithTimeout(10 * time.Second).Should(ContainSubstring("The engine has the outcome of request 0000000000000001"))
 	// Restored from a backup: the request runs, no final report recorded.
 	f.mu.Lock()
 	f.done, f.reports = false, nil
@@ -207,13 +211,16 @@ func TestAgentReportsItsOutcomeToARestoredEngine(t *testing.T) {
 		g.Expect(f.reports).NotTo(BeEmpty())
 		g.Expect(f.reports[0].Phase).To(Equal(deployapi.PhaseDone))
 		g.Expect(f.reports[0].Session).To(Equal(f.session))
-	}).Should(Succeed())
+	}).WithTimeout(10 * time.Second).Should(Succeed())
 	// The engine acted on it: the request ended, and the agent stops.
+	f.mu.Lock()
+	f.open = false
+	f.mu.Unlock()
 	g.Eventually(func(g Gomega) {
 		before := f.calls()
 		time.Sleep(50 * time.Millisecond) // five report intervals: none more is sent
 		g.Expect(f.calls()).To(Equal(before))
-	}).Should(Succeed())
+	}).WithTimeout(10 * time.Second).Should(Succeed())
 }
 
 // TestAgentStopsWhenItsTicketIsRefused: a ticket the engine refuses (its
