@@ -49,9 +49,11 @@ func TestClusterOperatorReasons(t *testing.T) {
 		HaveKeyWithValue("Available", "True SyncingResources: "),
 		HaveKeyWithValue("Progressing", "True SyncingResources: Applying metal3 resources"),
 		HaveKeyWithValue("Degraded", "False : "), upgradeable, notDisabled))
-	d := deployment(g)
-	g.Expect(d.Annotations).To(HaveKeyWithValue("baremetal.openshift.io/owned", ""))
-	g.Expect(d.OwnerReferences).To(ContainElement(HaveField("Name", metal3v1.ProvisioningSingletonName)))
+	g.Eventually(func(g Gomega) {
+		d := deployment(g)
+		g.Expect(d.Annotations).To(HaveKeyWithValue("baremetal.openshift.io/owned", ""))
+		g.Expect(d.OwnerReferences).To(ContainElement(HaveField("Name", metal3v1.ProvisioningSingletonName)))
+	}).Should(Succeed())
 	g.Eventually(func(g Gomega) []string {
 		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(prov), prov)).To(Succeed())
 		return prov.Finalizers
@@ -88,7 +90,9 @@ func TestClusterOperatorReasons(t *testing.T) {
 		return env.Client.Update(ctx, prov)
 	}).Should(Succeed())
 	g.Eventually(clusterOperator).Should(HaveKeyWithValue("Progressing", "True SyncingResources: Applying metal3 resources"))
-	g.Expect(deployment(g).Spec.Template.Spec.Containers[0].Args).To(ContainElement("--deploy-url=https://172.22.0.4:6183"))
+	// The condition said so before the change too: the Deployment is
+	// looked at until the operator applied the new address.
+	g.Eventually(func(g Gomega) []string { return deployment(g).Spec.Template.Spec.Containers[0].Args }).Should(ContainElement("--deploy-url=https://172.22.0.4:6183"))
 	clk.Step(4 * time.Minute)
 	poke(t)
 	g.Consistently(clusterOperator, "300ms").Should(HaveKeyWithValue("Progressing", "True SyncingResources: Applying metal3 resources"))

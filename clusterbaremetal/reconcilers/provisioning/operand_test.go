@@ -245,11 +245,14 @@ func TestOperandUpgrade(t *testing.T) {
 		HaveKeyWithValue("Available", "True SyncingResources: "),
 		HaveKeyWithValue("Progressing", "True SyncingResources: Operator upgraded")))
 	g.Expect(operatorVersion(g)).To(Equal("4.20.0"))
-	after := deployment(g)
-	g.Expect(after.UID).To(Equal(before.UID))
-	g.Expect(after.Generation).To(BeNumerically(">", before.Generation))
-	g.Expect(after.Spec.Template.Annotations).To(HaveKeyWithValue(metal3.VersionAnnotation, "4.21.0"))
-	g.Expect(after.Spec.Template.Spec.Containers[0].Image).To(Equal("example.com/metalshift/manager:4.21.0"))
+	var after *appsv1.Deployment
+	g.Eventually(func(g Gomega) {
+		after = deployment(g)
+		g.Expect(after.UID).To(Equal(before.UID))
+		g.Expect(after.Generation).To(BeNumerically(">", before.Generation))
+		g.Expect(after.Spec.Template.Annotations).To(HaveKeyWithValue(metal3.VersionAnnotation, "4.21.0"))
+		g.Expect(after.Spec.Template.Spec.Containers[0].Image).To(Equal("example.com/metalshift/manager:4.21.0"))
+	}).Should(Succeed())
 
 	markRolledOut(t)
 	g.Eventually(clusterOperator).Should(And(
@@ -304,11 +307,16 @@ func TestDeployServerCertificate(t *testing.T) {
 	}).Should(ConsistOf("172.22.0.3", "192.168.111.20"))
 	caCert := secret(g, metal3.DeployCASecret)[corev1.TLSCertKey]
 
-	c := deployment(g).Spec.Template.Spec.Containers[0]
-	g.Expect(c.Args).To(ContainElements("--deploy-url=https://172.22.0.3:6183", "--deploy-cert-file=/etc/metalshift/tls/tls.crt"))
-	g.Expect(c.Args).NotTo(ContainElement(ContainSubstring("insecure")))
-	g.Expect(deployment(g).Spec.Template.Spec.Volumes).To(ContainElement(HaveField("Secret.SecretName", metal3.DeployTLSSecret)))
-	g.Expect(deployment(g).Spec.Template.Spec.Volumes).NotTo(ContainElement(HaveField("Secret.SecretName", metal3.DeployCASecret)))
+	// The operator writes the certificate's Secrets before the Deployment
+	// that mounts them: the Deployment may not be there yet.
+	g.Eventually(func(g Gomega) {
+		d := deployment(g)
+		c := d.Spec.Template.Spec.Containers[0]
+		g.Expect(c.Args).To(ContainElements("--deploy-url=https://172.22.0.3:6183", "--deploy-cert-file=/etc/metalshift/tls/tls.crt"))
+		g.Expect(c.Args).NotTo(ContainElement(ContainSubstring("insecure")))
+		g.Expect(d.Spec.Template.Spec.Volumes).To(ContainElement(HaveField("Secret.SecretName", metal3.DeployTLSSecret)))
+		g.Expect(d.Spec.Template.Spec.Volumes).NotTo(ContainElement(HaveField("Secret.SecretName", metal3.DeployCASecret)))
+	}).Should(Succeed())
 
 	// A control-plane node's new address: issued again, without a poke.
 	master.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "192.168.111.25"}}
