@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"testing"
@@ -48,6 +49,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(hubProcessEnv) != "" {
 		os.Exit(hubProcess()) // BenchmarkAgentSNO's hub
 	}
+	flag.Parse()
 	os.Exit(run(m))
 }
 
@@ -73,16 +75,29 @@ func run(m *testing.M) int {
 			fmt.Fprintln(os.Stderr, "testenv: stopping:", err)
 		}
 	}()
-	if stopHub, err = startHub(); err != nil {
-		fmt.Fprintln(os.Stderr, "starting the hub:", err)
-		return 1
+	// Benchmarks alone (make bench's -run '^$') run their own hub
+	// process: the tests' hub is not started, so that its start and stop
+	// around them print nothing into their report.
+	if !benchmarksOnly() {
+		if stopHub, err = startHub(); err != nil {
+			fmt.Fprintln(os.Stderr, "starting the hub:", err)
+			return 1
+		}
 	}
 	code := m.Run()
-	if err := stopHub(); err != nil {
-		fmt.Fprintln(os.Stderr, "stopping the hub:", err)
-		code = 1
+	if stopHub != nil {
+		if err := stopHub(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping the hub:", err)
+			code = 1
+		}
 	}
 	return code
+}
+
+// benchmarksOnly tells whether the run asks for no test (-run '^$').
+func benchmarksOnly() bool {
+	f := flag.Lookup("test.run")
+	return f != nil && f.Value.String() == "^$"
 }
 
 // startHub starts a manager running the agent service and its
