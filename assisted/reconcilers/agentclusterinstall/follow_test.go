@@ -46,14 +46,7 @@ func TestSilentInstallerWithNodeIsDone(t *testing.T) {
 
 			// The installed cluster is the test's API server, with the
 			// host's Node Ready.
-			g.Eventually(func() error {
-				st := installState(in.aci)
-				if st == nil {
-					return errors.New("no install state yet")
-				}
-				st.Data[record.KeyAdminKubeconfig] = envKubeconfig(g)
-				return env.Client.Update(ctx, st)
-			}).Should(Succeed())
+			installedClusterIsEnv(g, in)
 			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: hostname}}
 			g.Expect(env.Client.Create(ctx, node)).To(Succeed())
 			t.Cleanup(func() { _ = env.Client.Delete(context.Background(), node) })
@@ -63,16 +56,7 @@ func TestSilentInstallerWithNodeIsDone(t *testing.T) {
 			// The last the hub heard of the host: two minutes ago (its
 			// recorded contacts are up to a minute stale), at stage.
 			minutesAgo := clk.Now().Add(-2 * time.Minute)
-			updateAgent(g, a, func(a *agentinstallv1.Agent) { record.SetLastContact(a, minutesAgo) })
-			if stage != "" {
-				g.Eventually(func() error {
-					if err := env.Client.Get(ctx, key, a); err != nil {
-						return err
-					}
-					record.SetStage(a, stage, "", hoststate.Stages("master", true, true), hoststate.Percentage("master", true, true, stage), metav1.NewTime(minutesAgo))
-					return env.Client.Status().Update(ctx, a)
-				}).Should(Succeed())
-			}
+			lastHeard(g, a, stage, minutesAgo)
 
 			g.Eventually(func(g Gomega) {
 				g.Expect(env.Client.Get(ctx, key, a)).To(Succeed())
@@ -94,26 +78,40 @@ func TestSilentInstallerWithoutNodeWaits(t *testing.T) {
 	a := register(g, in.ie, "a8000000-0000-4000-8000-000000000009", "")
 	updateAgent(g, a, func(a *agentinstallv1.Agent) { a.Spec.Hostname, a.Spec.Approved = "nowhere-"+ns, true })
 	key := client.ObjectKeyFromObject(a)
+	installedClusterIsEnv(g, in)
+	minutesAgo := clk.Now().Add(-2 * time.Minute)
+	lastHeard(g, a, assistedapi.StageWritingImageToDisk, minutesAgo)
+	g.Consistently(func(g Gomega) {
+		g.Expect(env.Client.Get(ctx, key, a)).To(Succeed())
+		g.Expect(a.Status.Progress.CurrentStage).To(Equal(string(assistedapi.StageWritingImageToDisk)))
+	}, 5*time.Second).Should(Succeed())
+}
+
+// installedClusterIsEnv makes the test's API server the installed cluster
+// of in: its install state's admin kubeconfig points there.
+func installedClusterIsEnv(g Gomega, in sno) {
 	g.Eventually(func() error {
 		st := installState(in.aci)
 		if st == nil {
 			return errors.New("no install state yet")
 		}
 		st.Data[record.KeyAdminKubeconfig] = envKubeconfig(g)
-		return env.Client.Update(ctx, st)
+		return env.Client.Update(context.Background(), st)
 	}).Should(Succeed())
-	minutesAgo := clk.Now().Add(-2 * time.Minute)
-	updateAgent(g, a, func(a *agentinstallv1.Agent) { record.SetLastContact(a, minutesAgo) })
+}
+
+// lastHeard records that the hub last heard of the single node a at
+// time at: its last contact, and its stage when not empty.
+func lastHeard(g Gomega, a *agentinstallv1.Agent, stage assistedapi.HostStage, at time.Time) {
+	updateAgent(g, a, func(a *agentinstallv1.Agent) { record.SetLastContact(a, at) })
+	if stage == "" {
+		return
+	}
 	g.Eventually(func() error {
-		if err := env.Client.Get(ctx, key, a); err != nil {
+		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(a), a); err != nil {
 			return err
 		}
-		stage := assistedapi.StageWritingImageToDisk
-		record.SetStage(a, stage, "", hoststate.Stages("master", true, true), hoststate.Percentage("master", true, true, stage), metav1.NewTime(minutesAgo))
-		return env.Client.Status().Update(ctx, a)
+		record.SetStage(a, stage, "", hoststate.Stages("master", true, true), hoststate.Percentage("master", true, true, stage), metav1.NewTime(at))
+		return env.Client.Status().Update(context.Background(), a)
 	}).Should(Succeed())
-	g.Consistently(func(g Gomega) {
-		g.Expect(env.Client.Get(ctx, key, a)).To(Succeed())
-		g.Expect(a.Status.Progress.CurrentStage).To(Equal(string(assistedapi.StageWritingImageToDisk)))
-	}, 5*time.Second).Should(Succeed())
 }
