@@ -197,8 +197,15 @@ func Setup(ctx context.Context, hub *component.Hub, o Options) error {
 	if err != nil {
 		return err
 	}
+	secrets, err := record.SecretCache(mgr, hub.Namespace)
+	if err != nil {
+		return err
+	}
+	// Every part of the service reads Secrets through c: from the cache of
+	// those it labelled.
+	c := record.SecretClient{Client: mgr.GetClient(), Cache: secrets, API: mgr.GetAPIReader()}
 	heartbeat := o.DisconnectedAfter / 3
-	srv, err := server.New(server.Options{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Key: o.Key, BaseURL: o.URL, CA: cas.service.PEM, DeployCA: cas.deploy.PEM,
+	srv, err := server.New(server.Options{Client: c, APIReader: mgr.GetAPIReader(), Key: o.Key, BaseURL: o.URL, CA: cas.service.PEM, DeployCA: cas.deploy.PEM,
 		Clock: hub.Clock, PollInterval: o.PollInterval, Images: images, HeartbeatEvery: heartbeat, DeployURL: o.DeployURL, Recorder: recorder})
 	if err != nil {
 		return err
@@ -220,35 +227,35 @@ func Setup(ctx context.Context, hub *component.Hub, o Options) error {
 		return err
 	}
 	opts := controller.Options{MaxConcurrentReconciles: 10}
-	if err := (&infraenv.Reconciler{Client: mgr.GetClient(), Recorder: recorder, Clock: hub.Clock,
+	if err := (&infraenv.Reconciler{Client: c, Recorder: recorder, Clock: hub.Clock,
 		Images: imagesAdapter{srv}, EventsURL: srv.EventsURL}).SetupWithManager(mgr, opts); err != nil {
 		return err
 	}
 	// The service serves from the manager's start, moments from now: its
 	// downtime before it does not count against the agents.
-	if err := (&agent.Reconciler{Client: mgr.GetClient(), Recorder: recorder, Clock: hub.Clock,
+	if err := (&agent.Reconciler{Client: c, Recorder: recorder, Clock: hub.Clock,
 		DisconnectedAfter: o.DisconnectedAfter, ServiceStart: hub.Clock.Now(), EventsURL: srv.EventsURL, Timeouts: o.HostTimeouts}).SetupWithManager(mgr, opts); err != nil {
 		return err
 	}
-	if err := (&agentclassification.LabelReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr, opts); err != nil {
+	if err := (&agentclassification.LabelReconciler{Client: c}).SetupWithManager(mgr, opts); err != nil {
 		return err
 	}
-	if err := (&agentclassification.Reconciler{Client: mgr.GetClient(), Clock: hub.Clock}).SetupWithManager(mgr, opts); err != nil {
+	if err := (&agentclassification.Reconciler{Client: c, Clock: hub.Clock}).SetupWithManager(mgr, opts); err != nil {
 		return err
 	}
-	if err := (&clusterdeployment.Reconciler{Client: mgr.GetClient(), Recorder: recorder}).SetupWithManager(mgr, opts); err != nil {
+	if err := (&clusterdeployment.Reconciler{Client: c, Recorder: recorder}).SetupWithManager(mgr, opts); err != nil {
 		return err
 	}
 	// BareMetalHosts labelled for an InfraEnv install through it (ZTP).
-	if err := (&bmac.Reconciler{Client: mgr.GetClient(), Recorder: recorder, ConvergedFlow: o.ConvergedFlow}).SetupWithManager(mgr, opts); err != nil {
+	if err := (&bmac.Reconciler{Client: c, Recorder: recorder, ConvergedFlow: o.ConvergedFlow}).SetupWithManager(mgr, opts); err != nil {
 		return err
 	}
 	if o.ConvergedFlow {
-		if err := (&preprovisioningimage.Reconciler{Client: mgr.GetClient(), Recorder: recorder, Images: srv}).SetupWithManager(mgr, opts); err != nil {
+		if err := (&preprovisioningimage.Reconciler{Client: c, Recorder: recorder, Images: srv}).SetupWithManager(mgr, opts); err != nil {
 			return err
 		}
 	}
-	return (&agentclusterinstall.Reconciler{Client: mgr.GetClient(), Recorder: recorder,
+	return (&agentclusterinstall.Reconciler{Client: c, Recorder: recorder,
 		Clock: hub.Clock, EventsURL: srv.EventsURL, ContactEvery: heartbeat}).SetupWithManager(mgr, opts)
 }
 

@@ -67,7 +67,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=agent-install.openshift.io,resources=agents/status,verbs=patch
 // +kubebuilder:rbac:groups=hive.openshift.io,resources=clusterimagesets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=agent-install.openshift.io,resources=agentserviceconfigs,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create;update;delete
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch;delete
 
 // SetupWithManager registers the reconciler.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
@@ -376,6 +376,7 @@ func (in *install) prepare(ctx context.Context) error {
 			return err
 		}
 		sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: c.ACI.Namespace, Name: rec.InstallStateName(c.ACI)}, Data: st.Data()}
+		rec.Cached(sec)
 		if err := controllerutil.SetControllerReference(c.ACI, sec, in.r.Client.Scheme()); err != nil {
 			return err
 		}

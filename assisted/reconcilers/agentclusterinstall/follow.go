@@ -267,6 +267,7 @@ func (in *install) complete(ctx context.Context) error {
 		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: c.CD.Namespace, Name: name}}
 		if _, err := controllerutil.CreateOrUpdate(ctx, in.r.Client, s, func() error {
 			s.Data = data
+			rec.Cached(s)
 			return controllerutil.SetOwnerReference(c.CD, s, in.r.Client.Scheme())
 		}); err != nil {
 			return err
