@@ -7,6 +7,7 @@ package record
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	assistedapi "github.com/metalshift/metalshift/api/assisted/v2"
 	hivev1 "github.com/metalshift/metalshift/api/hive/v1"
 	hiveextv1 "github.com/metalshift/metalshift/api/hiveext/v1beta1"
+	"github.com/metalshift/metalshift/assisted/pkg/clusterstate"
 	"github.com/metalshift/metalshift/assisted/pkg/hoststate"
 	"github.com/metalshift/metalshift/assisted/pkg/validations"
 )
@@ -247,10 +249,20 @@ func InstallStateName(aci *hiveextv1.AgentClusterInstall) string {
 	return aci.Name + InstallStateSuffix
 }
 
+// notStarted are the install's states before its install state is
+// written (preparing-for-installation writes it).
+var notStarted = []string{"", clusterstate.StatusPendingForInput, clusterstate.StatusInsufficient, clusterstate.StatusReady}
+
+// Started tells whether aci's status is past the states before its
+// install-state Secret is written.
+func Started(aci *hiveextv1.AgentClusterInstall) bool {
+	return !slices.Contains(notStarted, aci.Status.DebugInfo.State)
+}
+
 // InstallState reads an install's install-state Secret; nil when missing.
-func InstallState(ctx context.Context, r client.Reader, aci *hiveextv1.AgentClusterInstall) (*corev1.Secret, error) {
+func InstallState(ctx context.Context, r client.Reader, aci *hiveextv1.AgentClusterInstall, opts ...client.GetOption) (*corev1.Secret, error) {
 	s := &corev1.Secret{}
-	if err := r.Get(ctx, types.NamespacedName{Namespace: aci.Namespace, Name: InstallStateName(aci)}, s); err != nil {
+	if err := r.Get(ctx, types.NamespacedName{Namespace: aci.Namespace, Name: InstallStateName(aci)}, s, opts...); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, nil
 		}

@@ -3,6 +3,7 @@ package record
 import (
 	"context"
 	"errors"
+	"slices"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -68,7 +69,7 @@ func (c SecretClient) Get(ctx context.Context, key client.ObjectKey, obj client.
 	}
 	err := c.Cache.Get(ctx, key, s, opts...)
 	var notStarted *cache.ErrCacheNotStarted
-	if err == nil || !apierrors.IsNotFound(err) && !errors.As(err, &notStarted) {
+	if err == nil || !apierrors.IsNotFound(err) && !errors.As(err, &notStarted) || apierrors.IsNotFound(err) && slices.Contains(opts, CacheSuffices) {
 		return err
 	}
 	if err := c.API.Get(ctx, key, s, opts...); err != nil {
@@ -87,6 +88,16 @@ func (c SecretClient) Get(ctx context.Context, key client.ObjectKey, obj client.
 	}
 	return nil
 }
+
+// cacheSuffices is CacheSuffices's type.
+type cacheSuffices struct{}
+
+func (cacheSuffices) ApplyToGet(*client.GetOptions) {}
+
+// CacheSuffices tells SecretClient.Get that a Secret its cache does not
+// hold is not found: one the agent service writes labelled, read where it
+// is not written yet (an install's state before the install).
+var CacheSuffices client.GetOption = cacheSuffices{}
 
 // Cached labels a Secret the agent service writes for its cache.
 func Cached(s *corev1.Secret) { metav1.SetMetaDataLabel(&s.ObjectMeta, CachedLabel, "true") }

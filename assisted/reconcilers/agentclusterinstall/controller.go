@@ -239,8 +239,15 @@ func (in *install) run(ctx context.Context) (ctrl.Result, error) {
 			in.specErr, in.input = err, c.CD.Spec.PullSecretRef == nil
 		}
 	}
+	// Until the install starts, its state is looked for in the Secret
+	// cache alone: prepare writes it, and AlreadyExists there keeps the
+	// first.
+	var stateOpts []client.GetOption
+	if !rec.Started(c.ACI) {
+		stateOpts = append(stateOpts, rec.CacheSuffices)
+	}
 	var err error
-	if in.state, err = rec.InstallState(ctx, in.r.Client, c.ACI); err != nil {
+	if in.state, err = rec.InstallState(ctx, in.r.Client, c.ACI, stateOpts...); err != nil {
 		return ctrl.Result{}, err
 	}
 	if in.specErr == nil {

@@ -7,6 +7,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -94,6 +95,17 @@ func TestSecretClientReadsFromItsCache(t *testing.T) {
 	}).Should(Succeed())
 
 	// A Secret that does not exist is not found, from the API.
+	before = api.n.Load()
 	err = c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "missing"}, &corev1.Secret{})
-	g.Expect(err).To(MatchError(ContainSubstring("not found")))
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%v", err)
+	g.Expect(api.n.Load()).To(Equal(before + 1))
+
+	// Told that the cache suffices (a Secret the service writes labelled),
+	// a miss is not found without a read from the API, even of a Secret
+	// that exists unlabelled.
+	g.Expect(env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "unlabelled"}})).To(Succeed())
+	before = api.n.Load()
+	err = c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "unlabelled"}, &corev1.Secret{}, record.CacheSuffices)
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%v", err)
+	g.Expect(api.n.Load()).To(Equal(before))
 }
