@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/cluster-api/util/predicates"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -31,6 +33,7 @@ import (
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	"github.com/metalshift/metalshift/assisted/reconcilers/infraenv"
 	"github.com/metalshift/metalshift/internal/reconciler"
+	"github.com/metalshift/metalshift/internal/shard"
 )
 
 // Finalizer is upstream's on the PreprovisioningImages it serves.
@@ -61,6 +64,9 @@ type Reconciler struct {
 	Client   client.Client
 	Recorder record.EventRecorder
 	Images   Images
+	// WatchFilterValue restricts the reconciler to objects labelled
+	// cluster.x-k8s.io/watch-filter=<value>; empty means all (package shard).
+	WatchFilterValue string
 }
 
 // +kubebuilder:rbac:groups=metal3.io,resources=preprovisioningimages;preprovisioningimages/status,verbs=get;list;watch;update;patch
@@ -70,7 +76,7 @@ type Reconciler struct {
 // SetupWithManager registers the reconciler.
 func (r *Reconciler) SetupWithManager(mgr manager.Manager, opts controller.Options) error {
 	return ctrl.ControllerManagedBy(mgr).
-		For(&metal3v1.PreprovisioningImage{}).
+		For(&metal3v1.PreprovisioningImage{}, builder.WithPredicates(predicates.ResourceHasFilterLabel(mgr.GetScheme(), mgr.GetLogger(), r.WatchFilterValue))).
 		Watches(&metal3v1.BareMetalHost{}, &handler.EnqueueRequestForObject{}). // a label added later: the PreprovisioningImage of its name
 		Watches(&agentinstallv1.InfraEnv{}, handler.EnqueueRequestsFromMapFunc(r.imagesOfInfraEnv)).
 		WithOptions(opts).
@@ -96,7 +102,7 @@ func (r *Reconciler) imagesOfInfraEnv(ctx context.Context, o client.Object) []re
 // engine writes the spec).
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (_ reconcile.Result, reterr error) {
 	ppi := &metal3v1.PreprovisioningImage{}
-	if err := r.Client.Get(ctx, req.NamespacedName, ppi); err != nil {
+	if err := r.Client.Get(ctx, req.NamespacedName, ppi); err != nil || !shard.Owns(r.WatchFilterValue, ppi) {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	host := &metal3v1.BareMetalHost{}
