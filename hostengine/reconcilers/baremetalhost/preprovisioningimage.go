@@ -13,6 +13,7 @@ import (
 
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	"github.com/metalshift/metalshift/hostengine/pkg/provisioner"
+	"github.com/metalshift/metalshift/internal/shard"
 )
 
 // Every host has a PreprovisioningImage of its name, which the engine
@@ -55,6 +56,7 @@ func (r *Reconciler) ensurePreprovisioningImage(ctx context.Context, s *hostScop
 	err := r.Client.Get(ctx, client.ObjectKeyFromObject(host), ppi)
 	if apierrors.IsNotFound(err) {
 		ppi = &metal3v1.PreprovisioningImage{ObjectMeta: metav1.ObjectMeta{Namespace: host.Namespace, Name: host.Name}, Spec: want}
+		shard.Propagate(host, ppi) // served by the host's manager
 		if err := controllerutil.SetControllerReference(host, ppi, r.Client.Scheme()); err != nil {
 			return err
 		}
