@@ -71,6 +71,8 @@ type fleet struct {
 	timeout, stall time.Duration
 	// onCompleted, when set, is called as each install completes.
 	onCompleted func()
+	// shards labels install i for shard i mod shards (shard_test.go).
+	shards int
 }
 
 // fleetResult is what a fleet run measured.
@@ -178,6 +180,7 @@ func (r *fleetRun) create(ctx context.Context) []string {
 	fleetServiceObjects(r.tb, r.g)
 	r.g.Expect(parallel(r.n, 8, func(i int) error {
 		for _, o := range installObjects(r.names[i], r.names[i], 1, 0, "", "") {
+			labelShard(o, i, r.shards)
 			if err := env.Client.Create(ctx, o); err != nil {
 				return fmt.Errorf("%s: %w", r.names[i], err)
 			}
@@ -373,6 +376,7 @@ func BenchmarkAgentSNO(b *testing.B) {
 	poll := envDuration(b, benchPollEnv, time.Second)
 	timeout := envDuration(b, benchTimeoutEnv, 5*time.Minute+time.Duration(n)*2*time.Second)
 	stall := envDuration(b, benchStallEnv, time.Minute)
+	shards := envInt(b, benchShardsEnv, 1)
 	g := NewWithT(b)
 	// The tests' hub, when tests ran before, stops for the benchmark's
 	// own and starts again after it.
@@ -387,7 +391,8 @@ func BenchmarkAgentSNO(b *testing.B) {
 		dir, err = os.MkdirTemp(parent, "agent-sno-")
 		g.Expect(err).NotTo(HaveOccurred())
 	}
-	hub := startHubProcess(g, poll, dir)
+	hubs := startHubProcesses(b, g, poll, dir, shards)
+	hub := hubs[0]
 	b.Cleanup(func() {
 		if err := hub.stop(); err != nil {
 			b.Errorf("stopping the hub process: %v", err)
@@ -400,7 +405,7 @@ func BenchmarkAgentSNO(b *testing.B) {
 			b.Errorf("restarting the in-process hub: %v", err)
 		}
 	})
-	procs := hubProcs(hub.cmd.Process.Pid)
+	procs := shardProcs(hubs)
 	pids := []int{os.Getpid()}
 	for _, p := range procs {
 		pids = append(pids, p.pid)
@@ -421,7 +426,7 @@ func BenchmarkAgentSNO(b *testing.B) {
 				cpu[pid] = cpuSeconds(pid) - cpuBefore[pid]
 			}
 		}
-		res := fleet{n: n, prefix: fmt.Sprintf("sno%d", iter), dir: dir, timeout: timeout, stall: stall, onCompleted: untilLast}.run(b, g)
+		res := fleet{n: n, prefix: fmt.Sprintf("sno%d", iter), dir: dir, timeout: timeout, stall: stall, onCompleted: untilLast, shards: shards}.run(b, g)
 		figures := hubFigures{procs: procs, peaks: sampler.finish(), cpu: cpu}
 		report(b, n, poll, res, figures, before, requestCounts(g))
 		fmt.Fprintf(os.Stdout, "Logs (kept with $%s): the hub manager's %s, the simulator's %s\n", benchDirEnv, hub.log, filepath.Join(dir, "sim.log"))
