@@ -229,7 +229,8 @@ func TestReconcilersSkipOtherShards(t *testing.T) {
 			return newACI(n, "")
 		}},
 		{"BareMetalHost", &bmac.Reconciler{Client: c, WatchFilterValue: value}, func(n string) client.Object {
-			return &metal3v1.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Name: n}}
+			return &metal3v1.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Name: n}, Spec: metal3v1.BareMetalHostSpec{
+				BMC: metal3v1.BMCDetails{Address: "redfish://192.0.2.1/redfish/v1/Systems/1", CredentialsName: "bmc"}}}
 		}},
 		{"PreprovisioningImage", &preprovisioningimage.Reconciler{Client: c, WatchFilterValue: value}, func(n string) client.Object {
 			return &metal3v1.PreprovisioningImage{ObjectMeta: metav1.ObjectMeta{Name: n}}
@@ -239,7 +240,11 @@ func TestReconcilersSkipOtherShards(t *testing.T) {
 		for _, other := range []string{"", "b"} {
 			t.Run(tt.name+" of shard "+other, func(t *testing.T) {
 				g := NewWithT(t)
-				obj := tt.obj("shard-" + other)
+				name := "unlabelled"
+				if other != "" {
+					name = "shard-" + other
+				}
+				obj := tt.obj(name)
 				obj.SetNamespace(ns)
 				obj.SetLabels(inShard(other))
 				g.Expect(c.Create(ctx, obj)).To(Succeed())
