@@ -76,8 +76,11 @@ type Reconciler struct {
 // SetupWithManager registers the reconciler.
 func (r *Reconciler) SetupWithManager(mgr manager.Manager, opts controller.Options) error {
 	return ctrl.ControllerManagedBy(mgr).
-		For(&metal3v1.PreprovisioningImage{}, builder.WithPredicates(predicates.ResourceHasFilterLabel(mgr.GetScheme(), mgr.GetLogger(), r.WatchFilterValue))).
-		Watches(&metal3v1.BareMetalHost{}, &handler.EnqueueRequestForObject{}). // a label added later: the PreprovisioningImage of its name
+		// An image is its host's shard's (checked in Reconcile): its own
+		// label follows the host's, a moment later.
+		For(&metal3v1.PreprovisioningImage{}).
+		Watches(&metal3v1.BareMetalHost{}, &handler.EnqueueRequestForObject{}, // a label added later: the PreprovisioningImage of its name
+			builder.WithPredicates(predicates.ResourceHasFilterLabel(mgr.GetScheme(), mgr.GetLogger(), r.WatchFilterValue))).
 		Watches(&agentinstallv1.InfraEnv{}, handler.EnqueueRequestsFromMapFunc(r.imagesOfInfraEnv)).
 		WithOptions(opts).
 		Named("preprovisioningimage").
@@ -102,13 +105,22 @@ func (r *Reconciler) imagesOfInfraEnv(ctx context.Context, o client.Object) []re
 // engine writes the spec).
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (_ reconcile.Result, reterr error) {
 	ppi := &metal3v1.PreprovisioningImage{}
-	if err := r.Client.Get(ctx, req.NamespacedName, ppi); err != nil || !shard.Owns(r.WatchFilterValue, ppi) {
+	if err := r.Client.Get(ctx, req.NamespacedName, ppi); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	host := &metal3v1.BareMetalHost{}
 	err := r.Client.Get(ctx, req.NamespacedName, host)
 	if client.IgnoreNotFound(err) != nil {
 		return reconcile.Result{}, err
+	}
+	// The image is served by its host's shard; by its own label's once
+	// the host is gone.
+	owner := client.Object(host)
+	if err != nil {
+		owner = ppi
+	}
+	if !shard.Owns(r.WatchFilterValue, owner) {
+		return reconcile.Result{}, nil
 	}
 	run, rerr := reconciler.Start(r.Client, ppi)
 	if rerr != nil {

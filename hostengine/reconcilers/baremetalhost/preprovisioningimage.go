@@ -74,13 +74,15 @@ func (r *Reconciler) ensurePreprovisioningImage(ctx context.Context, s *hostScop
 		return nil
 	}
 	s.ppi = ppi
-	if ppi.Spec.NetworkDataName != want.NetworkDataName || ppi.Spec.Architecture != want.Architecture || len(ppi.Spec.AcceptFormats) == 0 {
-		// A merge patch of the spec, which the engine alone writes (the
-		// provider writes the status): no other writer's change makes it
-		// conflict, and none is undone.
+	if ppi.Spec.NetworkDataName != want.NetworkDataName || ppi.Spec.Architecture != want.Architecture || len(ppi.Spec.AcceptFormats) == 0 ||
+		ppi.Labels[shard.Label] != host.Labels[shard.Label] {
+		// A merge patch of the spec and the shard label (the host's), which
+		// the engine alone writes (the provider writes the status): no other
+		// writer's change makes it conflict, and none is undone.
 		ppi = ppi.DeepCopy()
 		before := ppi.DeepCopy()
 		ppi.Spec = want
+		shard.Propagate(host, ppi)
 		if err := r.Client.Patch(ctx, ppi, client.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("updating PreprovisioningImage %s: %w", host.Name, err)
 		}
