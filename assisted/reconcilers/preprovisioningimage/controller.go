@@ -19,7 +19,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/cluster-api/util/predicates"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -80,7 +79,7 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, opts controller.Optio
 		// label follows the host's, a moment later.
 		For(&metal3v1.PreprovisioningImage{}).
 		Watches(&metal3v1.BareMetalHost{}, &handler.EnqueueRequestForObject{}, // a label added later: the PreprovisioningImage of its name
-			builder.WithPredicates(predicates.ResourceHasFilterLabel(mgr.GetScheme(), mgr.GetLogger(), r.WatchFilterValue))).
+			ctrl.WithPredicates(predicates.ResourceHasFilterLabel(mgr.GetScheme(), mgr.GetLogger(), r.WatchFilterValue))).
 		Watches(&agentinstallv1.InfraEnv{}, handler.EnqueueRequestsFromMapFunc(r.imagesOfInfraEnv)).
 		WithOptions(opts).
 		Named("preprovisioningimage").
