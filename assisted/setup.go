@@ -206,7 +206,7 @@ func Setup(ctx context.Context, hub *component.Hub, o Options) error {
 	c := record.SecretClient{Client: mgr.GetClient(), Cache: secrets, API: mgr.GetAPIReader()}
 	heartbeat := o.DisconnectedAfter / 3
 	srv, err := server.New(server.Options{Client: c, APIReader: mgr.GetAPIReader(), Key: o.Key, BaseURL: o.URL, CA: cas.service.PEM, DeployCA: cas.deploy.PEM,
-		Clock: hub.Clock, PollInterval: o.PollInterval, Images: images, HeartbeatEvery: heartbeat, DeployURL: o.DeployURL, Recorder: recorder})
+		Clock: hub.Clock, PollInterval: o.PollInterval, Images: images, HeartbeatEvery: heartbeat, DeployURL: o.DeployURL, Recorder: recorder, WatchFilterValue: hub.WatchFilterValue})
 	if err != nil {
 		return err
 	}
@@ -227,36 +227,37 @@ func Setup(ctx context.Context, hub *component.Hub, o Options) error {
 		return err
 	}
 	opts := controller.Options{MaxConcurrentReconciles: 10}
+	shard := hub.WatchFilterValue // every controller reconciles only its shard
 	if err := (&infraenv.Reconciler{Client: c, Recorder: recorder, Clock: hub.Clock,
-		Images: imagesAdapter{srv}, EventsURL: srv.EventsURL}).SetupWithManager(mgr, opts); err != nil {
+		Images: imagesAdapter{srv}, EventsURL: srv.EventsURL, WatchFilterValue: shard}).SetupWithManager(mgr, opts); err != nil {
 		return err
 	}
 	// The service serves from the manager's start, moments from now: its
 	// downtime before it does not count against the agents.
 	if err := (&agent.Reconciler{Client: c, Recorder: recorder, Clock: hub.Clock,
-		DisconnectedAfter: o.DisconnectedAfter, ServiceStart: hub.Clock.Now(), EventsURL: srv.EventsURL, Timeouts: o.HostTimeouts}).SetupWithManager(mgr, opts); err != nil {
+		DisconnectedAfter: o.DisconnectedAfter, ServiceStart: hub.Clock.Now(), EventsURL: srv.EventsURL, Timeouts: o.HostTimeouts, WatchFilterValue: shard}).SetupWithManager(mgr, opts); err != nil {
 		return err
 	}
-	if err := (&agentclassification.LabelReconciler{Client: c}).SetupWithManager(mgr, opts); err != nil {
+	if err := (&agentclassification.LabelReconciler{Client: c, WatchFilterValue: shard}).SetupWithManager(mgr, opts); err != nil {
 		return err
 	}
-	if err := (&agentclassification.Reconciler{Client: c, Clock: hub.Clock}).SetupWithManager(mgr, opts); err != nil {
+	if err := (&agentclassification.Reconciler{Client: c, Clock: hub.Clock, WatchFilterValue: shard}).SetupWithManager(mgr, opts); err != nil {
 		return err
 	}
-	if err := (&clusterdeployment.Reconciler{Client: c, Recorder: recorder}).SetupWithManager(mgr, opts); err != nil {
+	if err := (&clusterdeployment.Reconciler{Client: c, Recorder: recorder, WatchFilterValue: shard}).SetupWithManager(mgr, opts); err != nil {
 		return err
 	}
 	// BareMetalHosts labelled for an InfraEnv install through it (ZTP).
-	if err := (&bmac.Reconciler{Client: c, Recorder: recorder, ConvergedFlow: o.ConvergedFlow}).SetupWithManager(mgr, opts); err != nil {
+	if err := (&bmac.Reconciler{Client: c, Recorder: recorder, ConvergedFlow: o.ConvergedFlow, WatchFilterValue: shard}).SetupWithManager(mgr, opts); err != nil {
 		return err
 	}
 	if o.ConvergedFlow {
-		if err := (&preprovisioningimage.Reconciler{Client: c, Recorder: recorder, Images: srv}).SetupWithManager(mgr, opts); err != nil {
+		if err := (&preprovisioningimage.Reconciler{Client: c, Recorder: recorder, Images: srv, WatchFilterValue: shard}).SetupWithManager(mgr, opts); err != nil {
 			return err
 		}
 	}
 	return (&agentclusterinstall.Reconciler{Client: c, Recorder: recorder,
-		Clock: hub.Clock, EventsURL: srv.EventsURL, ContactEvery: heartbeat}).SetupWithManager(mgr, opts)
+		Clock: hub.Clock, EventsURL: srv.EventsURL, ContactEvery: heartbeat, WatchFilterValue: shard}).SetupWithManager(mgr, opts)
 }
 
 // cas are the CAs discovery images carry: the service's, and the deploy

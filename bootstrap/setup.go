@@ -100,7 +100,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		MaxUserDataBytes: opts.IgnitionServer.MaxUserDataBytes,
 	}
 	if opts.IgnitionServer.ListenAddr != "" || opts.IgnitionListener != nil {
-		s, err := addIgnitionServer(mgr, opts.IgnitionServer, opts.IgnitionListener, opts.Clock, opts.Budgets)
+		s, err := addIgnitionServer(mgr, opts)
 		if err != nil {
 			return fmt.Errorf("ignition server: %w", err)
 		}
@@ -109,7 +109,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	return r.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: 10})
 }
 
-func addIgnitionServer(mgr ctrl.Manager, o ignitionserver.Config, ln net.Listener, clk clock.PassiveClock, budgets serving.Budgets) (*ignitionserver.Server, error) {
+func addIgnitionServer(mgr ctrl.Manager, opts Options) (*ignitionserver.Server, error) {
+	o, ln, budgets := opts.IgnitionServer, opts.IgnitionListener, opts.Budgets
 	files := serving.TLSFiles{CertFile: o.CertFile, KeyFile: o.KeyFile, CAFile: o.CAFile}
 	if ln != nil {
 		o.ListenAddr = ln.Addr().String()
@@ -119,7 +120,7 @@ func addIgnitionServer(mgr ctrl.Manager, o ignitionserver.Config, ln net.Listene
 	}
 	// Secrets are read directly: Cluster API's manager keeps them out of the cache.
 	s, err := ignitionserver.New(ignitionserver.Options{Client: mgr.GetClient(), Key: o.SigningKey, BaseURL: o.URL, CAFile: o.CAFile, TokenTTL: o.TokenTTL,
-		FetchWindow: o.FetchWindow, Clock: clk})
+		FetchWindow: o.FetchWindow, Clock: opts.Clock, WatchFilterValue: opts.WatchFilterValue})
 	if err != nil {
 		return nil, err
 	}

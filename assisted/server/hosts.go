@@ -20,6 +20,7 @@ import (
 	assistedapi "github.com/metalshift/metalshift/api/assisted/v2"
 	"github.com/metalshift/metalshift/assisted/pkg/clusterstate"
 	"github.com/metalshift/metalshift/assisted/pkg/record"
+	"github.com/metalshift/metalshift/internal/shard"
 )
 
 func (s *Server) register(w http.ResponseWriter, r *http.Request) {
@@ -280,6 +281,7 @@ func newAgent(ie *agentinstallv1.InfraEnv, hostID string) *agentinstallv1.Agent 
 			}}},
 		Spec: agentinstallv1.AgentSpec{Role: agentinstallv1.HostRoleAutoAssign},
 	}
+	shard.Propagate(ie, a)
 	if ie.Spec.AgentApproval != nil && ie.Spec.AgentApproval.AutoApprove {
 		a.Spec.Approved = true
 	}

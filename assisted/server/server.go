@@ -18,6 +18,7 @@ import (
 	assistedapi "github.com/metalshift/metalshift/api/assisted/v2"
 	hiveextv1 "github.com/metalshift/metalshift/api/hiveext/v1beta1"
 	"github.com/metalshift/metalshift/imageservice"
+	"github.com/metalshift/metalshift/internal/shard"
 )
 
 // UIDIndex indexes InfraEnvs and AgentClusterInstalls by UID: their IDs in
@@ -68,6 +69,11 @@ type Options struct {
 	// image (counted in the cache, so a burst may pass it by a few); 0
 	// means DefaultMaxAgentsPerInfraEnv.
 	MaxAgentsPerInfraEnv int
+	// WatchFilterValue is the shard of the server's manager (package
+	// shard): the server answers for the InfraEnvs and AgentClusterInstalls
+	// labelled cluster.x-k8s.io/watch-filter=<value> only, as if the others
+	// did not exist; empty means all.
+	WatchFilterValue string
 }
 
 // DefaultMaxAgentsPerInfraEnv is the default of
@@ -176,7 +182,7 @@ func (s *Server) infraEnvByID(ctx context.Context, id string) (*agentinstallv1.I
 	if err := s.opts.Client.List(ctx, l, client.MatchingFields{UIDIndex: id}); err != nil {
 		return nil, err
 	}
-	if len(l.Items) != 1 || l.Items[0].DeletionTimestamp != nil {
+	if len(l.Items) != 1 || l.Items[0].DeletionTimestamp != nil || !shard.Owns(s.opts.WatchFilterValue, &l.Items[0]) {
 		return nil, apierrors.NewNotFound(agentinstallv1.GroupVersion.WithResource("infraenvs").GroupResource(), id)
 	}
 	return &l.Items[0], nil
@@ -187,7 +193,7 @@ func (s *Server) clusterByID(ctx context.Context, id string) (*hiveextv1.AgentCl
 	if err := s.opts.Client.List(ctx, l, client.MatchingFields{UIDIndex: id}); err != nil {
 		return nil, err
 	}
-	if len(l.Items) != 1 {
+	if len(l.Items) != 1 || !shard.Owns(s.opts.WatchFilterValue, &l.Items[0]) {
 		return nil, apierrors.NewNotFound(hiveextv1.GroupVersion.WithResource("agentclusterinstalls").GroupResource(), id)
 	}
 	return &l.Items[0], nil

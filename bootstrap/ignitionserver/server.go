@@ -30,6 +30,7 @@ import (
 
 	ignitionapi "github.com/metalshift/metalshift/api/ignition/v1"
 	"github.com/metalshift/metalshift/internal/serving"
+	"github.com/metalshift/metalshift/internal/shard"
 )
 
 // PathPrefix and ServedLabel are the contract's (api/ignition/v1).
@@ -102,6 +103,10 @@ type Options struct {
 	// refused after its window (never the token); the zero Logger means
 	// ctrl.Log.
 	Log logr.Logger
+	// WatchFilterValue is the shard of the server's manager (package
+	// shard): the server serves the configs of Secrets labelled
+	// cluster.x-k8s.io/watch-filter=<value> only; empty means all.
+	WatchFilterValue string
 }
 
 // Server serves Ignition configs. Create it with New.
@@ -114,6 +119,7 @@ type Server struct {
 	window  time.Duration
 	clock   clock.PassiveClock
 	log     logr.Logger
+	shard   string
 }
 
 // New returns a Server.
@@ -128,7 +134,7 @@ func New(opts Options) (*Server, error) {
 	if opts.TokenTTL < 0 || opts.FetchWindow < 0 {
 		return nil, fmt.Errorf("the ignition token lifetime %s or fetch window %s is negative", opts.TokenTTL, opts.FetchWindow)
 	}
-	srv := &Server{client: opts.Client, key: opts.Key, baseURL: u, ttl: opts.TokenTTL, window: opts.FetchWindow, clock: opts.Clock, log: opts.Log}
+	srv := &Server{client: opts.Client, key: opts.Key, baseURL: u, ttl: opts.TokenTTL, window: opts.FetchWindow, clock: opts.Clock, log: opts.Log, shard: opts.WatchFilterValue}
 	if srv.ttl == 0 {
 		srv.ttl = DefaultTokenTTL
 	}
@@ -269,7 +275,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "cannot read the config now; retry", http.StatusServiceUnavailable)
 		return
 	}
-	if err != nil || sec.Labels[ServedLabel] == "" || ownerUID(sec) != owner {
+	if err != nil || sec.Labels[ServedLabel] == "" || ownerUID(sec) != owner || !shard.Owns(s.shard, sec) {
 		http.Error(w, "forbidden", http.StatusForbidden)
 		return
 	}

@@ -13,6 +13,7 @@ import (
 
 	deployapi "github.com/metalshift/metalshift/api/deploy/v1"
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
+	"github.com/metalshift/metalshift/internal/shard"
 )
 
 // ImageScope is the scope of a lookup credential for an image at rawURL:
@@ -85,7 +86,7 @@ func (s *Server) lookup(w http.ResponseWriter, r *http.Request) {
 // their hardware details) whose PreprovisioningImage serves req's scope.
 func (s *Server) hostsServing(ctx context.Context, req deployapi.LookupRequest) ([]*metal3v1.BareMetalHost, error) {
 	hosts := &metal3v1.BareMetalHostList{}
-	if err := s.client.List(ctx, hosts); err != nil {
+	if err := s.client.List(ctx, hosts, shard.ListOptions(s.shard)...); err != nil {
 		return nil, err
 	}
 	var out []*metal3v1.BareMetalHost

@@ -25,6 +25,7 @@ import (
 	"github.com/metalshift/metalshift/hostengine/pkg/provisioner"
 	"github.com/metalshift/metalshift/imageservice"
 	"github.com/metalshift/metalshift/internal/serving"
+	"github.com/metalshift/metalshift/internal/shard"
 )
 
 // Paths of the images.
@@ -60,6 +61,7 @@ type Server struct {
 	clock     clock.PassiveClock
 	ttl       time.Duration
 	images    *imageservice.Images
+	shard     string
 }
 
 // Options configure a Server.
@@ -88,6 +90,11 @@ type Options struct {
 	// Images are the deploy images served; nil means the light images,
 	// which only simulated machines boot (see imageservice.LightImages).
 	Images *imageservice.Images
+	// WatchFilterValue is the shard of the server's manager (package
+	// shard): the server serves the hosts labelled
+	// cluster.x-k8s.io/watch-filter=<value> only, as if the others did not
+	// exist; empty means all.
+	WatchFilterValue string
 }
 
 // DefaultTTL is how long a deploy image's URLs and ticket are valid: the
@@ -121,7 +128,7 @@ func New(opts Options) (*Server, error) {
 	}
 	base := strings.TrimSuffix(opts.BaseURL, "/")
 	return &Server{client: opts.Client, apiReader: opts.APIReader, recorder: opts.Recorder, key: opts.Key,
-		baseURL: base, imageBase: base, ca: opts.CA, clock: opts.Clock, ttl: opts.TTL, images: opts.Images}, nil
+		baseURL: base, imageBase: base, ca: opts.CA, clock: opts.Clock, ttl: opts.TTL, images: opts.Images, shard: opts.WatchFilterValue}, nil
 }
 
 // CheckBootConfig makes host's boot configuration as its deploy image
@@ -222,7 +229,7 @@ func (s *Server) cachedHost(ctx context.Context, id string) (*metal3v1.BareMetal
 	if err := s.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, host); err != nil {
 		return nil, client.IgnoreNotFound(err)
 	}
-	if HostID(host) != id {
+	if HostID(host) != id || !shard.Owns(s.shard, host) {
 		return nil, nil
 	}
 	return host, nil
@@ -250,7 +257,7 @@ func (s *Server) apiHost(ctx context.Context, id string) (*metal3v1.BareMetalHos
 	if err := s.apiReader.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, host); err != nil {
 		return nil, client.IgnoreNotFound(err)
 	}
-	if HostID(host) != id {
+	if HostID(host) != id || !shard.Owns(s.shard, host) {
 		return nil, nil
 	}
 	return host, nil
@@ -578,7 +585,7 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 func (s *Server) serveByMAC(w http.ResponseWriter, r *http.Request) {
 	mac := r.PathValue("mac")
 	hosts := &metal3v1.BareMetalHostList{}
-	if err := s.client.List(r.Context(), hosts); err != nil {
+	if err := s.client.List(r.Context(), hosts, shard.ListOptions(s.shard)...); err != nil {
 		http.Error(w, "listing hosts failed", http.StatusServiceUnavailable)
 		return
 	}

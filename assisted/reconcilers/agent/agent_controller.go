@@ -18,7 +18,9 @@ import (
 	events "k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/cluster-api/util/finalizers"
+	"sigs.k8s.io/cluster-api/util/predicates"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -35,6 +37,7 @@ import (
 	"github.com/metalshift/metalshift/assisted/pkg/validations"
 	"github.com/metalshift/metalshift/internal/metrics"
 	"github.com/metalshift/metalshift/internal/reconciler"
+	"github.com/metalshift/metalshift/internal/shard"
 )
 
 // DisconnectedAfter is how long an agent may stay silent before its host
@@ -86,6 +89,9 @@ type Reconciler struct {
 	// live reads an Agent from the API rather than the cache
 	// (freshTransition); nil reads through Client.
 	live client.Reader
+	// WatchFilterValue restricts the reconciler to objects labelled
+	// cluster.x-k8s.io/watch-filter=<value>; empty means all (package shard).
+	WatchFilterValue string
 }
 
 // +kubebuilder:rbac:groups=agent-install.openshift.io,resources=agents;agents/status,verbs=get;list;watch;create;update;patch;delete
@@ -96,11 +102,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		r.Clock = clock.RealClock{}
 	}
 	r.live = mgr.GetAPIReader()
-	if err := metrics.Add(mgr, []client.Object{&agentinstallv1.Agent{}}, newAgentCollector(mgr.GetCache())); err != nil {
+	if err := metrics.Add(mgr, []client.Object{&agentinstallv1.Agent{}}, newAgentCollector(mgr.GetCache(), r.WatchFilterValue)); err != nil {
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&agentinstallv1.Agent{}).
+		For(&agentinstallv1.Agent{}, builder.WithPredicates(predicates.ResourceHasFilterLabel(mgr.GetScheme(), mgr.GetLogger(), r.WatchFilterValue))).
 		Watches(&hiveextv1.AgentClusterInstall{}, handler.EnqueueRequestsFromMapFunc(r.agentsOfACI)).
 		WithOptions(opts).
 		Named("agent").
@@ -128,7 +134,7 @@ func (r *Reconciler) agentsOfACI(ctx context.Context, o client.Object) []ctrl.Re
 // patches of what changed.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, reterr error) {
 	a := &agentinstallv1.Agent{}
-	if err := r.Client.Get(ctx, req.NamespacedName, a); err != nil {
+	if err := r.Client.Get(ctx, req.NamespacedName, a); err != nil || !shard.Owns(r.WatchFilterValue, a) {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if a.DeletionTimestamp != nil {

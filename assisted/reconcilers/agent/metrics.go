@@ -9,6 +9,7 @@ import (
 	agentinstallv1 "github.com/metalshift/metalshift/api/agentinstall/v1beta1"
 	"github.com/metalshift/metalshift/assisted/pkg/hoststate"
 	"github.com/metalshift/metalshift/internal/metrics"
+	"github.com/metalshift/metalshift/internal/shard"
 )
 
 // agentGauge is the gauge of newAgentCollector: every host status, approved
@@ -23,11 +24,11 @@ func agentGauge() metrics.Gauge {
 }
 
 // newAgentCollector counts the Agents in reader by state and approval at
-// scrape time.
-func newAgentCollector(reader client.Reader) *metrics.StateCollector {
+// scrape time: those of the manager's shard (package shard).
+func newAgentCollector(reader client.Reader, watchFilterValue string) *metrics.StateCollector {
 	return metrics.NewStateCollector(reader, func(ctx context.Context, c client.Reader, add func(int, ...string)) error {
 		agents := &agentinstallv1.AgentList{}
-		if err := c.List(ctx, agents, client.UnsafeDisableDeepCopy); err != nil {
+		if err := c.List(ctx, agents, append(shard.ListOptions(watchFilterValue), client.UnsafeDisableDeepCopy)...); err != nil {
 			return err
 		}
 		for i := range agents.Items {

@@ -15,9 +15,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"sigs.k8s.io/cluster-api/util/finalizers"
+	"sigs.k8s.io/cluster-api/util/predicates"
 
 	agentinstallv1 "github.com/metalshift/metalshift/api/agentinstall/v1beta1"
 	"github.com/metalshift/metalshift/internal/reconciler"
+	"github.com/metalshift/metalshift/internal/shard"
 )
 
 // Finalizer keeps an AgentClassification until no Agent carries its label
@@ -32,6 +34,9 @@ type Reconciler struct {
 	// Clock stamps the QueryErrors condition's transitions; nil means the
 	// real clock.
 	Clock clock.PassiveClock
+	// WatchFilterValue restricts the reconciler to objects labelled
+	// cluster.x-k8s.io/watch-filter=<value>; empty means all (package shard).
+	WatchFilterValue string
 }
 
 // +kubebuilder:rbac:groups=agent-install.openshift.io,resources=agentclassifications;agentclassifications/status;agentclassifications/finalizers,verbs=get;list;watch;update;patch
@@ -45,7 +50,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		r.Clock = clock.RealClock{}
 	}
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&agentinstallv1.AgentClassification{}).
+		For(&agentinstallv1.AgentClassification{}, builder.WithPredicates(predicates.ResourceHasFilterLabel(mgr.GetScheme(), mgr.GetLogger(), r.WatchFilterValue))).
 		Watches(&agentinstallv1.Agent{}, handler.EnqueueRequestsFromMapFunc(r.classificationsOf),
 			builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		WithOptions(opts).
@@ -56,7 +61,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 // classificationsOf wakes the classifications of an Agent's namespace.
 func (r *Reconciler) classificationsOf(ctx context.Context, o client.Object) []ctrl.Request {
 	l := &agentinstallv1.AgentClassificationList{}
-	if err := r.Client.List(ctx, l, client.InNamespace(o.GetNamespace())); err != nil {
+	if err := r.Client.List(ctx, l, append(shard.ListOptions(r.WatchFilterValue), client.InNamespace(o.GetNamespace()))...); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing the AgentClassifications of an Agent's namespace", "Agent", klog.KObj(o))
 		return nil
 	}
@@ -71,7 +76,7 @@ func (r *Reconciler) classificationsOf(ctx context.Context, o client.Object) []c
 // deleted and none matches any more, lets it go.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
 	c := &agentinstallv1.AgentClassification{}
-	if err := r.Client.Get(ctx, req.NamespacedName, c); err != nil {
+	if err := r.Client.Get(ctx, req.NamespacedName, c); err != nil || !shard.Owns(r.WatchFilterValue, c) {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if added, err := finalizers.EnsureFinalizer(ctx, r.Client, c, Finalizer); err != nil || added {
@@ -83,7 +88,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	defer run.End(ctx, &reterr)
 	agents := &agentinstallv1.AgentList{}
-	if err := r.Client.List(ctx, agents, client.InNamespace(c.Namespace)); err != nil {
+	if err := r.Client.List(ctx, agents, append(shard.ListOptions(r.WatchFilterValue), client.InNamespace(c.Namespace))...); err != nil {
 		return ctrl.Result{}, fmt.Errorf("listing the Agents: %w", err)
 	}
 	matched, failed := Count(agents.Items, c)

@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/klog/v2"
+	"sigs.k8s.io/cluster-api/util/predicates"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -17,12 +18,16 @@ import (
 
 	agentinstallv1 "github.com/metalshift/metalshift/api/agentinstall/v1beta1"
 	"github.com/metalshift/metalshift/internal/reconciler"
+	"github.com/metalshift/metalshift/internal/shard"
 )
 
 // LabelReconciler is the label controller: it classifies an Agent by the
 // AgentClassifications of its namespace (Classify) and writes its labels.
 type LabelReconciler struct {
 	Client client.Client
+	// WatchFilterValue restricts the reconciler to objects labelled
+	// cluster.x-k8s.io/watch-filter=<value>; empty means all (package shard).
+	WatchFilterValue string
 }
 
 // +kubebuilder:rbac:groups=agent-install.openshift.io,resources=agents,verbs=get;list;watch;update;patch
@@ -33,7 +38,7 @@ type LabelReconciler struct {
 // classification of its namespace changes.
 func (r *LabelReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&agentinstallv1.Agent{}, builder.WithPredicates(inventoryOrLabelsChanged)).
+		For(&agentinstallv1.Agent{}, builder.WithPredicates(inventoryOrLabelsChanged, predicates.ResourceHasFilterLabel(mgr.GetScheme(), mgr.GetLogger(), r.WatchFilterValue))).
 		Watches(&agentinstallv1.AgentClassification{}, handler.EnqueueRequestsFromMapFunc(r.agentsOf)).
 		WithOptions(opts).
 		Named("agentlabel").
@@ -58,7 +63,7 @@ var inventoryOrLabelsChanged = predicate.Funcs{
 // agentsOf wakes the Agents of a classification's namespace.
 func (r *LabelReconciler) agentsOf(ctx context.Context, o client.Object) []ctrl.Request {
 	l := &agentinstallv1.AgentList{}
-	if err := r.Client.List(ctx, l, client.InNamespace(o.GetNamespace())); err != nil {
+	if err := r.Client.List(ctx, l, append(shard.ListOptions(r.WatchFilterValue), client.InNamespace(o.GetNamespace()))...); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing the Agents of an AgentClassification's namespace", "AgentClassification", klog.KObj(o))
 		return nil
 	}
@@ -72,11 +77,11 @@ func (r *LabelReconciler) agentsOf(ctx context.Context, o client.Object) []ctrl.
 // Reconcile sets an Agent's classification labels.
 func (r *LabelReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
 	a := &agentinstallv1.Agent{}
-	if err := r.Client.Get(ctx, req.NamespacedName, a); err != nil {
+	if err := r.Client.Get(ctx, req.NamespacedName, a); err != nil || !shard.Owns(r.WatchFilterValue, a) {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	classifications := &agentinstallv1.AgentClassificationList{}
-	if err := r.Client.List(ctx, classifications, client.InNamespace(a.Namespace)); err != nil {
+	if err := r.Client.List(ctx, classifications, append(shard.ListOptions(r.WatchFilterValue), client.InNamespace(a.Namespace))...); err != nil {
 		return ctrl.Result{}, fmt.Errorf("listing the AgentClassifications: %w", err)
 	}
 	inventory, err := Inventory(&a.Status.Inventory)

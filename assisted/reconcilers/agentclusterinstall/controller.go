@@ -21,7 +21,9 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/cluster-api/util/finalizers"
+	"sigs.k8s.io/cluster-api/util/predicates"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -39,6 +41,7 @@ import (
 	"github.com/metalshift/metalshift/assisted/pkg/validations"
 	"github.com/metalshift/metalshift/internal/metrics"
 	"github.com/metalshift/metalshift/internal/reconciler"
+	"github.com/metalshift/metalshift/internal/shard"
 )
 
 // Reconciler reconciles AgentClusterInstalls.
@@ -60,6 +63,9 @@ type Reconciler struct {
 	// live reads an install from the API rather than the cache
 	// (freshTransition); nil reads through Client.
 	live client.Reader
+	// WatchFilterValue restricts the reconciler to objects labelled
+	// cluster.x-k8s.io/watch-filter=<value>; empty means all (package shard).
+	WatchFilterValue string
 }
 
 // +kubebuilder:rbac:groups=extensions.hive.openshift.io,resources=agentclusterinstalls;agentclusterinstalls/status,verbs=get;list;watch;update;patch
@@ -81,11 +87,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	if err := r.setupManifests(mgr); err != nil {
 		return err
 	}
-	if err := metrics.Add(mgr, []client.Object{&hiveextv1.AgentClusterInstall{}}, newACICollector(mgr.GetCache())); err != nil {
+	if err := metrics.Add(mgr, []client.Object{&hiveextv1.AgentClusterInstall{}}, newACICollector(mgr.GetCache(), r.WatchFilterValue)); err != nil {
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&hiveextv1.AgentClusterInstall{}).
+		For(&hiveextv1.AgentClusterInstall{}, builder.WithPredicates(predicates.ResourceHasFilterLabel(mgr.GetScheme(), mgr.GetLogger(), r.WatchFilterValue))).
 		Watches(&hivev1.ClusterDeployment{}, handler.EnqueueRequestsFromMapFunc(aciOfCD)).
 		Watches(&agentinstallv1.Agent{}, handler.EnqueueRequestsFromMapFunc(r.aciOfAgent)).
 		WatchesMetadata(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.acisOfConfigMap)).
@@ -116,7 +122,7 @@ func (r *Reconciler) aciOfAgent(ctx context.Context, o client.Object) []ctrl.Req
 // reconciler.End writes what changed as patches of those fields.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, reterr error) {
 	aci := &hiveextv1.AgentClusterInstall{}
-	if err := r.Client.Get(ctx, req.NamespacedName, aci); err != nil {
+	if err := r.Client.Get(ctx, req.NamespacedName, aci); err != nil || !shard.Owns(r.WatchFilterValue, aci) {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if aci.DeletionTimestamp != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/metalshift/metalshift/assisted/pkg/clusterstate"
 	"github.com/metalshift/metalshift/assisted/pkg/conditions"
 	"github.com/metalshift/metalshift/internal/metrics"
+	"github.com/metalshift/metalshift/internal/shard"
 )
 
 var installDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -56,11 +57,11 @@ func aciGauge() metrics.Gauge {
 }
 
 // newACICollector counts the AgentClusterInstalls in reader by state at
-// scrape time.
-func newACICollector(reader client.Reader) *metrics.StateCollector {
+// scrape time: those of the manager's shard (package shard).
+func newACICollector(reader client.Reader, watchFilterValue string) *metrics.StateCollector {
 	return metrics.NewStateCollector(reader, func(ctx context.Context, c client.Reader, add func(int, ...string)) error {
 		acis := &hiveextv1.AgentClusterInstallList{}
-		if err := c.List(ctx, acis, client.UnsafeDisableDeepCopy); err != nil {
+		if err := c.List(ctx, acis, append(shard.ListOptions(watchFilterValue), client.UnsafeDisableDeepCopy)...); err != nil {
 			return err
 		}
 		for i := range acis.Items {

@@ -24,7 +24,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/cluster-api/util/predicates"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -36,6 +38,7 @@ import (
 	"github.com/metalshift/metalshift/assisted/pkg/hoststate"
 	rec "github.com/metalshift/metalshift/assisted/pkg/record"
 	"github.com/metalshift/metalshift/internal/reconciler"
+	"github.com/metalshift/metalshift/internal/shard"
 )
 
 // BareMetalHost annotations and labels of the integration, as upstream.
@@ -95,6 +98,9 @@ type Reconciler struct {
 	// they boot the InfraEnv's ISO as a live-iso image, uninspected, and
 	// are detached once installed.
 	ConvergedFlow bool
+	// WatchFilterValue restricts the reconciler to objects labelled
+	// cluster.x-k8s.io/watch-filter=<value>; empty means all (package shard).
+	WatchFilterValue string
 }
 
 // +kubebuilder:rbac:groups=metal3.io,resources=baremetalhosts,verbs=get;list;watch;update;patch
@@ -105,7 +111,7 @@ type Reconciler struct {
 // SetupWithManager registers the reconciler.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&metal3v1.BareMetalHost{}).
+		For(&metal3v1.BareMetalHost{}, builder.WithPredicates(predicates.ResourceHasFilterLabel(mgr.GetScheme(), mgr.GetLogger(), r.WatchFilterValue))).
 		Watches(&agentinstallv1.Agent{}, handler.EnqueueRequestsFromMapFunc(r.hostsOfAgent)).
 		Watches(&agentinstallv1.InfraEnv{}, handler.EnqueueRequestsFromMapFunc(r.hostsOfInfraEnv)).
 		WithOptions(opts).
@@ -162,7 +168,7 @@ func hasMAC(a *agentinstallv1.Agent, mac string) bool {
 // conditions); the Events of those changes follow the write.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, reterr error) {
 	host := &metal3v1.BareMetalHost{}
-	if err := r.Client.Get(ctx, req.NamespacedName, host); err != nil {
+	if err := r.Client.Get(ctx, req.NamespacedName, host); err != nil || !shard.Owns(r.WatchFilterValue, host) {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	run, err := reconciler.Start(r.Client, host, reconciler.OwnedConditions(ClusterReferenceCondition))
@@ -244,7 +250,7 @@ func (r *Reconciler) pairAgent(ctx context.Context, s *scope) (ctrl.Result, erro
 // agentsOf are the Agents of the host's namespace that report its boot MAC.
 func (r *Reconciler) agentsOf(ctx context.Context, host *metal3v1.BareMetalHost) ([]agentinstallv1.Agent, error) {
 	agents := &agentinstallv1.AgentList{}
-	if err := r.Client.List(ctx, agents, client.InNamespace(host.Namespace)); err != nil {
+	if err := r.Client.List(ctx, agents, append(shard.ListOptions(r.WatchFilterValue), client.InNamespace(host.Namespace))...); err != nil {
 		return nil, err
 	}
 	var out []agentinstallv1.Agent

@@ -7,7 +7,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/cluster-api/util/predicates"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -16,6 +18,7 @@ import (
 	hivev1 "github.com/metalshift/metalshift/api/hive/v1"
 	hiveextv1 "github.com/metalshift/metalshift/api/hiveext/v1beta1"
 	"github.com/metalshift/metalshift/internal/reconciler"
+	"github.com/metalshift/metalshift/internal/shard"
 )
 
 // Finalizer keeps a ClusterDeployment until its AgentClusterInstall is gone.
@@ -26,6 +29,9 @@ const Finalizer = "clusterdeployments.agent-install.openshift.io/ai-deprovision"
 type Reconciler struct {
 	Client   client.Client
 	Recorder record.EventRecorder
+	// WatchFilterValue restricts the reconciler to objects labelled
+	// cluster.x-k8s.io/watch-filter=<value>; empty means all (package shard).
+	WatchFilterValue string
 }
 
 // +kubebuilder:rbac:groups=hive.openshift.io,resources=clusterdeployments,verbs=get;list;watch;update;patch
@@ -35,7 +41,7 @@ type Reconciler struct {
 // SetupWithManager registers the reconciler.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&hivev1.ClusterDeployment{}).
+		For(&hivev1.ClusterDeployment{}, builder.WithPredicates(predicates.ResourceHasFilterLabel(mgr.GetScheme(), mgr.GetLogger(), r.WatchFilterValue))).
 		Watches(&hiveextv1.AgentClusterInstall{}, handler.EnqueueRequestsFromMapFunc(cdOfACI)).
 		WithOptions(opts).
 		Named("clusterdeployment").
@@ -65,7 +71,7 @@ func installRef(cd *hivev1.ClusterDeployment) string {
 // Reconcile adds the finalizer, or tears the install down.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
 	cd := &hivev1.ClusterDeployment{}
-	if err := r.Client.Get(ctx, req.NamespacedName, cd); err != nil {
+	if err := r.Client.Get(ctx, req.NamespacedName, cd); err != nil || !shard.Owns(r.WatchFilterValue, cd) {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if cd.DeletionTimestamp.IsZero() && installRef(cd) == "" {

@@ -16,7 +16,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
+	"sigs.k8s.io/cluster-api/util/predicates"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -28,6 +30,7 @@ import (
 	"github.com/metalshift/metalshift/assisted/pkg/conditions"
 	rec "github.com/metalshift/metalshift/assisted/pkg/record"
 	"github.com/metalshift/metalshift/internal/reconciler"
+	"github.com/metalshift/metalshift/internal/shard"
 )
 
 // Annotations recording the current image: its digest and when its URLs expire.
@@ -60,6 +63,9 @@ type Reconciler struct {
 	// EventsURL signs events URLs (server.Server.EventsURL); nil leaves
 	// status.debugInfo.eventsURL empty.
 	EventsURL func(filters ...string) string
+	// WatchFilterValue restricts the reconciler to objects labelled
+	// cluster.x-k8s.io/watch-filter=<value>; empty means all (package shard).
+	WatchFilterValue string
 }
 
 // +kubebuilder:rbac:groups=agent-install.openshift.io,resources=infraenvs;infraenvs/status,verbs=get;list;watch;update;patch
@@ -71,7 +77,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		r.Clock = clock.RealClock{}
 	}
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&agentinstallv1.InfraEnv{}).
+		For(&agentinstallv1.InfraEnv{}, builder.WithPredicates(predicates.ResourceHasFilterLabel(mgr.GetScheme(), mgr.GetLogger(), r.WatchFilterValue))).
 		Watches(&agentinstallv1.NMStateConfig{}, handler.EnqueueRequestsFromMapFunc(r.infraEnvsOfNamespace)).
 		WithOptions(opts).
 		Named("infraenv").
@@ -99,7 +105,7 @@ func (r *Reconciler) infraEnvsOfNamespace(ctx context.Context, o client.Object) 
 // requeue.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, reterr error) {
 	ie := &agentinstallv1.InfraEnv{}
-	if err := r.Client.Get(ctx, req.NamespacedName, ie); err != nil {
+	if err := r.Client.Get(ctx, req.NamespacedName, ie); err != nil || !shard.Owns(r.WatchFilterValue, ie) {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	run, err := reconciler.Start(r.Client, ie, reconciler.LockStatus())

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/cluster-api/util/predicates"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -31,6 +32,7 @@ import (
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	"github.com/metalshift/metalshift/assisted/reconcilers/infraenv"
 	"github.com/metalshift/metalshift/internal/reconciler"
+	"github.com/metalshift/metalshift/internal/shard"
 )
 
 // Finalizer is upstream's on the PreprovisioningImages it serves.
@@ -61,6 +63,9 @@ type Reconciler struct {
 	Client   client.Client
 	Recorder record.EventRecorder
 	Images   Images
+	// WatchFilterValue restricts the reconciler to objects labelled
+	// cluster.x-k8s.io/watch-filter=<value>; empty means all (package shard).
+	WatchFilterValue string
 }
 
 // +kubebuilder:rbac:groups=metal3.io,resources=preprovisioningimages;preprovisioningimages/status,verbs=get;list;watch;update;patch
@@ -70,8 +75,11 @@ type Reconciler struct {
 // SetupWithManager registers the reconciler.
 func (r *Reconciler) SetupWithManager(mgr manager.Manager, opts controller.Options) error {
 	return ctrl.ControllerManagedBy(mgr).
+		// An image is its host's shard's (checked in Reconcile): its own
+		// label follows the host's, a moment later.
 		For(&metal3v1.PreprovisioningImage{}).
-		Watches(&metal3v1.BareMetalHost{}, &handler.EnqueueRequestForObject{}). // a label added later: the PreprovisioningImage of its name
+		Watches(&metal3v1.BareMetalHost{}, &handler.EnqueueRequestForObject{}, // a label added later: the PreprovisioningImage of its name
+			ctrl.WithPredicates(predicates.ResourceHasFilterLabel(mgr.GetScheme(), mgr.GetLogger(), r.WatchFilterValue))).
 		Watches(&agentinstallv1.InfraEnv{}, handler.EnqueueRequestsFromMapFunc(r.imagesOfInfraEnv)).
 		WithOptions(opts).
 		Named("preprovisioningimage").
@@ -103,6 +111,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (_ re
 	err := r.Client.Get(ctx, req.NamespacedName, host)
 	if client.IgnoreNotFound(err) != nil {
 		return reconcile.Result{}, err
+	}
+	// The image is served by its host's shard; by its own label's once
+	// the host is gone.
+	owner := client.Object(host)
+	if err != nil {
+		owner = ppi
+	}
+	if !shard.Owns(r.WatchFilterValue, owner) {
+		return reconcile.Result{}, nil
 	}
 	run, rerr := reconciler.Start(r.Client, ppi)
 	if rerr != nil {

@@ -32,6 +32,7 @@ import (
 	ignitionapi "github.com/metalshift/metalshift/api/ignition/v1"
 	"github.com/metalshift/metalshift/internal/ignition"
 	"github.com/metalshift/metalshift/internal/reconciler"
+	"github.com/metalshift/metalshift/internal/shard"
 )
 
 // IgnitionServer serves configs too large for user data behind signed
@@ -317,6 +318,7 @@ func (r *Reconciler) writeOwnedSecret(ctx context.Context, cfg *bootstrapv1.Open
 			s.Labels = map[string]string{}
 		}
 		s.Labels[clusterv1.ClusterNameLabel] = cluster.Name
+		shard.Propagate(cfg, s) // served by cfg's manager's ignition server
 		for _, l := range labels {
 			s.Labels[l] = "true"
 		}

@@ -22,6 +22,7 @@ import (
 
 	bootstrapv1 "github.com/metalshift/metalshift/api/bootstrap/v1alpha1"
 	controlplanev1 "github.com/metalshift/metalshift/api/controlplane/v1alpha1"
+	"github.com/metalshift/metalshift/internal/shard"
 )
 
 // reconcileBootstrap runs the control plane up to its initialization:
@@ -237,6 +238,9 @@ func (r *Reconciler) createMachine(ctx context.Context, s *scope, name, role str
 	}
 	labels := map[string]string{clusterv1.ClusterNameLabel: cluster.Name}
 	maps.Copy(labels, cp.Spec.MachineTemplate.ObjectMeta.Labels)
+	if v, ok := cp.Labels[shard.Label]; ok {
+		labels[shard.Label] = v // its Machines are reconciled by its manager
+	}
 	// The bootstrap Machine runs the temporary control plane: it is a
 	// control-plane Machine to Cluster API (which otherwise would wait for
 	// it, as for a worker, before deleting the control plane), told apart

@@ -32,6 +32,7 @@ import (
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	"github.com/metalshift/metalshift/installer"
 	"github.com/metalshift/metalshift/internal/certs"
+	"github.com/metalshift/metalshift/internal/shard"
 )
 
 // applyInstall creates what `metalshift create cluster` applies, except the
@@ -287,6 +288,9 @@ func TestControlPlanePushesConfigInputs(t *testing.T) {
 	var icName string
 	var good []byte
 	name, _ := applyInstall(t, &fakeWorkload{}, func(o client.Object) {
+		if cp, ok := o.(*controlplanev1.OpenShiftControlPlane); ok {
+			cp.Labels = map[string]string{shard.Label: "a"}
+		}
 		if s, ok := o.(*corev1.Secret); ok && s.Data[controlplanev1.InstallConfigKey] != nil {
 			icName, good = s.Name, s.Data[controlplanev1.InstallConfigKey]
 			s.Data[controlplanev1.InstallConfigKey] = []byte(strings.Replace(string(good), "baseDomain: example.com", "baseDomain: ''", 1))
@@ -316,6 +320,7 @@ func TestControlPlanePushesConfigInputs(t *testing.T) {
 	}, "40s").Should(Succeed(), "the control plane looks at the install-config again and creates the bootstrap Machine")
 	cp := controlPlane(g, ns, name)
 	g.Expect(cfg.Spec.Role).To(Equal(bootstrapv1.RoleBootstrap))
+	g.Expect(cfg.Labels).To(HaveKeyWithValue(shard.Label, "a"), "the control plane's shard reconciles its Machines")
 	g.Expect(cfg.Spec.MachineConfigServerHost).To(Equal("api-int." + name + ".example.com"))
 	g.Expect(cfg.Spec.Bootstrap).To(Equal(&bootstrapv1.BootstrapInputs{
 		InstallConfigRef:  bootstrapv1.SecretReference{Name: name + "-bootstrap-install-config"},

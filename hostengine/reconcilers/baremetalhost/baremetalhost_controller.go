@@ -30,6 +30,7 @@ import (
 	"github.com/metalshift/metalshift/hostengine/pkg/provisioner"
 	"github.com/metalshift/metalshift/internal/metrics"
 	"github.com/metalshift/metalshift/internal/reconciler"
+	"github.com/metalshift/metalshift/internal/shard"
 )
 
 // credentialsIndex indexes hosts by the name of their credentials Secret.
@@ -148,6 +149,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
+	}
+	if !shard.Owns(r.WatchFilterValue, host) {
+		// Another manager's host, woken by its PreprovisioningImage.
+		r.provs.Delete(req.String())
+		return ctrl.Result{}, nil
 	}
 	if _, paused := host.Annotations[metal3v1.PausedAnnotation]; paused {
 		return ctrl.Result{}, nil

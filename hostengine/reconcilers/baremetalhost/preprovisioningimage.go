@@ -13,6 +13,7 @@ import (
 
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	"github.com/metalshift/metalshift/hostengine/pkg/provisioner"
+	"github.com/metalshift/metalshift/internal/shard"
 )
 
 // Every host has a PreprovisioningImage of its name, which the engine
@@ -55,6 +56,7 @@ func (r *Reconciler) ensurePreprovisioningImage(ctx context.Context, s *hostScop
 	err := r.Client.Get(ctx, client.ObjectKeyFromObject(host), ppi)
 	if apierrors.IsNotFound(err) {
 		ppi = &metal3v1.PreprovisioningImage{ObjectMeta: metav1.ObjectMeta{Namespace: host.Namespace, Name: host.Name}, Spec: want}
+		shard.Propagate(host, ppi) // served by the host's manager
 		if err := controllerutil.SetControllerReference(host, ppi, r.Client.Scheme()); err != nil {
 			return err
 		}
@@ -72,13 +74,15 @@ func (r *Reconciler) ensurePreprovisioningImage(ctx context.Context, s *hostScop
 		return nil
 	}
 	s.ppi = ppi
-	if ppi.Spec.NetworkDataName != want.NetworkDataName || ppi.Spec.Architecture != want.Architecture || len(ppi.Spec.AcceptFormats) == 0 {
-		// A merge patch of the spec, which the engine alone writes (the
-		// provider writes the status): no other writer's change makes it
-		// conflict, and none is undone.
+	if ppi.Spec.NetworkDataName != want.NetworkDataName || ppi.Spec.Architecture != want.Architecture || len(ppi.Spec.AcceptFormats) == 0 ||
+		ppi.Labels[shard.Label] != host.Labels[shard.Label] {
+		// A merge patch of the spec and the shard label (the host's), which
+		// the engine alone writes (the provider writes the status): no other
+		// writer's change makes it conflict, and none is undone.
 		ppi = ppi.DeepCopy()
 		before := ppi.DeepCopy()
 		ppi.Spec = want
+		shard.Propagate(host, ppi)
 		if err := r.Client.Patch(ctx, ppi, client.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("updating PreprovisioningImage %s: %w", host.Name, err)
 		}

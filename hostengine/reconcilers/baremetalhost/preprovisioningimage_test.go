@@ -19,6 +19,7 @@ import (
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	"github.com/metalshift/metalshift/hostengine/reconcilers/baremetalhost"
 	"github.com/metalshift/metalshift/imageservice"
+	"github.com/metalshift/metalshift/internal/shard"
 )
 
 // ppiServer serves one ISO for many hosts, as a PreprovisioningImage
@@ -92,11 +93,12 @@ func TestPreprovisioningImage(t *testing.T) {
 	provider := newPPIServer(t, e)
 
 	host := createHost(t, lab, 0, ns, true, func(h *metal3v1.BareMetalHost) {
-		h.Labels = map[string]string{"infraenvs.agent-install.openshift.io": "somewhere"}
+		h.Labels = map[string]string{"infraenvs.agent-install.openshift.io": "somewhere", shard.Label: "a"}
 	})
 	ppi := &metal3v1.PreprovisioningImage{}
 	g.Eventually(func() error { return env.Client.Get(ctx, client.ObjectKeyFromObject(host), ppi) }, 30*time.Second).Should(Succeed())
 	g.Expect(metav1.IsControlledBy(ppi, get(g, host))).To(BeTrue())
+	g.Expect(ppi.Labels).To(HaveKeyWithValue(shard.Label, "a"), "its host's shard, whose provider serves it")
 	g.Expect(ppi.Spec.AcceptFormats).To(ConsistOf(metal3v1.ImageFormatISO))
 
 	// Labelled for a provider: it waits for the claim.

@@ -75,6 +75,8 @@ type fleet struct {
 	timeout, stall time.Duration
 	// onCompleted, when set, is called as each install completes.
 	onCompleted func()
+	// shards labels install i for shard i mod shards (shard_test.go).
+	shards int
 }
 
 // fleetResult is what a fleet run measured.
@@ -186,6 +188,7 @@ func (r *fleetRun) create(ctx context.Context) []string {
 	fleetServiceObjects(r.tb, r.g)
 	r.g.Expect(parallel(r.n, 8, func(i int) error {
 		for _, o := range installObjects(r.names[i], r.names[i], 1, 0, "", "") {
+			labelShard(o, i, r.shards)
 			if err := env.Client.Create(ctx, o); err != nil {
 				return fmt.Errorf("%s: %w", r.names[i], err)
 			}
@@ -382,6 +385,7 @@ func TestFleet(t *testing.T) {
 func BenchmarkAgentSNO(b *testing.B) {
 	n := envInt(b, benchSNOEnv, 100)
 	polls := envDurations(b, benchPollEnv, []time.Duration{10 * time.Second, time.Minute})
+	shards := envInt(b, benchShardsEnv, 1)
 	g := NewWithT(b)
 	// The tests' hub, when tests ran before, stops for the benchmark's
 	// own and starts again after it.
@@ -396,13 +400,13 @@ func BenchmarkAgentSNO(b *testing.B) {
 		})
 	}
 	for _, poll := range polls {
-		b.Run(fmt.Sprintf("poll=%s", poll), func(b *testing.B) { benchAgentSNO(b, n, poll) })
+		b.Run(fmt.Sprintf("poll=%s", poll), func(b *testing.B) { benchAgentSNO(b, n, poll, shards) })
 	}
 }
 
 // benchAgentSNO is BenchmarkAgentSNO's run of n installs whose agents
-// poll every poll.
-func benchAgentSNO(b *testing.B, n int, poll time.Duration) {
+// poll every poll, split between shards managers.
+func benchAgentSNO(b *testing.B, n int, poll time.Duration, shards int) {
 	timeout := envDuration(b, benchTimeoutEnv, 5*time.Minute+time.Duration(n)*2*time.Second+10*poll)
 	stall := envDuration(b, benchStallEnv, time.Minute+2*poll)
 	g := NewWithT(b)
@@ -412,13 +416,14 @@ func benchAgentSNO(b *testing.B, n int, poll time.Duration) {
 		dir, err = os.MkdirTemp(parent, "agent-sno-")
 		g.Expect(err).NotTo(HaveOccurred())
 	}
-	hub := startHubProcess(g, poll, dir)
+	hubs := startHubProcesses(b, g, poll, dir, shards)
+	hub := hubs[0]
 	b.Cleanup(func() {
 		if err := hub.stop(); err != nil {
 			b.Errorf("stopping the hub process: %v", err)
 		}
 	})
-	procs := hubProcs(hub.cmd.Process.Pid)
+	procs := shardProcs(hubs)
 	pids := []int{os.Getpid()}
 	for _, p := range procs {
 		pids = append(pids, p.pid)
@@ -439,7 +444,7 @@ func benchAgentSNO(b *testing.B, n int, poll time.Duration) {
 				cpu[pid] = cpuSeconds(pid) - cpuBefore[pid]
 			}
 		}
-		res := fleet{n: n, prefix: fmt.Sprintf("sno%d", iter), dir: dir, timeout: timeout, stall: stall, onCompleted: untilLast}.run(b, g)
+		res := fleet{n: n, prefix: fmt.Sprintf("sno%d", iter), dir: dir, timeout: timeout, stall: stall, onCompleted: untilLast, shards: shards}.run(b, g)
 		figures := hubFigures{procs: procs, peaks: sampler.finish(), cpu: cpu}
 		report(b, n, poll, res, figures, before, requestCounts(g))
 		fmt.Fprintf(os.Stdout, "Logs (kept with $%s): the hub manager's %s, the simulator's %s\n", benchDirEnv, hub.log, filepath.Join(dir, "sim.log"))

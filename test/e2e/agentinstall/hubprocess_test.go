@@ -41,6 +41,8 @@ const (
 	hubAddrEnv    = "METALSHIFT_INSTALLTEST_HUB_ADDR"
 	hubKeyEnv     = "METALSHIFT_INSTALLTEST_HUB_KEY"
 	hubPollEnv    = "METALSHIFT_INSTALLTEST_HUB_POLL"
+	// hubShardEnv is the manager's --watch-filter value; empty: none.
+	hubShardEnv = "METALSHIFT_INSTALLTEST_HUB_SHARD"
 )
 
 // hubProcess is the manager process: the agent service at $hubAddrEnv
@@ -71,7 +73,7 @@ func hubProcess() int {
 	c.Setup = func(ctx context.Context, hub *component.Hub) error {
 		return assisted.Setup(ctx, hub, assisted.Options{ListenAddr: os.Getenv(hubAddrEnv), PollInterval: poll, Key: k})
 	}
-	mgr, err := component.NewManager(ctx, cfg, "agent-service", component.Options{}, []component.Component{c})
+	mgr, err := component.NewManager(ctx, cfg, "agent-service", component.Options{WatchFilterValue: os.Getenv(hubShardEnv)}, []component.Component{c})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "hub process:", err)
 		return 1
@@ -94,15 +96,26 @@ type hubChild struct {
 // agent service at serviceAddr, logging to dir, and waits until the
 // service listens.
 func startHubProcess(g *WithT, poll time.Duration, dir string) *hubChild {
+	return startHubProcessAt(g, poll, dir, serviceAddr, "")
+}
+
+// startHubProcessAt starts the manager process of the given --watch-filter
+// value (none when empty) with its agent service at addr, logging to dir
+// (hub.log, or hub-<shard>.log), and waits until the service listens.
+func startHubProcessAt(g *WithT, poll time.Duration, dir, addr, shard string) *hubChild {
 	kc := filepath.Join(dir, "kubeconfig")
 	g.Expect(writeKubeconfig(env.Config, kc)).To(Succeed())
-	h := &hubChild{log: filepath.Join(dir, "hub.log"), done: make(chan error, 1)}
+	logName := "hub.log"
+	if shard != "" {
+		logName = "hub-" + shard + ".log"
+	}
+	h := &hubChild{log: filepath.Join(dir, logName), done: make(chan error, 1)}
 	out, err := os.Create(h.log)
 	g.Expect(err).NotTo(HaveOccurred())
 	// This test binary, as the hub's manager (see TestMain).
 	h.cmd = exec.Command(os.Args[0], "-test.run=^$")
-	h.cmd.Env = append(os.Environ(), hubProcessEnv+"="+kc, hubAddrEnv+"="+serviceAddr, hubKeyEnv+"="+hex.EncodeToString(key),
-		hubPollEnv+"="+poll.String())
+	h.cmd.Env = append(os.Environ(), hubProcessEnv+"="+kc, hubAddrEnv+"="+addr, hubKeyEnv+"="+hex.EncodeToString(key),
+		hubPollEnv+"="+poll.String(), hubShardEnv+"="+shard)
 	h.cmd.Stdout, h.cmd.Stderr = out, out
 	h.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	g.Expect(h.cmd.Start()).To(Succeed())
@@ -117,7 +130,7 @@ func startHubProcess(g *WithT, poll time.Duration, dir string) *hubChild {
 			return StopTrying(fmt.Sprintf("the hub process exited: %v; its log:\n%s", err, tail(h.log, 4000)))
 		default:
 		}
-		c, err := net.DialTimeout("tcp", serviceAddr, time.Second)
+		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err == nil {
 			c.Close()
 		}

@@ -29,6 +29,7 @@ import (
 	infrav1 "github.com/metalshift/metalshift/api/infrastructure/v1alpha1"
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	"github.com/metalshift/metalshift/internal/reconciler"
+	"github.com/metalshift/metalshift/internal/shard"
 )
 
 // Reconciler reconciles MetalMachines.
@@ -198,9 +199,10 @@ func consumedBy(h *metal3v1.BareMetalHost, mm *infrav1.MetalMachine) bool {
 	return c != nil && h.Namespace == mm.Namespace && c.Kind == "MetalMachine" && c.Namespace == mm.Namespace && c.Name == mm.Name && c.UID == mm.UID
 }
 
-// claim picks an available host matching the selector and sets its
-// consumerRef with an Update guarded by its resourceVersion: of two machines
-// racing for one host, one gets a conflict and tries again.
+// claim picks an available host of its manager's shard matching the
+// selector and sets its consumerRef with an Update guarded by its
+// resourceVersion: of two machines racing for one host, one gets a conflict
+// and tries again.
 func (r *Reconciler) claim(ctx context.Context, mm *infrav1.MetalMachine) (*metal3v1.BareMetalHost, error) {
 	sel, err := metav1.LabelSelectorAsSelector(&mm.Spec.HostSelector)
 	if err != nil {
@@ -217,7 +219,7 @@ func (r *Reconciler) claim(ctx context.Context, mm *infrav1.MetalMachine) (*meta
 			recordClaim(mm, h)
 			return h, nil
 		}
-		if available(h) {
+		if available(h) && shard.Owns(r.WatchFilterValue, h) {
 			candidates = append(candidates, h)
 		}
 	}
