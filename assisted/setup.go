@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
@@ -100,6 +101,8 @@ func Component() component.Component {
 	return component.Component{
 		Name:        "agent-install",
 		AddToScheme: AddToScheme,
+		// An Agent takes its InfraEnv's shard label when it registers.
+		Sharded: []client.Object{&agentinstallv1.InfraEnv{}, &agentinstallv1.Agent{}, &hiveextv1.AgentClusterInstall{}, &hivev1.ClusterDeployment{}},
 		CRDs: []string{
 			"crd/bases/agent-install.openshift.io_*.yaml",
 			"crd/bases/extensions.hive.openshift.io_*.yaml",

@@ -12,6 +12,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -38,16 +39,20 @@ import (
 
 var shardKey = []byte("shard-test-signing-key-of-32-bytes")
 
+// shardCaches are the caches of the managers startShard started, by value.
+var shardCaches = map[string]client.Reader{}
+
 // startShard starts a manager of the agent-install component (controllers
 // and agent service) with watch-filter value on the test's API server,
 // stopped when the test ends, and returns its agent service's URL.
 func startShard(t *testing.T, value string) string {
 	t.Helper()
 	ln := testenv.Listen(t)
-	c := component.Component{Name: "agent-install", AddToScheme: assisted.AddToScheme,
-		Setup: func(ctx context.Context, hub *component.Hub) error {
-			return assisted.Setup(ctx, hub, assisted.Options{Listener: ln})
-		}}
+	c := assisted.Component()
+	c.Flags, c.Complete = nil, nil
+	c.Setup = func(ctx context.Context, hub *component.Hub) error {
+		return assisted.Setup(ctx, hub, assisted.Options{Listener: ln})
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	mgr, err := component.NewManager(ctx, env.Config, "shard-"+value,
 		component.Options{WatchFilterValue: value, SigningKey: shardKey, RestartableInProcess: true}, []component.Component{c})
@@ -55,6 +60,7 @@ func startShard(t *testing.T, value string) string {
 		cancel()
 		t.Fatal(err)
 	}
+	shardCaches[value] = mgr.GetCache()
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
 	t.Cleanup(func() {
@@ -120,6 +126,21 @@ func TestShards(t *testing.T) {
 			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(aci), aci)).To(Succeed())
 			g.Expect(aci.Status.DebugInfo.EventsURL).To(HavePrefix(urls[v]+"/"), "shard %s's install has its manager's events URL", v)
 		}).Should(Succeed())
+	}
+
+	// A manager's cache holds its shard's installs alone: those of the
+	// other shard and the unlabelled ones are neither held nor sent to it.
+	for _, v := range []string{"a", "b"} {
+		for _, other := range []string{"", "a", "b"} {
+			for _, o := range []client.Object{&agentinstallv1.InfraEnv{}, &hiveextv1.AgentClusterInstall{}, &hivev1.ClusterDeployment{}} {
+				err := shardCaches[v].Get(ctx, client.ObjectKeyFromObject(ies[other]), o)
+				if other == v {
+					g.Expect(err).NotTo(HaveOccurred(), "manager %s holds its %T", v, o)
+				} else {
+					g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "manager %s does not hold shard %q's %T: %v", v, other, o, err)
+				}
+			}
+		}
 	}
 
 	// Each service registers hosts of its shard's InfraEnv only.

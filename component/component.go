@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"slices"
 	"strings"
 	"time"
@@ -53,6 +54,13 @@ type Component struct {
 
 	// Setup registers the component with hub.Manager.
 	Setup func(ctx context.Context, hub *Hub) error
+
+	// Sharded are the kinds of the fleet the component reconciles, each
+	// object labelled with its shard (or given its owner's label). A
+	// manager with a watch-filter value caches only its shard's objects of
+	// these kinds, so that what a manager holds and is sent shrinks with
+	// its share of the fleet; the other kinds it reads it caches whole.
+	Sharded []client.Object
 
 	// UsesClusterCache tells that Setup uses Hub.ClusterCache. A manager
 	// creates the ClusterCache (which watches Cluster API's Clusters) only

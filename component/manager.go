@@ -8,11 +8,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -27,6 +29,7 @@ import (
 	"sigs.k8s.io/cluster-api/version"
 
 	"github.com/metalshift/metalshift/internal/kubeconfig"
+	"github.com/metalshift/metalshift/internal/shard"
 )
 
 // ControllerConfig is what every manager's controllers share: the work
@@ -69,6 +72,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, name string, opts Options
 		LeaderElectionNamespace: opts.LeaderElectionNamespace,
 		Controller:              ControllerConfig(),
 	}
+	shardCache(&mgrOpts.Cache, opts.WatchFilterValue, components)
 	if opts.RestartableInProcess {
 		mgrOpts.Controller.SkipNameValidation = ptr.To(true)
 	}
@@ -203,4 +207,22 @@ func leaderElectionID(name, filter string) string {
 		return name
 	}
 	return name + "-" + filter
+}
+
+// shardCache restricts the cache to the shard of value for the
+// components' Sharded kinds: the objects of other shards and unlabelled
+// ones are neither held nor sent to this manager.
+func shardCache(o *cache.Options, value string, components []Component) {
+	if value == "" {
+		return
+	}
+	sel := labels.SelectorFromSet(labels.Set{shard.Label: value})
+	for _, c := range components {
+		for _, obj := range c.Sharded {
+			if o.ByObject == nil {
+				o.ByObject = map[client.Object]cache.ByObject{}
+			}
+			o.ByObject[obj] = cache.ByObject{Label: sel}
+		}
+	}
 }

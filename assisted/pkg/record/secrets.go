@@ -3,8 +3,8 @@ package record
 import (
 	"context"
 	"errors"
-	"slices"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
