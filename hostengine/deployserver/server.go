@@ -60,6 +60,8 @@ type Server struct {
 	clock     clock.PassiveClock
 	ttl       time.Duration
 	images    *imageservice.Images
+	// tokenStatus is Options.TokenStatus.
+	tokenStatus func(host *metal3v1.BareMetalHost)
 }
 
 // Options configure a Server.
@@ -88,6 +90,11 @@ type Options struct {
 	// Images are the deploy images served; nil means the light images,
 	// which only simulated machines boot (see imageservice.LightImages).
 	Images *imageservice.Images
+	// TokenStatus, when set, updates what the engine derives from a host's
+	// token record (its DeployAgentToken condition) in the status the
+	// server writes with the record: one write where the engine's would be
+	// a second.
+	TokenStatus func(host *metal3v1.BareMetalHost)
 }
 
 // DefaultTTL is how long a deploy image's URLs and ticket are valid: the
@@ -121,7 +128,7 @@ func New(opts Options) (*Server, error) {
 	}
 	base := strings.TrimSuffix(opts.BaseURL, "/")
 	return &Server{client: opts.Client, apiReader: opts.APIReader, recorder: opts.Recorder, key: opts.Key,
-		baseURL: base, imageBase: base, ca: opts.CA, clock: opts.Clock, ttl: opts.TTL, images: opts.Images}, nil
+		baseURL: base, imageBase: base, ca: opts.CA, clock: opts.Clock, ttl: opts.TTL, images: opts.Images, tokenStatus: opts.TokenStatus}, nil
 }
 
 // CheckBootConfig makes host's boot configuration as its deploy image

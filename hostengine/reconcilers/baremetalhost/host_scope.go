@@ -31,6 +31,10 @@ type hostScope struct {
 	// creds is the credentials Secret, when it was read.
 	creds *corev1.Secret
 
+	// transitions are the state changes of this reconcile, in order; their
+	// metrics are recorded once the status holding them is written.
+	transitions []transition
+
 	recorder events.EventRecorder
 	now      func() time.Time
 
@@ -39,6 +43,9 @@ type hostScope struct {
 	removeAnnotations []string
 	archToSet         string
 }
+
+// transition is one change of a host's provisioning state.
+type transition struct{ from, to metal3v1.ProvisioningState }
 
 func (s *hostScope) requireProvisioner() actionResult {
 	if s.prov == nil {
