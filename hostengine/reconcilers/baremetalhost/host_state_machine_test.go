@@ -151,22 +151,19 @@ func TestHandleProvisioningBootsTheAgentOnce(t *testing.T) {
 	f := &fixture.Fixture{TaskCalls: 2}
 	ctx := context.Background()
 
-	// The request is recorded (and written to the API) before anything is booted.
+	// The request and the start of its boot are recorded (and written to
+	// the API, in one patch) before anything is booted: a host booting
+	// from the network gets its boot script from then on.
 	g.Expect(r.handleProvisioning(ctx, scopeFor(host, f))).To(Equal(actionWait{after: time.Millisecond}))
 	g.Expect(f.BootedDeploy).To(BeZero())
+	g.Expect(f.PoweredOn).To(BeFalse())
 	req := host.DeployAgentRequest()
 	g.Expect(req).NotTo(BeNil())
 	g.Expect(req.Action).To(Equal("deploy"))
 	g.Expect(req.Generation).NotTo(BeEmpty())
 	g.Expect(req.Image).To(Equal(host.Spec.Image))
-	g.Expect(req.BootedAt).To(BeNil())
-
-	// Then the start of the boot, before the host is powered on: a host
-	// booting from the network gets its boot script from then on.
-	g.Expect(r.handleProvisioning(ctx, scopeFor(host, f))).To(Equal(actionWait{after: time.Millisecond}))
 	g.Expect(req.BootStartedAt).NotTo(BeNil())
-	g.Expect(f.BootedDeploy).To(BeZero())
-	g.Expect(f.PoweredOn).To(BeFalse())
+	g.Expect(req.BootedAt).To(BeNil())
 
 	// The BMC works on the boot in the background: the handler returns at
 	// once, asking to be called again, and does not record it booted yet.
@@ -266,7 +263,6 @@ func TestHandleProvisioningActsOnTheReportInTheStatus(t *testing.T) {
 
 	// A report about another request is not this request's.
 	host.Status.DeployAgent.Report = &metal3v1.DeployAgentReport{Generation: "old", Phase: "done", Session: "s0", Time: now}
-	g.Expect(r.handleProvisioning(ctx, scopeFor(host, f))).To(Equal(actionWait{after: time.Millisecond}), "the start of the boot")
 	g.Expect(r.handleProvisioning(ctx, scopeFor(host, f))).To(Equal(actionWait{after: agentPollInterval}))
 	g.Expect(f.BootedDeploy).To(Equal(1))
 	g.Expect(host.Status.Provisioning.Image.URL).To(BeEmpty())
@@ -292,9 +288,7 @@ func TestHandleProvisioningPowerLoss(t *testing.T) {
 	host.Spec.Image = &metal3v1.Image{URL: "http://images/os.raw", Checksum: "abc"}
 	f := &fixture.Fixture{}
 	ctx := context.Background()
-	for range 2 {
-		g.Expect(r.handleProvisioning(ctx, scopeFor(host, f))).To(Equal(actionWait{after: time.Millisecond}))
-	}
+	g.Expect(r.handleProvisioning(ctx, scopeFor(host, f))).To(Equal(actionWait{after: time.Millisecond}), "the request and the start of its boot")
 	g.Expect(r.handleProvisioning(ctx, scopeFor(host, f))).To(Equal(actionWait{after: agentPollInterval}))
 	req := host.DeployAgentRequest()
 	g.Expect(req.BootedAt).NotTo(BeNil())
@@ -322,7 +316,6 @@ func TestHandleProvisioningPowerLoss(t *testing.T) {
 	// The next pass makes a new request and boots the agent for it.
 	g.Expect(r.handleProvisioning(ctx, scopeFor(host, f))).To(Equal(actionWait{after: time.Millisecond}))
 	g.Expect(host.DeployAgentRequest().Generation).NotTo(Equal(req.Generation))
-	g.Expect(r.handleProvisioning(ctx, scopeFor(host, f))).To(Equal(actionWait{after: time.Millisecond}))
 	g.Expect(r.handleProvisioning(ctx, scopeFor(host, f))).To(Equal(actionWait{after: agentPollInterval}))
 	g.Expect(f.BootedDeploy).To(Equal(2))
 
@@ -337,9 +330,7 @@ func TestHandleProvisioningPowerLoss(t *testing.T) {
 	// A BMC that does not answer is no evidence: the agent may run.
 	host.Status.DeployAgent = nil
 	f.PoweredOn = true
-	for range 2 {
-		g.Expect(r.handleProvisioning(ctx, scopeFor(host, f))).To(Equal(actionWait{after: time.Millisecond}))
-	}
+	g.Expect(r.handleProvisioning(ctx, scopeFor(host, f))).To(Equal(actionWait{after: time.Millisecond}))
 	g.Expect(r.handleProvisioning(ctx, scopeFor(host, f))).To(Equal(actionWait{after: agentPollInterval}))
 	req = host.DeployAgentRequest()
 	host.Status.DeployAgent.Report = &metal3v1.DeployAgentReport{Generation: req.Generation, Phase: deployapi.PhaseRunning, Session: "s2", Time: metav1.NewTime(clk.Now())}

@@ -31,6 +31,7 @@ import (
 	"github.com/metalshift/metalshift/component"
 	"github.com/metalshift/metalshift/hostengine"
 	"github.com/metalshift/metalshift/hostengine/pkg/egress"
+	"github.com/metalshift/metalshift/internal/serving"
 	"github.com/metalshift/metalshift/internal/testenv"
 	"github.com/metalshift/metalshift/sim"
 )
@@ -139,8 +140,13 @@ func BenchmarkProvision1000(b *testing.B) {
 		ln := testenv.Listen(b)
 		addr := ln.Addr().String()
 		ctx, cancel := context.WithCancel(ctrl.LoggerInto(context.Background(), logger))
+		// Every simulated machine calls from 127.0.0.1: the deploy server's
+		// limits per source, made for one machine an address, would take
+		// the fleet for one client (the agents of provisioned hosts, whose
+		// requests ended, are answered 401 until they stop).
+		budgets := serving.Budgets{Unauthenticated: serving.Unlimited, AuthFailures: serving.Unlimited}
 		if err := hostengine.Setup(ctx, mgr, hostengine.Options{DeployListener: ln, SigningKey: key, Concurrency: 50,
-			BMCEgress: egress.Policy{AllowLoopback: true}}); err != nil {
+			BMCEgress: egress.Policy{AllowLoopback: true}, Budgets: budgets}); err != nil {
 			b.Fatal(err)
 		}
 		go func() { _ = mgr.Start(ctx) }()
