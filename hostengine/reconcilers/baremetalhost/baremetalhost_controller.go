@@ -167,6 +167,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	s := &hostScope{host: host, recorder: r.Recorder, now: r.Clock.Now}
 	defer func() {
 		setConditions(host)
+		s.stateChangedEvent()
 		run.End(ctx, &reterr)
 		if run.Patched() {
 			for _, t := range s.transitions {
@@ -279,7 +280,6 @@ func (r *Reconciler) transition(ctx context.Context, s *hostScope, to metal3v1.P
 		host.Status.OperationalStatus = metal3v1.OperationalStatusOK
 	}
 	ctrl.LoggerFrom(ctx).Info("Host changed state", "from", string(from), "to", string(to))
-	s.event(corev1.EventTypeNormal, "StateChanged", "Reconcile", "Host went from %q to %q", displayState(from), to)
 }
 
 func displayState(s metal3v1.ProvisioningState) string {

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -539,6 +540,43 @@ func TestTokenCondition(t *testing.T) {
 			g.Expect(got.Status).To(Equal(tt.want))
 			g.Expect(got.Reason).To(Equal(tt.reason))
 			g.Expect(got.Message).To(HavePrefix(tt.message))
+		})
+	}
+}
+
+// TestStateChangedEvent: the state changes of one reconcile, which one
+// status write stores, are one StateChanged Event naming every state the
+// host passed through.
+func TestStateChangedEvent(t *testing.T) {
+	tests := []struct {
+		name   string
+		states []metal3v1.ProvisioningState
+		want   []string
+	}{
+		{name: "no change, no Event", states: []metal3v1.ProvisioningState{metal3v1.StateAvailable}},
+		{name: "one change", states: []metal3v1.ProvisioningState{metal3v1.StateProvisioning, metal3v1.StateProvisioned},
+			want: []string{`Normal StateChanged Host went from "provisioning" to "provisioned"`}},
+		{name: "through one state", states: []metal3v1.ProvisioningState{metal3v1.StateProvisioned, metal3v1.StateDeprovisioning, metal3v1.StateAvailable},
+			want: []string{`Normal StateChanged Host went from "provisioned" to "available" through deprovisioning`}},
+		{name: "through several", states: []metal3v1.ProvisioningState{metal3v1.StateNone, metal3v1.StateRegistering, metal3v1.StateInspecting,
+			metal3v1.StatePreparing, metal3v1.StateAvailable, metal3v1.StateProvisioning},
+			want: []string{`Normal StateChanged Host went from "new" to "provisioning" through registering, inspecting, preparing and available`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			rec := events.NewFakeRecorder(10)
+			s := &hostScope{host: newTestHost(tt.states[0]), recorder: rec}
+			for i := 1; i < len(tt.states); i++ {
+				s.transitions = append(s.transitions, transition{from: tt.states[i-1], to: tt.states[i]})
+			}
+			s.stateChangedEvent()
+			close(rec.Events)
+			var got []string
+			for e := range rec.Events {
+				got = append(got, e)
+			}
+			g.Expect(got).To(Equal(tt.want))
 		})
 	}
 }
