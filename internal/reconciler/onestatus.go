@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -121,7 +122,9 @@ func applyStatus(latest client.Object, rest []byte, conds conditions.Patch, owne
 	if err != nil {
 		return nil, err
 	}
-	want := latest.DeepCopyObject().(client.Object)
+	// A new object: unmarshalling into a copy of latest would keep the
+	// fields the patch removes.
+	want := reflect.New(reflect.TypeOf(latest).Elem()).Interface().(client.Object)
 	if err := json.Unmarshal(merged, want); err != nil {
 		return nil, err
 	}

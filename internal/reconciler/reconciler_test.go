@@ -248,8 +248,11 @@ func TestOneStatusWrite(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := env.Namespace(t)
-	host := &metal3v1.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Name: "h", Namespace: ns}}
+	host := &metal3v1.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Name: "h", Namespace: ns},
+		Spec: metal3v1.BareMetalHostSpec{BMC: metal3v1.BMCDetails{Address: "redfish://192.0.2.1/redfish/v1/Systems/1", CredentialsName: "bmc"}}}
 	g.Expect(env.Client.Create(ctx, host)).To(Succeed())
+	host.Status.ErrorType, host.Status.ErrorMessage = metal3v1.RegistrationError, "failed"
+	g.Expect(env.Client.Status().Update(ctx, host)).To(Succeed())
 	stale := host.DeepCopy()
 
 	// The other writer adds its condition and writes a field of its own.
@@ -290,6 +293,7 @@ func TestOneStatusWrite(t *testing.T) {
 		o.Annotations = map[string]string{"mine": "yes"}
 		conditions.Set(o, metav1.Condition{Type: "Mine", Status: metav1.ConditionFalse, Reason: "Mine"})
 		o.Status.PoweredOn = true
+		o.Status.ErrorType = ""
 	})
 	g.Expect(statusPatches).To(Equal(2), "the stale patch, then one on the object read again")
 	g.Expect(conflicts).To(Equal(1))
@@ -297,6 +301,8 @@ func TestOneStatusWrite(t *testing.T) {
 	g.Expect(got.Status.Conditions).To(ConsistOf(HaveField("Type", "Other"), HaveField("Type", "Mine")))
 	g.Expect(got.Status.ErrorCount).To(Equal(3), "the other writer's field stays")
 	g.Expect(got.Status.PoweredOn).To(BeTrue())
+	g.Expect(got.Status.ErrorType).To(BeEmpty(), "a field the reconcile cleared stays cleared")
+	g.Expect(got.Status.ErrorMessage).To(Equal("failed"))
 	g.Expect(got.Annotations).To(HaveKeyWithValue("mine", "yes"))
 
 	reconcile(got, func(o *metal3v1.BareMetalHost) {
