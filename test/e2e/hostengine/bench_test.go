@@ -274,7 +274,9 @@ func provisionReport(b *testing.B, n int, elapsed, created time.Duration, seen m
 		slices.Sort(ds)
 		states = append(states, st)
 	}
-	sort.Slice(states, func(i, j int) bool { return seen[states[i]][len(seen[states[i]])/2] < seen[states[j]][len(seen[states[j]])/2] })
+	sort.Slice(states, func(i, j int) bool {
+		return seen[states[i]][len(seen[states[i]])/2] < seen[states[j]][len(seen[states[j]])/2]
+	})
 	for _, st := range states {
 		ds := seen[st]
 		fmt.Fprintf(&s, "  %-14s %8s (%8s, %8s) [%d hosts]\n", st, ds[len(ds)/2].Round(100*time.Millisecond),
