@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"go.uber.org/zap/zapcore"
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
@@ -89,9 +90,9 @@ func requestResource(path string) string {
 }
 
 // benchLog sends the engine's and client-go's logs to a file, so that the
-// report stays readable; it returns the file's path and a function that
-// restores the logger of the suite.
-func benchLog(b *testing.B) (string, func()) {
+// report stays readable; it returns the file's path, the engine's logger
+// and a function that restores the logger of the suite.
+func benchLog(b *testing.B) (string, logr.Logger, func()) {
 	dir, err := os.MkdirTemp("", "provision-bench-")
 	if err != nil {
 		b.Fatal(err)
@@ -103,7 +104,7 @@ func benchLog(b *testing.B) (string, func()) {
 	}
 	logger := zap.New(zap.WriteTo(f), zap.Level(zapcore.InfoLevel))
 	klog.SetLogger(logger)
-	return path, func() {
+	return path, logger, func() {
 		klog.SetLogger(ctrl.Log)
 		_ = f.Close()
 	}
@@ -122,14 +123,13 @@ func BenchmarkProvision1000(b *testing.B) {
 	}
 	for range b.N {
 		b.StopTimer()
-		logPath, restoreLog := benchLog(b)
+		logPath, logger, restoreLog := benchLog(b)
 		ns := env.Namespace(b)
 		counter := &writeCounter{writes: map[writeKey]int{}, conflicts: map[writeKey]int{}}
 		cfg := rest.CopyConfig(env.Config)
 		cfg.QPS, cfg.Burst = 500, 1000
 		cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { counter.rt = rt; return counter }
 		scheme, _ := component.NewScheme(hostengine.Component())
-		logger := zap.New(zap.WriteTo(must(os.OpenFile(logPath, os.O_WRONLY|os.O_APPEND, 0))), zap.Level(zapcore.InfoLevel))
 		mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Logger: logger, Metrics: metricsserver.Options{BindAddress: "0"},
 			Controller: ctrlConfigSkipNameValidation()})
 		if err != nil {
@@ -172,13 +172,6 @@ func BenchmarkProvision1000(b *testing.B) {
 		restoreLog()
 		b.StartTimer()
 	}
-}
-
-func must[T any](v T, err error) T {
-	if err != nil {
-		panic(err)
-	}
-	return v
 }
 
 // createHosts creates the lab's hosts, to be provisioned with image, with
