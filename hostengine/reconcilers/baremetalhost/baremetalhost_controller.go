@@ -157,9 +157,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, nil
 	}
 	// End writes what the state's handler changed, compared with the
-	// fresh copy read: the engine's conditions merged with other writers'
-	// (BMAC's), the rest as patches of the changed fields; a transition's
-	// metric is recorded once it is written.
+	// fresh copy read: metadata and spec as a patch of the changed fields,
+	// the status in one patch, the engine's conditions merged with other
+	// writers' (BMAC's); a transition's metric is recorded once it is
+	// written.
 	run, err := reconciler.Start(r.Direct, host, reconciler.OwnedConditions(ownedConditions...), reconciler.OneStatusWrite())
 	if err != nil {
 		return ctrl.Result{}, err
@@ -219,7 +220,8 @@ const maxStepsPerReconcile = 8
 // same reconcile, so that the states a host passes through at once
 // (registering, inspecting, preparing and available on the way to
 // provisioning) are written in one status patch; each transition still
-// has its Event and its operation history.
+// has its operation history, and the StateChanged Event of the write
+// names every state passed.
 func (r *Reconciler) run(ctx context.Context, s *hostScope) (ctrl.Result, error) {
 	host := s.host
 	for step := 1; ; step++ {
