@@ -18,6 +18,7 @@ func main() {
 	n := flag.Int("clusters", 2, "number of clusters")
 	server := flag.String("server", "upstream", "memory mode: upstream (Cluster API's in-memory API server) or ours (sim/kubeapi)")
 	timeout := flag.Duration("timeout", 10*time.Minute, "bound of the run")
+	flag.BoolVar(&withClusterVersion, "clusterversion", true, "memory mode: each cluster also holds the ClusterVersion and ClusterOperator CRDs and objects (where the server serves CRDs)")
 	verbose := flag.Bool("v", false, "controller logs to stderr")
 	flag.Parse()
 	if *verbose {

@@ -45,6 +45,10 @@ import (
 	"github.com/metalshift/metalshift/sim/kubeapi"
 )
 
+// withClusterVersion: populate creates the ClusterVersion and the
+// ClusterOperators (-clusterversion).
+var withClusterVersion = true
+
 // unserved are the kinds of installedClusterObjects a server refused, with
 // its error.
 var unserved = map[string]string{}
@@ -183,7 +187,10 @@ func populate(ctx context.Context, cfg *rest.Config) (watch.Interface, bool, err
 			unserved[fmt.Sprintf("%T", o)] = err.Error()
 		}
 	}
-	crds := createClusterVersion(ctx, cfg) == nil
+	crds := false
+	if withClusterVersion {
+		crds = createClusterVersion(ctx, cfg) == nil
+	}
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, false, err

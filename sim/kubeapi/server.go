@@ -58,16 +58,13 @@ func New(opts Options) (*Server, error) {
 	if !pool.AppendCertsFromPEM(opts.ClientCA) {
 		return nil, errors.New("kubeapi: no certificate in the client CA bundle")
 	}
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+	sc, err := sharedScheme()
+	if err != nil {
 		return nil, err
 	}
 	s := &Server{
-		opts: opts, scheme: scheme, codecs: serializer.NewCodecFactory(scheme), started: time.Now(),
-		reg: newRegistry(scheme), store: newStore(), done: make(chan struct{}),
+		opts: opts, scheme: sc.scheme, codecs: sc.codecs, started: time.Now(),
+		reg: newRegistry(sc.scheme), store: newStore(), done: make(chan struct{}),
 		tls: &tls.Config{
 			Certificates: []tls.Certificate{opts.Certificate}, ClientAuth: tls.VerifyClientCertIfGiven, ClientCAs: pool,
 			MinVersion: tls.VersionTLS12,
@@ -81,6 +78,26 @@ func New(opts Options) (*Server, error) {
 	}
 	return s, nil
 }
+
+// schemeAndCodecs are the built-in types every server decodes, read only
+// once built.
+type schemeAndCodecs struct {
+	scheme *runtime.Scheme
+	codecs serializer.CodecFactory
+}
+
+// sharedScheme is one scheme for every server of the process: built per
+// server it was a third of an idle cluster's memory (docs/scale.md).
+var sharedScheme = sync.OnceValues(func() (schemeAndCodecs, error) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return schemeAndCodecs{}, err
+	}
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		return schemeAndCodecs{}, err
+	}
+	return schemeAndCodecs{scheme: scheme, codecs: serializer.NewCodecFactory(scheme)}, nil
+})
 
 // Start serves HTTPS on addr (host:port) until Close.
 func (s *Server) Start(addr string) error {
