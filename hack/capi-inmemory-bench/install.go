@@ -55,6 +55,10 @@ import (
 // kubernetesVersion is the version of the anchor's clusters.
 const kubernetesVersion = "v1.34.0"
 
+// connectionRetry is how soon the ClusterCache connects to a workload
+// cluster again after a failure, as `metalshift hub up` sets it.
+const connectionRetry = 2 * time.Second
+
 // concurrency of every controller, as metalshift's hub runs Cluster API core.
 const concurrency = 10
 
@@ -258,6 +262,9 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
+	// As metalshift's embedded hub (`hub up`): clusters come up while the
+	// hub watches, so it connects again soon after a refusal.
+	cc.(interface{ SetConnectionCreationRetryInterval(time.Duration) }).SetConnectionCreationRetryInterval(connectionRetry)
 	imm := inmemoryruntime.NewManager(inMemoryScheme())
 	if err := imm.Start(ctx); err != nil {
 		return err

@@ -4,6 +4,8 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
+	"log"
 	"os"
 	"os/signal"
 	"time"
@@ -25,6 +27,7 @@ func main() {
 		ctrl.SetLogger(zap.New())
 	} else {
 		ctrl.SetLogger(logr.Discard())
+		log.SetOutput(io.Discard) // Cluster API's in-memory server's HTTP library complains through it
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
