@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -187,6 +188,10 @@ func (s *Server) discovery(r *http.Request) any {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	switch parts := strings.Split(p, "/"); {
+	case p == "":
+		// What kube-apiserver lists at its root; Cluster API's cluster
+		// cache reads it to tell whether a cluster is reachable.
+		return s.rootPaths()
 	case p == "api":
 		return &metav1.APIVersions{TypeMeta: metav1.TypeMeta{Kind: "APIVersions"}, Versions: []string{"v1"},
 			ServerAddressByClientCIDRs: []metav1.ServerAddressByClientCIDR{{ClientCIDR: "0.0.0.0/0", ServerAddress: r.Host}}}
@@ -204,6 +209,20 @@ func (s *Server) discovery(r *http.Request) any {
 		}
 	}
 	return nil
+}
+
+// rootPaths lists the paths served, as kube-apiserver does at "/". The
+// caller holds s.mu.
+func (s *Server) rootPaths() *metav1.RootPaths {
+	paths := []string{"/api", "/api/v1", "/apis", "/healthz", "/livez", "/readyz", "/version"}
+	for _, g := range s.reg.groups().Groups {
+		paths = append(paths, "/apis/"+g.Name)
+		for _, v := range g.Versions {
+			paths = append(paths, "/apis/"+v.GroupVersion)
+		}
+	}
+	sort.Strings(paths)
+	return &metav1.RootPaths{Paths: paths}
 }
 
 // parse finds the resource, namespace, name and subresource of a request:
