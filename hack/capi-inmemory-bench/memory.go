@@ -302,8 +302,9 @@ func probe(ctx context.Context, kind string, cfg *rest.Config) {
 	cs, _ = kubernetes.NewForConfig(cfg)
 	w, err := cs.CoreV1().Nodes().Watch(ctx, metav1.ListOptions{})
 	if err == nil {
-		_, err = cs.CoreV1().Nodes().Create(ctx, node("watched", "worker"), metav1.CreateOptions{})
-		err = firstAdded(w)
+		if _, err = cs.CoreV1().Nodes().Create(ctx, node("watched", "worker"), metav1.CreateOptions{}); err == nil {
+			err = firstAdded(w)
+		}
 		w.Stop()
 	}
 	say("watch", err)
@@ -334,6 +335,8 @@ func probe(ctx context.Context, kind string, cfg *rest.Config) {
 	say("discovery of a CRD's group", err)
 	_, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "gen-"}}, metav1.CreateOptions{})
 	say("generateName", err)
+	_, err = cs.CoreV1().RESTClient().Get().AbsPath("/").DoRaw(ctx)
+	say("an answer at / (Cluster API's cluster cache's reachability check)", err)
 }
 
 // memoryScheme is the clients' scheme: Kubernetes' types, CRDs and
