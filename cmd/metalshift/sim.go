@@ -45,6 +45,7 @@ type simBMCOptions struct {
 	subnet                      string
 	macOctet                    uint8
 	faults                      string
+	apiServer                   string
 }
 
 func newSimCommand() *cobra.Command {
@@ -79,6 +80,11 @@ ISO boots the discovery agent, which registers an Agent with the hub's agent ser
   metalshift sim bmc --hosts 1 --boot-iso "$url" --name-prefix sno --subnet 127.43.1 --mac-octet 0x31 &
 Machines of labs running side by side need their own --name-prefix, --subnet and
 --mac-octet (the octet also tells their UUIDs, the Agents' names, apart).
+
+With --api-server in-memory the clusters the machines install serve their API from this
+process (sim/kubeapi, the fleet fidelity level) instead of a kube-apiserver each, at the same
+address with the same certificates: many installed clusters fit on one machine.
+  metalshift sim bmc --hosts 30 --api-server in-memory --manifests hosts.yaml &
 
 With --faults the BMCs and machines inject faults as a plan says: items separated by commas,
 "seed=<n>" and "<kind>=<when>[:<param>]" (or "<kind>[<machine>]=..." for one machine and its
@@ -121,6 +127,8 @@ is chosen and printed: give it to replay the same faults.`,
 	f.StringToStringVar(&o.hostLabels, "host-label", nil, "Labels of the printed BareMetalHosts, key=value (e.g. infraenvs.agent-install.openshift.io=<InfraEnv> for the agent-based install)")
 	f.StringToStringVar(&o.hostAnnotations, "host-annotation", nil, "Annotations of the printed BareMetalHosts, key=value (e.g. bmac.agent-install.openshift.io/role=master)")
 	f.StringVar(&o.faults, "faults", "", "Fault plan of the BMCs and machines, e.g. 'seed=1234,redfish.5xx=10%,machine.netdrop=@20:30s' (see above)")
+	f.StringVar(&o.apiServer, "api-server", apiServerReal, "What serves each installed cluster's API: "+apiServerReal+" (a kube-apiserver process each, sharing one etcd) or "+
+		string(cluster.InMemoryAPIServer)+" (sim/kubeapi, in this process: the fleet fidelity level, for many clusters; no admission, RBAC or server-side apply, and the bare-metal operator does not run)")
 	f.StringToStringVar(&o.addHosts, "add-host", nil, "Records of the simulated network's DNS, name=IP: the names machines reach the hub's servers at (e.g. the ignition server's, which its certificate carries)")
 	cmd.AddCommand(bmc, newSimImageCommand(), newSimEquinixCommand())
 	return cmd
@@ -155,8 +163,12 @@ func (o *simBMCOptions) run(ctx context.Context, stdout, stderr io.Writer) error
 	if o.backend == sim.BackendQEMU && len(o.addHosts) > 0 {
 		return fmt.Errorf("--add-host is for the light backend's simulated network; QEMU VMs resolve names with the host's DNS")
 	}
+	apiServer, err := parseAPIServer(o.apiServer)
+	if err != nil {
+		return err
+	}
 	if o.backend != sim.BackendQEMU { // VMs run their installed OS themselves
-		world, err := cluster.New(cluster.Options{BinDir: o.binDir, Runtime: simruntime.Manager{}, Hosts: o.addHosts, Logf: func(format string, args ...any) {
+		world, err := cluster.New(cluster.Options{BinDir: o.binDir, APIServer: apiServer, Runtime: simruntime.Manager{}, Hosts: o.addHosts, Logf: func(format string, args ...any) {
 			fmt.Fprintf(stderr, format+"\n", args...)
 		}})
 		if err != nil {
@@ -238,6 +250,20 @@ func parseFaults(value string, stderr io.Writer) (*fault.Plan, error) {
 		fmt.Fprintf(stderr, "The seed was chosen at random: replay these faults with --faults '%s'\n", plan)
 	}
 	return plan, nil
+}
+
+// apiServerReal is --api-server's name for cluster.KubeAPIServer.
+const apiServerReal = "kube-apiserver"
+
+// parseAPIServer reads --api-server.
+func parseAPIServer(v string) (cluster.APIServer, error) {
+	switch v {
+	case apiServerReal:
+		return cluster.KubeAPIServer, nil
+	case string(cluster.InMemoryAPIServer):
+		return cluster.InMemoryAPIServer, nil
+	}
+	return "", fmt.Errorf("--api-server %q: %s or %s", v, apiServerReal, cluster.InMemoryAPIServer)
 }
 
 // parseBootModes reads --boot-mode.

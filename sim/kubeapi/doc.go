@@ -6,8 +6,8 @@
 // It speaks the same protocol as kube-apiserver to client-go and
 // controller-runtime clients, over HTTPS:
 //
-//   - discovery (/api, /api/v1, /apis, /apis/<group>[/<version>]) and
-//     /version, /healthz, /readyz, /livez;
+//   - the root paths (/), discovery (/api, /api/v1, /apis,
+//     /apis/<group>[/<version>]) and /version, /healthz, /readyz, /livez;
 //   - get, list (label selectors; field selectors on metadata.name and
 //     metadata.namespace), watch (from a resource version, or with the
 //     initial events and their closing bookmark that client-go's watch-list

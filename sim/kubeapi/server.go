@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -58,16 +59,13 @@ func New(opts Options) (*Server, error) {
 	if !pool.AppendCertsFromPEM(opts.ClientCA) {
 		return nil, errors.New("kubeapi: no certificate in the client CA bundle")
 	}
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+	sc, err := sharedScheme()
+	if err != nil {
 		return nil, err
 	}
 	s := &Server{
-		opts: opts, scheme: scheme, codecs: serializer.NewCodecFactory(scheme), started: time.Now(),
-		reg: newRegistry(scheme), store: newStore(), done: make(chan struct{}),
+		opts: opts, scheme: sc.scheme, codecs: sc.codecs, started: time.Now(),
+		reg: newRegistry(sc.scheme), store: newStore(), done: make(chan struct{}),
 		tls: &tls.Config{
 			Certificates: []tls.Certificate{opts.Certificate}, ClientAuth: tls.VerifyClientCertIfGiven, ClientCAs: pool,
 			MinVersion: tls.VersionTLS12,
@@ -81,6 +79,26 @@ func New(opts Options) (*Server, error) {
 	}
 	return s, nil
 }
+
+// schemeAndCodecs are the built-in types every server decodes, read only
+// once built.
+type schemeAndCodecs struct {
+	scheme *runtime.Scheme
+	codecs serializer.CodecFactory
+}
+
+// sharedScheme is one scheme for every server of the process: built per
+// server it was a third of an idle cluster's memory (docs/scale.md).
+var sharedScheme = sync.OnceValues(func() (schemeAndCodecs, error) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return schemeAndCodecs{}, err
+	}
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		return schemeAndCodecs{}, err
+	}
+	return schemeAndCodecs{scheme: scheme, codecs: serializer.NewCodecFactory(scheme)}, nil
+})
 
 // Start serves HTTPS on addr (host:port) until Close.
 func (s *Server) Start(addr string) error {
@@ -170,6 +188,10 @@ func (s *Server) discovery(r *http.Request) any {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	switch parts := strings.Split(p, "/"); {
+	case p == "":
+		// What kube-apiserver lists at its root; Cluster API's cluster
+		// cache reads it to tell whether a cluster is reachable.
+		return s.rootPaths()
 	case p == "api":
 		return &metav1.APIVersions{TypeMeta: metav1.TypeMeta{Kind: "APIVersions"}, Versions: []string{"v1"},
 			ServerAddressByClientCIDRs: []metav1.ServerAddressByClientCIDR{{ClientCIDR: "0.0.0.0/0", ServerAddress: r.Host}}}
@@ -187,6 +209,20 @@ func (s *Server) discovery(r *http.Request) any {
 		}
 	}
 	return nil
+}
+
+// rootPaths lists the paths served, as kube-apiserver does at "/". The
+// caller holds s.mu.
+func (s *Server) rootPaths() *metav1.RootPaths {
+	paths := []string{"/api", "/api/v1", "/apis", "/healthz", "/livez", "/readyz", "/version"}
+	for _, g := range s.reg.groups().Groups {
+		paths = append(paths, "/apis/"+g.Name)
+		for _, v := range g.Versions {
+			paths = append(paths, "/apis/"+v.GroupVersion)
+		}
+	}
+	sort.Strings(paths)
+	return &metav1.RootPaths{Paths: paths}
 }
 
 // parse finds the resource, namespace, name and subresource of a request:

@@ -332,3 +332,32 @@ func TestWatch(t *testing.T) {
 	g.Expect(string(e.Type)).To(Equal("DELETED"))
 	g.Expect(e.Object.(*corev1.Node).Name).To(Equal("after"))
 }
+
+// TestRootPaths: "/" lists the paths served, CRDs' groups included, as
+// kube-apiserver's does: Cluster API's cluster cache GETs it to decide
+// that a workload cluster is reachable, and connects to none that answers
+// 404. A client without credentials is refused.
+func TestRootPaths(t *testing.T) {
+	g := NewWithT(t)
+	c := start(t)
+	installCRDs(g, c.client(t, c.kubeconfig))
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(c.kubeconfig)
+	g.Expect(err).NotTo(HaveOccurred())
+	hc, err := rest.HTTPClientFor(cfg)
+	g.Expect(err).NotTo(HaveOccurred())
+	resp, err := hc.Get(c.url + "/")
+	g.Expect(err).NotTo(HaveOccurred())
+	defer resp.Body.Close()
+	g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
+	root := &metav1.RootPaths{}
+	g.Expect(json.NewDecoder(resp.Body).Decode(root)).To(Succeed())
+	g.Expect(root.Paths).To(ContainElements("/api", "/api/v1", "/apis", "/apis/config.openshift.io", "/apis/config.openshift.io/v1", "/version"))
+
+	anon := rest.AnonymousClientConfig(cfg)
+	hc, err = rest.HTTPClientFor(anon)
+	g.Expect(err).NotTo(HaveOccurred())
+	resp, err = hc.Get(c.url + "/")
+	g.Expect(err).NotTo(HaveOccurred())
+	defer resp.Body.Close()
+	g.Expect(resp.StatusCode).To(Equal(http.StatusUnauthorized))
+}

@@ -52,7 +52,7 @@ func TestMain(m *testing.M) {
 	}())
 }
 
-func run(t *testing.T, args ...string) (string, error) {
+func run(t testing.TB, args ...string) (string, error) {
 	t.Helper()
 	out, err := exec.Command(metalshiftBin, args...).CombinedOutput()
 	return string(out), err
@@ -73,7 +73,7 @@ func startSim(t *testing.T, hosts int) (string, string, string) {
 
 // startSimWith is startSim with more `sim bmc` flags; it also returns what
 // the simulator prints.
-func startSimWith(t *testing.T, hosts int, bmcArgs ...string) (string, string, string, *syncBuffer) {
+func startSimWith(t testing.TB, hosts int, bmcArgs ...string) (string, string, string, *syncBuffer) {
 	t.Helper()
 	g := NewWithT(t)
 	work := t.TempDir()
@@ -488,7 +488,7 @@ func TestCreateClusterOnExistingHub(t *testing.T) {
 // startHub runs `metalshift hub up [args] --dir hubDir` until the test ends
 // (then `hub down`; its output and the manager's log tail on failure) and
 // waits until the hub serves. It returns what hub up prints.
-func startHub(t *testing.T, hubDir string, args ...string) *syncBuffer {
+func startHub(t testing.TB, hubDir string, args ...string) *syncBuffer {
 	t.Helper()
 	hubOut := &syncBuffer{}
 	hub := exec.Command(metalshiftBin, append(append([]string{"hub", "up"}, args...), "--dir", hubDir)...)
