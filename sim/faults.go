@@ -28,6 +28,7 @@ var errNetDown = fmt.Errorf("the machine's network is down (injected fault): %w"
 // machineHTTP is c as m's own calls use it: failing while the fault plan
 // has m's network down.
 func (f *Firmware) machineHTTP(m *machine.Machine, c *http.Client) *http.Client {
+	c = f.fromMachine(m, c)
 	if !f.Faults.Has(fault.MachineNetDrop) && !f.Faults.Has(fault.MachineDownloadDrop) {
 		return c
 	}

@@ -68,6 +68,8 @@ type Firmware struct {
 	mu   sync.Mutex
 	logs map[string][]string
 	nets map[string]*machineNet
+	// sources are the machines' clients from their own addresses.
+	sources map[string]*http.Client
 }
 
 // Boot implements machine.Firmware.
@@ -141,7 +143,8 @@ func (f *Firmware) bootCD(ctx context.Context, m *machine.Machine) error {
 	if url == "" {
 		return f.bootDisk(ctx, m)
 	}
-	media, err := openHTTPMedia(ctx, f.HTTP, url)
+	hc := f.fromMachine(m, f.HTTP)
+	media, err := openHTTPMedia(ctx, hc, url)
 	for attempt := 1; err != nil && attempt <= f.MediaRetries; attempt++ {
 		f.logf(m, "Virtual media: %v; reading it again", err)
 		select {
@@ -149,7 +152,7 @@ func (f *Firmware) bootCD(ctx context.Context, m *machine.Machine) error {
 			return ctx.Err()
 		case <-time.After(time.Second):
 		}
-		media, err = openHTTPMedia(ctx, f.HTTP, url)
+		media, err = openHTTPMedia(ctx, hc, url)
 	}
 	if err != nil {
 		return err
