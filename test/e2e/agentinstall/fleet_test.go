@@ -51,8 +51,8 @@ const (
 	// 2s an install plus 10 polls); those left are reported stuck.
 	benchTimeoutEnv = "METALSHIFT_BENCH_TIMEOUT"
 	// benchStallEnv ends the wait when, after the first install completed,
-	// none did for that long while some are left (default 1m plus 2
-	// polls); those are reported stuck.
+	// no install moved to a state it had not been in for that long while
+	// some are left (default 1m plus 2 polls); those are reported stuck.
 	benchStallEnv = "METALSHIFT_BENCH_STALL"
 	// benchDirEnv, when set, keeps the hub's and the simulator's logs in
 	// a new directory under it (else they go with the benchmark).
@@ -115,6 +115,9 @@ type fleetRun struct {
 	// last are, by install, its cluster's and host's last seen states.
 	last     [][2]string
 	approved map[string]bool
+	// progress is when an install was last seen in a state it had not
+	// been in.
+	progress time.Time
 }
 
 // run creates the installs, boots every machine from its InfraEnv's ISO,
@@ -228,10 +231,11 @@ func (r *fleetRun) follow(ctx context.Context) {
 	for i := range r.seen {
 		r.seen[i] = map[string]time.Duration{}
 	}
-	left, progress := r.n, time.Now()
+	left := r.n
+	r.progress = time.Now()
 	// The stall clock runs from the first install completed: the first
 	// one takes some polls.
-	stalled := func() bool { return r.stall > 0 && left < r.n && time.Since(progress) > r.stall }
+	stalled := func() bool { return r.stall > 0 && left < r.n && time.Since(r.progress) > r.stall }
 	for deadline := time.Now().Add(r.timeout); left > 0 && time.Now().Before(deadline) && !stalled(); time.Sleep(250 * time.Millisecond) {
 		r.agents(ctx)
 		acis := &hiveextv1.AgentClusterInstallList{}
@@ -244,7 +248,7 @@ func (r *fleetRun) follow(ctx context.Context) {
 			r.last[i][0] = aci.Status.DebugInfo.State
 			r.mark(i, "cluster "+aci.Status.DebugInfo.State)
 			if condTrue(&aci, "Completed") {
-				r.done[i], progress = time.Since(r.boot[i]), time.Now()
+				r.done[i] = time.Since(r.boot[i])
 				left--
 				if r.onCompleted != nil {
 					r.onCompleted()
@@ -277,10 +281,11 @@ func (r *fleetRun) agents(ctx context.Context) {
 	}
 }
 
-// mark records the first time install i was seen in a state.
+// mark records the first time install i was seen in a state: progress.
 func (r *fleetRun) mark(i int, what string) {
 	if _, ok := r.seen[i][what]; !ok && !strings.HasSuffix(what, " ") {
 		r.seen[i][what] = time.Since(r.boot[i])
+		r.progress = time.Now()
 	}
 }
 
