@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"slices"
 	"strings"
 	"time"
@@ -17,6 +16,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/controllers/clustercache"

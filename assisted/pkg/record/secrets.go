@@ -82,7 +82,7 @@ func (c SecretClient) Get(ctx context.Context, key client.ObjectKey, obj client.
 	// a Secret that cannot be labelled is read from the API next time too.
 	before := s.DeepCopy()
 	metav1.SetMetaDataLabel(&s.ObjectMeta, CachedLabel, "true")
-	if err := c.Client.Patch(ctx, s, client.MergeFrom(before)); err != nil {
+	if err := c.Patch(ctx, s, client.MergeFrom(before)); err != nil {
 		logf.FromContext(ctx).V(1).Info("Secret not labelled for the cache", "secret", key.String(), "error", err.Error())
 		*s = *before
 	}
