@@ -184,7 +184,8 @@ chaos: test-setup ## Run the fault tests (CHAOS_RUN picks them by name), includi
 .PHONY: bench
 bench: images ## Run the benchmarks and print their figures.
 	@hack/tools/build.sh $(RUNTIME_TOOLS)
-	$(GO) test -run '^$$' -timeout $(BENCH_TIMEOUT) -bench '$(BENCH)' -benchmem ./...
+	@# -p 1: one package's benchmarks at a time, so that none measures another's load.
+	$(GO) test -p 1 -run '^$$' -timeout $(BENCH_TIMEOUT) -bench '$(BENCH)' -benchmem ./...
 
 .PHONY: fuzz
 fuzz: ## Run every fuzz target (func Fuzz* in a _test.go file) for FUZZTIME (30s) each, one after another; FUZZ='FuzzX*' picks some.
