@@ -15,7 +15,7 @@ import (
 // be bound here (a lab on 127.x.y.z, as the fleet benchmarks'); for
 // others, and a transport that dials TLS itself, c is returned.
 func (f *Firmware) fromMachine(m *machine.Machine, c *http.Client) *http.Client {
-	if len(m.Hardware.NICs) == 0 {
+	if m == nil || len(m.Hardware.NICs) == 0 {
 		return c
 	}
 	ip := net.ParseIP(m.Hardware.NICs[0].IP)

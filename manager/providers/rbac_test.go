@@ -36,11 +36,13 @@ var secretVerbs = map[string][]string{
 	// bootstrap node's install-config, which it deletes once the bootstrap
 	// node is gone.
 	"control-plane-openshift": {"get", "list", "watch", "create", "update", "delete"},
-	// Reads pull secrets, install states and imported kubeconfigs; writes
-	// the install state and the installed cluster's kubeconfig and
-	// password; deletes the install state when its install goes. Never
-	// lists or watches.
-	"addon-agent": {"get", "create", "update", "delete"},
+	// Reads pull secrets, install states and imported kubeconfigs, from a
+	// cache of the Secrets labelled agent-install.metalshift.io/cached
+	// (list and watch, selected by that label); labels a Secret it read
+	// from the API (patch); writes the install state and the installed
+	// cluster's kubeconfig and password; deletes the install state when
+	// its install goes.
+	"addon-agent": {"get", "list", "watch", "create", "update", "patch", "delete"},
 }
 
 // allowedGroups are the API groups a provider's rules may name: the
