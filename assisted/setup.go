@@ -37,6 +37,7 @@ import (
 	"github.com/metalshift/metalshift/assisted/webhooks"
 	"github.com/metalshift/metalshift/component"
 	"github.com/metalshift/metalshift/imageservice"
+	"github.com/metalshift/metalshift/internal/reconciler"
 	"github.com/metalshift/metalshift/internal/serving"
 )
 
@@ -205,8 +206,11 @@ func Setup(ctx context.Context, hub *component.Hub, o Options) error {
 		return err
 	}
 	// Every part of the service reads Secrets through c: from the cache of
-	// those it labelled.
-	c := record.SecretClient{Client: mgr.GetClient(), Cache: secrets, API: mgr.GetAPIReader()}
+	// those it labelled. Its writes of the installs' objects are recorded
+	// in writes, so that no reconcile computes again, from a cache that has
+	// not seen it yet, what one of them wrote.
+	writes := reconciler.NewWrites(&agentinstallv1.Agent{}, &hiveextv1.AgentClusterInstall{}, &hivev1.ClusterDeployment{})
+	c := writes.Client(record.SecretClient{Client: mgr.GetClient(), Cache: secrets, API: mgr.GetAPIReader()})
 	heartbeat := o.DisconnectedAfter / 3
 	srv, err := server.New(server.Options{Client: c, APIReader: mgr.GetAPIReader(), Key: o.Key, BaseURL: o.URL, CA: cas.service.PEM, DeployCA: cas.deploy.PEM,
 		Clock: hub.Clock, PollInterval: o.PollInterval, Images: images, HeartbeatEvery: heartbeat, DeployURL: o.DeployURL, Recorder: recorder, WatchFilterValue: hub.WatchFilterValue})
@@ -238,7 +242,7 @@ func Setup(ctx context.Context, hub *component.Hub, o Options) error {
 	// The service serves from the manager's start, moments from now: its
 	// downtime before it does not count against the agents.
 	if err := (&agent.Reconciler{Client: c, Recorder: recorder, Clock: hub.Clock,
-		DisconnectedAfter: o.DisconnectedAfter, ServiceStart: hub.Clock.Now(), EventsURL: srv.EventsURL, Timeouts: o.HostTimeouts, WatchFilterValue: shard}).SetupWithManager(mgr, opts); err != nil {
+		DisconnectedAfter: o.DisconnectedAfter, ServiceStart: hub.Clock.Now(), EventsURL: srv.EventsURL, Timeouts: o.HostTimeouts, WatchFilterValue: shard, Writes: writes}).SetupWithManager(mgr, opts); err != nil {
 		return err
 	}
 	if err := (&agentclassification.LabelReconciler{Client: c, WatchFilterValue: shard}).SetupWithManager(mgr, opts); err != nil {
@@ -247,7 +251,7 @@ func Setup(ctx context.Context, hub *component.Hub, o Options) error {
 	if err := (&agentclassification.Reconciler{Client: c, Clock: hub.Clock, WatchFilterValue: shard}).SetupWithManager(mgr, opts); err != nil {
 		return err
 	}
-	if err := (&clusterdeployment.Reconciler{Client: c, Recorder: recorder, WatchFilterValue: shard}).SetupWithManager(mgr, opts); err != nil {
+	if err := (&clusterdeployment.Reconciler{Client: c, Recorder: recorder, WatchFilterValue: shard, Writes: writes}).SetupWithManager(mgr, opts); err != nil {
 		return err
 	}
 	// BareMetalHosts labelled for an InfraEnv install through it (ZTP).
@@ -260,7 +264,7 @@ func Setup(ctx context.Context, hub *component.Hub, o Options) error {
 		}
 	}
 	return (&agentclusterinstall.Reconciler{Client: c, Recorder: recorder,
-		Clock: hub.Clock, EventsURL: srv.EventsURL, ContactEvery: heartbeat, WatchFilterValue: shard}).SetupWithManager(mgr, opts)
+		Clock: hub.Clock, EventsURL: srv.EventsURL, ContactEvery: heartbeat, WatchFilterValue: shard, Writes: writes}).SetupWithManager(mgr, opts)
 }
 
 // cas are the CAs discovery images carry: the service's, and the deploy

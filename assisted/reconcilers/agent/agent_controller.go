@@ -13,6 +13,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	events "k8s.io/client-go/tools/record"
@@ -92,6 +93,10 @@ type Reconciler struct {
 	// WatchFilterValue restricts the reconciler to objects labelled
 	// cluster.x-k8s.io/watch-filter=<value>; empty means all (package shard).
 	WatchFilterValue string
+	// Writes are the manager's reconcilers' last writes the cache has not
+	// seen yet: a reconcile of an object older than one waits for the
+	// cache (reconciler.Writes); nil reconciles from the cache as read.
+	Writes *reconciler.Writes
 }
 
 // +kubebuilder:rbac:groups=agent-install.openshift.io,resources=agents;agents/status,verbs=get;list;watch;create;update;patch;delete
@@ -135,7 +140,13 @@ func (r *Reconciler) agentsOfACI(ctx context.Context, o client.Object) []ctrl.Re
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, reterr error) {
 	a := &agentinstallv1.Agent{}
 	if err := r.Client.Get(ctx, req.NamespacedName, a); err != nil || !shard.Owns(r.WatchFilterValue, a) {
+		if apierrors.IsNotFound(err) {
+			r.Writes.Forget(a, req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if r.Writes.Behind(a) {
+		return ctrl.Result{RequeueAfter: reconciler.CacheBehindRequeue}, nil
 	}
 	if a.DeletionTimestamp != nil {
 		return reconciler.RequeueOnConflict(ctrl.Result{}, r.reconcileDelete(ctx, a))

@@ -66,6 +66,10 @@ type Reconciler struct {
 	// WatchFilterValue restricts the reconciler to objects labelled
 	// cluster.x-k8s.io/watch-filter=<value>; empty means all (package shard).
 	WatchFilterValue string
+	// Writes are the manager's reconcilers' last writes the cache has not
+	// seen yet: a reconcile of an object older than one waits for the
+	// cache (reconciler.Writes); nil reconciles from the cache as read.
+	Writes *reconciler.Writes
 }
 
 // +kubebuilder:rbac:groups=extensions.hive.openshift.io,resources=agentclusterinstalls;agentclusterinstalls/status,verbs=get;list;watch;update;patch
@@ -123,7 +127,13 @@ func (r *Reconciler) aciOfAgent(ctx context.Context, o client.Object) []ctrl.Req
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, reterr error) {
 	aci := &hiveextv1.AgentClusterInstall{}
 	if err := r.Client.Get(ctx, req.NamespacedName, aci); err != nil || !shard.Owns(r.WatchFilterValue, aci) {
+		if apierrors.IsNotFound(err) {
+			r.Writes.Forget(aci, req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if r.Writes.Behind(aci) {
+		return ctrl.Result{RequeueAfter: reconciler.CacheBehindRequeue}, nil
 	}
 	if aci.DeletionTimestamp != nil {
 		return reconciler.RequeueOnConflict(r.reconcileDelete(ctx, aci))

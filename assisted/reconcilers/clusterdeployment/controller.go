@@ -32,6 +32,10 @@ type Reconciler struct {
 	// WatchFilterValue restricts the reconciler to objects labelled
 	// cluster.x-k8s.io/watch-filter=<value>; empty means all (package shard).
 	WatchFilterValue string
+	// Writes are the manager's reconcilers' last writes the cache has not
+	// seen yet: a reconcile of an object older than one waits for the
+	// cache (reconciler.Writes); nil reconciles from the cache as read.
+	Writes *reconciler.Writes
 }
 
 // +kubebuilder:rbac:groups=hive.openshift.io,resources=clusterdeployments,verbs=get;list;watch;update;patch
@@ -72,7 +76,13 @@ func installRef(cd *hivev1.ClusterDeployment) string {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
 	cd := &hivev1.ClusterDeployment{}
 	if err := r.Client.Get(ctx, req.NamespacedName, cd); err != nil || !shard.Owns(r.WatchFilterValue, cd) {
+		if apierrors.IsNotFound(err) {
+			r.Writes.Forget(cd, req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if r.Writes.Behind(cd) {
+		return ctrl.Result{RequeueAfter: reconciler.CacheBehindRequeue}, nil
 	}
 	if cd.DeletionTimestamp.IsZero() && installRef(cd) == "" {
 		return ctrl.Result{}, nil

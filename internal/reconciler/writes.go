@@ -1,0 +1,146 @@
+package reconciler
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// CacheBehindRequeue is how soon a reconcile that found the cache behind
+// its reconciler's own last write (Writes.Behind) runs again at the latest:
+// the write's watch event, once the cache has it, wakes it sooner.
+const CacheBehindRequeue = time.Second
+
+// Writes remembers the resourceVersion of the last write a manager's
+// reconcilers made to each object of some kinds, until the manager's cache
+// has caught up with it. A reconcile that reads an object from the cache
+// older than its own last write would compute again what that write made
+// (the same state change, with a new timestamp, written twice; a
+// finalizer added twice): it waits for the cache instead (Behind).
+//
+// The writes are recorded by the client Client returns. What Writes holds
+// is only a saving: a manager that restarts without it reconciles from the
+// cache as read, as any controller does.
+type Writes struct {
+	kinds map[string]bool
+
+	mu sync.Mutex
+	rv map[writeKey]string
+}
+
+type writeKey struct {
+	kind string
+	key  types.NamespacedName
+}
+
+// NewWrites returns the Writes of the kinds of objs (their Go types).
+func NewWrites(objs ...client.Object) *Writes {
+	w := &Writes{kinds: map[string]bool{}, rv: map[writeKey]string{}}
+	for _, o := range objs {
+		w.kinds[kindOf(o)] = true
+	}
+	return w
+}
+
+func kindOf(o client.Object) string { return fmt.Sprintf("%T", o) }
+
+// Client returns c recording in w the writes it makes to w's kinds.
+func (w *Writes) Client(c client.Client) client.Client {
+	return &writesClient{Client: c, w: w}
+}
+
+// Behind tells whether obj, as just read, is older than the last write
+// recorded of it: the cache has not seen that write yet. Once it has, the
+// write is forgotten. A nil Writes has none.
+func (w *Writes) Behind(obj client.Object) bool {
+	if w == nil {
+		return false
+	}
+	k := writeKey{kind: kindOf(obj), key: client.ObjectKeyFromObject(obj)}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	wrote, ok := w.rv[k]
+	if !ok {
+		return false
+	}
+	cmp, err := resourceversion.CompareResourceVersion(obj.GetResourceVersion(), wrote)
+	if err == nil && cmp < 0 {
+		return true
+	}
+	delete(w.rv, k)
+	return false
+}
+
+// Forget drops what w holds of an object gone from the cache.
+func (w *Writes) Forget(obj client.Object, key types.NamespacedName) {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.rv, writeKey{kind: kindOf(obj), key: key})
+}
+
+// wrote records a write of obj (the object as the API returned it).
+func (w *Writes) wrote(obj client.Object) {
+	k := writeKey{kind: kindOf(obj), key: client.ObjectKeyFromObject(obj)}
+	if !w.kinds[k.kind] || obj.GetResourceVersion() == "" {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if prev, ok := w.rv[k]; ok {
+		if cmp, err := resourceversion.CompareResourceVersion(obj.GetResourceVersion(), prev); err == nil && cmp < 0 {
+			return
+		}
+	}
+	w.rv[k] = obj.GetResourceVersion()
+}
+
+// writesClient is a client that records its writes in a Writes.
+type writesClient struct {
+	client.Client
+	w *Writes
+}
+
+func (c *writesClient) record(obj client.Object, err error) error {
+	if err == nil {
+		c.w.wrote(obj)
+	}
+	return err
+}
+
+func (c *writesClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
+	return c.record(obj, c.Client.Create(ctx, obj, opts...))
+}
+
+func (c *writesClient) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
+	return c.record(obj, c.Client.Update(ctx, obj, opts...))
+}
+
+func (c *writesClient) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+	return c.record(obj, c.Client.Patch(ctx, obj, patch, opts...))
+}
+
+func (c *writesClient) Status() client.SubResourceWriter {
+	return &writesStatus{SubResourceWriter: c.Client.Status(), c: c}
+}
+
+// writesStatus records the status writes of a writesClient.
+type writesStatus struct {
+	client.SubResourceWriter
+	c *writesClient
+}
+
+func (s *writesStatus) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+	return s.c.record(obj, s.SubResourceWriter.Update(ctx, obj, opts...))
+}
+
+func (s *writesStatus) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+	return s.c.record(obj, s.SubResourceWriter.Patch(ctx, obj, patch, opts...))
+}
