@@ -217,11 +217,11 @@ func shardCache(o *cache.Options, value string, components []Component) {
 		return
 	}
 	sel := labels.SelectorFromSet(labels.Set{shard.Label: value})
+	if o.ByObject == nil {
+		o.ByObject = map[client.Object]cache.ByObject{}
+	}
 	for _, c := range components {
 		for _, obj := range c.Sharded {
-			if o.ByObject == nil {
-				o.ByObject = map[client.Object]cache.ByObject{}
-			}
 			o.ByObject[obj] = cache.ByObject{Label: sel}
 		}
 	}

@@ -67,9 +67,18 @@ func (c SecretClient) Get(ctx context.Context, key client.ObjectKey, obj client.
 	if !ok {
 		return c.Client.Get(ctx, key, obj, opts...)
 	}
-	err := c.Cache.Get(ctx, key, s, opts...)
+	// The cache's answer stands when it has the Secret, when it failed
+	// otherwise than by not holding it (or not having started), and when
+	// the caller said a Secret the cache does not hold is not there yet.
 	var notStarted *cache.ErrCacheNotStarted
-	if err == nil || !apierrors.IsNotFound(err) && !errors.As(err, &notStarted) || apierrors.IsNotFound(err) && slices.Contains(opts, CacheSuffices) {
+	switch err := c.Cache.Get(ctx, key, s, opts...); {
+	case err == nil:
+		return nil
+	case apierrors.IsNotFound(err):
+		if slices.Contains(opts, CacheSuffices) {
+			return err
+		}
+	case !errors.As(err, &notStarted):
 		return err
 	}
 	if err := c.API.Get(ctx, key, s, opts...); err != nil {
@@ -81,7 +90,7 @@ func (c SecretClient) Get(ctx context.Context, key client.ObjectKey, obj client.
 	// A label is all this writes (a merge patch, which meets no conflict);
 	// a Secret that cannot be labelled is read from the API next time too.
 	before := s.DeepCopy()
-	metav1.SetMetaDataLabel(&s.ObjectMeta, CachedLabel, "true")
+	Cached(s)
 	if err := c.Patch(ctx, s, client.MergeFrom(before)); err != nil {
 		logf.FromContext(ctx).V(1).Info("Secret not labelled for the cache", "secret", key.String(), "error", err.Error())
 		*s = *before
