@@ -205,14 +205,20 @@ func Setup(ctx context.Context, hub *component.Hub, o Options) error {
 	if err != nil {
 		return err
 	}
-	// Every part of the service reads Secrets through c: from the cache of
-	// those it labelled. Its writes of the installs' objects are recorded
-	// in writes, so that no reconcile computes again, from a cache that has
-	// not seen it yet, what one of them wrote.
+	// Every part of the service reads Secrets through sc: from the cache
+	// of those it labelled. The controllers' writes of the installs'
+	// objects go through c, which records them in writes, so that no
+	// reconcile computes again, from a cache that has not seen it yet,
+	// what one of them wrote. The REST server's writes (an agent's calls:
+	// its contact, its progress) are not recorded: they come at the
+	// agents' pace, and a reconcile waiting for the cache to see each of
+	// them would wait for as long as agents call faster than the cache
+	// follows (a saturated API server).
+	sc := record.SecretClient{Client: mgr.GetClient(), Cache: secrets, API: mgr.GetAPIReader()}
 	writes := reconciler.NewWrites(&agentinstallv1.Agent{}, &hiveextv1.AgentClusterInstall{}, &hivev1.ClusterDeployment{})
-	c := writes.Client(record.SecretClient{Client: mgr.GetClient(), Cache: secrets, API: mgr.GetAPIReader()})
+	c := writes.Client(sc)
 	heartbeat := o.DisconnectedAfter / 3
-	srv, err := server.New(server.Options{Client: c, APIReader: mgr.GetAPIReader(), Key: o.Key, BaseURL: o.URL, CA: cas.service.PEM, DeployCA: cas.deploy.PEM,
+	srv, err := server.New(server.Options{Client: sc, APIReader: mgr.GetAPIReader(), Key: o.Key, BaseURL: o.URL, CA: cas.service.PEM, DeployCA: cas.deploy.PEM,
 		Clock: hub.Clock, PollInterval: o.PollInterval, Images: images, HeartbeatEvery: heartbeat, DeployURL: o.DeployURL, Recorder: recorder, WatchFilterValue: hub.WatchFilterValue})
 	if err != nil {
 		return err

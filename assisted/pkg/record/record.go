@@ -153,11 +153,18 @@ const (
 	StageHeldAnnotation = "metalshift.io/stage-held"
 )
 
-// LastContact is when the agent last contacted the service; zero when never.
+// LastContact is when the agent last contacted the service, as far as the
+// Agent says; zero when never: the later of its recorded contact and its
+// last progress report (status.progress.stageUpdateTime, which the service
+// writes as the agent reports), so that the service need not record a
+// contact while the agent reports its install's progress.
 func LastContact(a *agentinstallv1.Agent) time.Time {
 	t, err := time.Parse(time.RFC3339Nano, a.Annotations[LastContactAnnotation])
 	if err != nil {
-		return time.Time{}
+		t = time.Time{}
+	}
+	if p := a.Status.Progress.StageUpdateTime; p != nil && p.After(t) {
+		return p.Time
 	}
 	return t
 }
