@@ -163,19 +163,23 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, nil
 	}
 	// End writes what the state's handler changed, compared with the
-	// fresh copy read: the engine's conditions merged with other writers'
-	// (BMAC's), the rest as patches of the changed fields; a transition's
-	// metric is recorded once it is written.
-	run, err := reconciler.Start(r.Direct, host, reconciler.OwnedConditions(ownedConditions...))
+	// fresh copy read: metadata and spec as a patch of the changed fields,
+	// the status in one patch, the engine's conditions merged with other
+	// writers' (BMAC's); a transition's metric is recorded once it is
+	// written.
+	run, err := reconciler.Start(r.Direct, host, reconciler.OwnedConditions(ownedConditions...), reconciler.OneStatusWrite())
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	from := host.Status.Provisioning.State
+	s := &hostScope{host: host, recorder: r.Recorder, now: r.Clock.Now}
 	defer func() {
 		setConditions(host)
+		s.stateChangedEvent()
 		run.End(ctx, &reterr)
 		if run.Patched() {
-			recordWrittenTransition(host, from)
+			for _, t := range s.transitions {
+				recordWrittenTransition(host, t.from, t.to)
+			}
 		}
 	}()
 	controllerutil.AddFinalizer(host, metal3v1.BareMetalHostFinalizer)
@@ -192,7 +196,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		host.Status.OperationalStatus = metal3v1.OperationalStatusOK
 	}
 
-	s := &hostScope{host: host, recorder: r.Recorder, now: r.Clock.Now}
 	if host.Annotations[metal3v1.InspectAnnotation] == metal3v1.InspectAnnotationValueDisabled && host.Status.Provisioning.State != metal3v1.StateInspecting {
 		// Without inspection, hardware details may come at any time from
 		// the annotation (the agent-based install writes the Agent's
@@ -214,35 +217,50 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	return r.run(ctx, s)
 }
 
-// run runs the handler of the current state and applies the result.
+// maxStepsPerReconcile bounds how many states one reconcile passes
+// through.
+const maxStepsPerReconcile = 8
+
+// run runs the handler of the current state and applies the result. A
+// state whose work is done hands over to the next state's handler in the
+// same reconcile, so that the states a host passes through at once
+// (registering, inspecting, preparing and available on the way to
+// provisioning) are written in one status patch; each transition still
+// has its operation history, and the StateChanged Event of the write
+// names every state passed.
 func (r *Reconciler) run(ctx context.Context, s *hostScope) (ctrl.Result, error) {
 	host := s.host
-	state := host.Status.Provisioning.State
-	h, ok := r.stateMachine()[state]
-	if !ok {
-		return ctrl.Result{}, reconcile.TerminalError(fmt.Errorf("BareMetalHost %s is in unknown state %q", klog.KObj(host), state))
-	}
-	res := h(ctx, s)
-	r.applySideEffects(s)
-	switch res := res.(type) {
-	case actionComplete:
-		if err := checkTransition(state, res.next); err != nil {
-			return ctrl.Result{}, reconcile.TerminalError(err)
+	for step := 1; ; step++ {
+		state := host.Status.Provisioning.State
+		h, ok := r.stateMachine()[state]
+		if !ok {
+			return ctrl.Result{}, reconcile.TerminalError(fmt.Errorf("BareMetalHost %s is in unknown state %q", klog.KObj(host), state))
 		}
-		r.clearError(host)
-		setBMCCondition(host, nil)
-		host.Status.ErrorCount = 0
-		r.transition(ctx, s, res.next)
-		return ctrl.Result{RequeueAfter: time.Millisecond}, nil
-	case actionWait:
-		r.clearError(host)
-		setBMCCondition(host, nil)
-		host.Status.ErrorCount = 0
-		return ctrl.Result{RequeueAfter: res.after}, nil
-	case actionError:
-		return ctrl.Result{RequeueAfter: r.recordError(s, res)}, nil
+		res := h(ctx, s)
+		r.applySideEffects(s)
+		switch res := res.(type) {
+		case actionComplete:
+			if err := checkTransition(state, res.next); err != nil {
+				return ctrl.Result{}, reconcile.TerminalError(err)
+			}
+			r.clearError(host)
+			setBMCCondition(host, nil)
+			host.Status.ErrorCount = 0
+			r.transition(ctx, s, res.next)
+			if step < maxStepsPerReconcile && !s.removeFinalizer {
+				continue
+			}
+			return ctrl.Result{RequeueAfter: time.Millisecond}, nil
+		case actionWait:
+			r.clearError(host)
+			setBMCCondition(host, nil)
+			host.Status.ErrorCount = 0
+			return ctrl.Result{RequeueAfter: res.after}, nil
+		case actionError:
+			return ctrl.Result{RequeueAfter: r.recordError(s, res)}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("handler of state %q returned %T", state, res)
 	}
-	return ctrl.Result{}, fmt.Errorf("handler of state %q returned %T", state, res)
 }
 
 func (r *Reconciler) applySideEffects(s *hostScope) {
@@ -263,13 +281,13 @@ func (r *Reconciler) transition(ctx context.Context, s *hostScope, to metal3v1.P
 	from := host.Status.Provisioning.State
 	now := metav1.NewTime(r.Clock.Now().Truncate(time.Second))
 	recordTransition(&host.Status.OperationHistory, from, to, now)
+	s.transitions = append(s.transitions, transition{from: from, to: to})
 	host.Status.Provisioning.State = to
 	host.Status.LastUpdated = &now
 	if host.Status.OperationalStatus == "" || host.Status.OperationalStatus == metal3v1.OperationalStatusDiscovered && to != metal3v1.StateUnmanaged {
 		host.Status.OperationalStatus = metal3v1.OperationalStatusOK
 	}
 	ctrl.LoggerFrom(ctx).Info("Host changed state", "from", string(from), "to", string(to))
-	s.event(corev1.EventTypeNormal, "StateChanged", "Reconcile", "Host went from %q to %q", displayState(from), to)
 }
 
 func displayState(s metal3v1.ProvisioningState) string {

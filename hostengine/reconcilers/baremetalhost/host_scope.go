@@ -1,6 +1,8 @@
 package baremetalhost
 
 import (
+	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -31,6 +33,10 @@ type hostScope struct {
 	// creds is the credentials Secret, when it was read.
 	creds *corev1.Secret
 
+	// transitions are the state changes of this reconcile, in order; their
+	// metrics are recorded once the status holding them is written.
+	transitions []transition
+
 	recorder events.EventRecorder
 	now      func() time.Time
 
@@ -39,6 +45,9 @@ type hostScope struct {
 	removeAnnotations []string
 	archToSet         string
 }
+
+// transition is one change of a host's provisioning state.
+type transition struct{ from, to metal3v1.ProvisioningState }
 
 func (s *hostScope) requireProvisioner() actionResult {
 	if s.prov == nil {
@@ -79,6 +88,32 @@ func (s *hostScope) setAgentBooted(booted bool, reason, msg string) {
 	}
 	conditions.Set(s.host, metav1.Condition{Type: DeployAgentBootedCondition, Status: status, Reason: reason, Message: msg,
 		LastTransitionTime: metav1.NewTime(now().Truncate(time.Second))})
+}
+
+// stateChangedEvent records one StateChanged Event for the state changes
+// of this reconcile, which its status write stores together: "Host went
+// from "new" to "provisioning" through registering, inspecting, preparing
+// and available". One Event a write, not one a state: the Events API takes
+// Events about the same object version with the same reason for repeats
+// of the first (a series), and would keep only its message.
+func (s *hostScope) stateChangedEvent() {
+	if len(s.transitions) == 0 {
+		return
+	}
+	first, last := s.transitions[0], s.transitions[len(s.transitions)-1]
+	msg := fmt.Sprintf("Host went from %q to %q", displayState(first.from), last.to)
+	if len(s.transitions) > 1 {
+		var through []string
+		for _, t := range s.transitions[:len(s.transitions)-1] {
+			through = append(through, string(t.to))
+		}
+		msg += " through " + strings.Join(through[:len(through)-1], ", ")
+		if len(through) > 1 {
+			msg += " and "
+		}
+		msg += through[len(through)-1]
+	}
+	s.event(corev1.EventTypeNormal, "StateChanged", "Reconcile", "%s", msg)
 }
 
 func (s *hostScope) event(eventType, reason, action, format string, args ...any) {
