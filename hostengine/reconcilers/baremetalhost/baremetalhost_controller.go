@@ -176,10 +176,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		setConditions(host)
 		s.stateChangedEvent()
 		run.End(ctx, &reterr)
-		if run.Patched() {
-			for _, t := range s.transitions {
-				recordWrittenTransition(host, t.from, t.to)
-			}
+		if run.Patched() && s.changed != nil {
+			recordWrittenTransition(host, s.changed.from, s.changed.to)
 		}
 	}()
 	controllerutil.AddFinalizer(host, metal3v1.BareMetalHostFinalizer)
@@ -217,50 +215,39 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	return r.run(ctx, s)
 }
 
-// maxStepsPerReconcile bounds how many states one reconcile passes
-// through.
-const maxStepsPerReconcile = 8
-
 // run runs the handler of the current state and applies the result. A
-// state whose work is done hands over to the next state's handler in the
-// same reconcile, so that the states a host passes through at once
-// (registering, inspecting, preparing and available on the way to
-// provisioning) are written in one status patch; each transition still
-// has its operation history, and the StateChanged Event of the write
-// names every state passed.
+// state whose work is done ends the reconcile with its transition, so
+// that every state a host passes through is a status write of its own,
+// which a watcher of the host (kubectl get bmh -w) sees; the next state's
+// handler runs in the next reconcile.
 func (r *Reconciler) run(ctx context.Context, s *hostScope) (ctrl.Result, error) {
 	host := s.host
-	for step := 1; ; step++ {
-		state := host.Status.Provisioning.State
-		h, ok := r.stateMachine()[state]
-		if !ok {
-			return ctrl.Result{}, reconcile.TerminalError(fmt.Errorf("BareMetalHost %s is in unknown state %q", klog.KObj(host), state))
-		}
-		res := h(ctx, s)
-		r.applySideEffects(s)
-		switch res := res.(type) {
-		case actionComplete:
-			if err := checkTransition(state, res.next); err != nil {
-				return ctrl.Result{}, reconcile.TerminalError(err)
-			}
-			r.clearError(host)
-			setBMCCondition(host, nil)
-			host.Status.ErrorCount = 0
-			r.transition(ctx, s, res.next)
-			if step < maxStepsPerReconcile && !s.removeFinalizer {
-				continue
-			}
-			return ctrl.Result{RequeueAfter: time.Millisecond}, nil
-		case actionWait:
-			r.clearError(host)
-			setBMCCondition(host, nil)
-			host.Status.ErrorCount = 0
-			return ctrl.Result{RequeueAfter: res.after}, nil
-		case actionError:
-			return ctrl.Result{RequeueAfter: r.recordError(s, res)}, nil
-		}
-		return ctrl.Result{}, fmt.Errorf("handler of state %q returned %T", state, res)
+	state := host.Status.Provisioning.State
+	h, ok := r.stateMachine()[state]
+	if !ok {
+		return ctrl.Result{}, reconcile.TerminalError(fmt.Errorf("BareMetalHost %s is in unknown state %q", klog.KObj(host), state))
 	}
+	res := h(ctx, s)
+	r.applySideEffects(s)
+	switch res := res.(type) {
+	case actionComplete:
+		if err := checkTransition(state, res.next); err != nil {
+			return ctrl.Result{}, reconcile.TerminalError(err)
+		}
+		r.clearError(host)
+		setBMCCondition(host, nil)
+		host.Status.ErrorCount = 0
+		r.transition(ctx, s, res.next)
+		return ctrl.Result{RequeueAfter: time.Millisecond}, nil
+	case actionWait:
+		r.clearError(host)
+		setBMCCondition(host, nil)
+		host.Status.ErrorCount = 0
+		return ctrl.Result{RequeueAfter: res.after}, nil
+	case actionError:
+		return ctrl.Result{RequeueAfter: r.recordError(s, res)}, nil
+	}
+	return ctrl.Result{}, fmt.Errorf("handler of state %q returned %T", state, res)
 }
 
 func (r *Reconciler) applySideEffects(s *hostScope) {
@@ -281,7 +268,7 @@ func (r *Reconciler) transition(ctx context.Context, s *hostScope, to metal3v1.P
 	from := host.Status.Provisioning.State
 	now := metav1.NewTime(r.Clock.Now().Truncate(time.Second))
 	recordTransition(&host.Status.OperationHistory, from, to, now)
-	s.transitions = append(s.transitions, transition{from: from, to: to})
+	s.changed = &transition{from: from, to: to}
 	host.Status.Provisioning.State = to
 	host.Status.LastUpdated = &now
 	if host.Status.OperationalStatus == "" || host.Status.OperationalStatus == metal3v1.OperationalStatusDiscovered && to != metal3v1.StateUnmanaged {

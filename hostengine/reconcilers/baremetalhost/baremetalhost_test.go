@@ -148,7 +148,8 @@ func TestCredentials(t *testing.T) {
 	}).Should(Succeed())
 
 	// Wrong from the start: a host whose BMC accepted its credentials
-	// goes on at once, and fails later steps (power) instead.
+	// may be past registering before they change, and fail later steps
+	// (power) instead.
 	wrong, wrongSecret := lab.Host(lab.Machines[1], ns, true)
 	wrongSecret.StringData["password"] = "wrong-" + canary
 	g.Expect(env.Client.Create(ctx, wrongSecret)).To(Succeed())

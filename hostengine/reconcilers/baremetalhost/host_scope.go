@@ -1,8 +1,6 @@
 package baremetalhost
 
 import (
-	"fmt"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -33,9 +31,10 @@ type hostScope struct {
 	// creds is the credentials Secret, when it was read.
 	creds *corev1.Secret
 
-	// transitions are the state changes of this reconcile, in order; their
-	// metrics are recorded once the status holding them is written.
-	transitions []transition
+	// changed is the state change of this reconcile, if any (one at most:
+	// each state is a status write of its own); its metric is recorded
+	// once the status holding it is written.
+	changed *transition
 
 	recorder events.EventRecorder
 	now      func() time.Time
@@ -90,30 +89,13 @@ func (s *hostScope) setAgentBooted(booted bool, reason, msg string) {
 		LastTransitionTime: metav1.NewTime(now().Truncate(time.Second))})
 }
 
-// stateChangedEvent records one StateChanged Event for the state changes
-// of this reconcile, which its status write stores together: "Host went
-// from "new" to "provisioning" through registering, inspecting, preparing
-// and available". One Event a write, not one a state: the Events API takes
-// Events about the same object version with the same reason for repeats
-// of the first (a series), and would keep only its message.
+// stateChangedEvent records the StateChanged Event of this reconcile's
+// state change, which its status write stores: one Event a write.
 func (s *hostScope) stateChangedEvent() {
-	if len(s.transitions) == 0 {
+	if s.changed == nil {
 		return
 	}
-	first, last := s.transitions[0], s.transitions[len(s.transitions)-1]
-	msg := fmt.Sprintf("Host went from %q to %q", displayState(first.from), last.to)
-	if len(s.transitions) > 1 {
-		var through []string
-		for _, t := range s.transitions[:len(s.transitions)-1] {
-			through = append(through, string(t.to))
-		}
-		msg += " through " + strings.Join(through[:len(through)-1], ", ")
-		if len(through) > 1 {
-			msg += " and "
-		}
-		msg += through[len(through)-1]
-	}
-	s.event(corev1.EventTypeNormal, "StateChanged", "Reconcile", "%s", msg)
+	s.event(corev1.EventTypeNormal, "StateChanged", "Reconcile", "Host went from %q to %q", displayState(s.changed.from), s.changed.to)
 }
 
 func (s *hostScope) event(eventType, reason, action, format string, args ...any) {
