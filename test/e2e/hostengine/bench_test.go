@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"sort"
@@ -41,14 +42,22 @@ import (
 // subresource ("baremetalhosts/status").
 type writeKey struct{ verb, resource string }
 
+// conflictKey is a kind of API write refused with 409 Conflict and the
+// writer that made it (writer).
+type conflictKey struct {
+	writeKey
+	writer string
+}
+
 // writeCounter counts the API writes of the engine (its controllers, its
 // deploy server and its Event recorders) by verb and resource, and the
-// ones refused with 409 Conflict.
+// ones refused with 409 Conflict, also by writer.
 type writeCounter struct {
-	rt        http.RoundTripper
-	mu        sync.Mutex
-	writes    map[writeKey]int
-	conflicts map[writeKey]int
+	rt          http.RoundTripper
+	mu          sync.Mutex
+	writes      map[writeKey]int
+	conflicts   map[writeKey]int
+	conflictsBy map[conflictKey]int
 }
 
 func (w *writeCounter) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -62,8 +71,35 @@ func (w *writeCounter) RoundTrip(r *http.Request) (*http.Response, error) {
 	w.writes[k]++
 	if err == nil && resp.StatusCode == http.StatusConflict {
 		w.conflicts[k]++
+		w.conflictsBy[conflictKey{k, writer()}]++
 	}
 	return resp, err
+}
+
+// closure matches the suffix of a function literal's name (".func1.2"),
+// which writer leaves out: the function it is in names the writer.
+var closure = regexp.MustCompile(`(\.func\d+)+(\.\d+)*$`)
+
+// writer names the engine's function whose API request the calling
+// goroutine makes (client-go sends a request on its caller's goroutine):
+// the innermost caller in the engine's packages, such as
+// deployserver.(*Server).report, or the Event recorder.
+func writer() string {
+	pcs := make([]uintptr, 64)
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(3, pcs)])
+	for {
+		f, more := frames.Next()
+		const engine = "/metalshift/hostengine/"
+		if i := strings.Index(f.Function, engine); i >= 0 && !strings.Contains(f.Function, "hostenginetest") {
+			return closure.ReplaceAllString(f.Function[i+len(engine):], "")
+		}
+		if strings.Contains(f.Function, "k8s.io/client-go/tools/events") {
+			return "Event recorder"
+		}
+		if !more {
+			return "other"
+		}
+	}
 }
 
 // requestResource is the resource (and subresource) an API path names:
@@ -125,7 +161,7 @@ func BenchmarkProvision1000(b *testing.B) {
 		b.StopTimer()
 		logPath, logger, restoreLog := benchLog(b)
 		ns := env.Namespace(b)
-		counter := &writeCounter{writes: map[writeKey]int{}, conflicts: map[writeKey]int{}}
+		counter := &writeCounter{writes: map[writeKey]int{}, conflicts: map[writeKey]int{}, conflictsBy: map[conflictKey]int{}}
 		cfg := rest.CopyConfig(env.Config)
 		cfg.QPS, cfg.Burst = 500, 1000
 		cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { counter.rt = rt; return counter }
@@ -244,6 +280,26 @@ func waitProvisioned(ctx context.Context, b *testing.B, writer client.Client, ns
 	return seen
 }
 
+// writeConflictsByWriter adds to s the 409 Conflicts per host by the
+// writer whose write was refused, most first.
+func writeConflictsByWriter(s *strings.Builder, c *writeCounter, per func(int) float64) {
+	if len(c.conflictsBy) == 0 {
+		return
+	}
+	keys := make([]conflictKey, 0, len(c.conflictsBy))
+	for k := range c.conflictsBy {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		a, b := keys[i], keys[j]
+		return c.conflictsBy[a] > c.conflictsBy[b] || c.conflictsBy[a] == c.conflictsBy[b] && a.writer < b.writer
+	})
+	s.WriteString("409 Conflicts per host by the writer refused:\n")
+	for _, k := range keys {
+		fmt.Fprintf(s, "  %6.2f  %-6s %-28s %s\n", per(c.conflictsBy[k]), k.verb, k.resource, k.writer)
+	}
+}
+
 // provisionReport prints the benchmark's figures to stdout (b.Log would
 // cut them at ten lines without -v) and reports the main ones as metrics.
 func provisionReport(b *testing.B, n int, elapsed, created time.Duration, seen map[metal3v1.ProvisioningState][]time.Duration, c *writeCounter, logPath string) {
@@ -266,6 +322,7 @@ func provisionReport(b *testing.B, n int, elapsed, created time.Duration, seen m
 	for _, k := range keys {
 		fmt.Fprintf(&s, "  %6.2f  %-6s %-40s (409: %.2f)\n", per(c.writes[k]), k.verb, k.resource, per(c.conflicts[k]))
 	}
+	writeConflictsByWriter(&s, c, per)
 	s.WriteString("When hosts were first seen in each state, from the start: median (p90, last):\n")
 	states := make([]metal3v1.ProvisioningState, 0, len(seen))
 	for st, ds := range seen {
