@@ -39,7 +39,8 @@ func (r *Run) endOneStatusWrite(ctx context.Context, reterr *error) {
 	}
 	status, hasStatus := changed["status"]
 	delete(changed, "status")
-	if len(changed) > 0 {
+	metaPatched := len(changed) > 0
+	if metaPatched {
 		o := r.obj.DeepCopyObject().(client.Object)
 		o.SetResourceVersion(r.before.GetResourceVersion())
 		if err := r.c.Patch(ctx, o, client.MergeFrom(r.before)); err != nil {
@@ -49,7 +50,7 @@ func (r *Run) endOneStatusWrite(ctx context.Context, reterr *error) {
 		r.obj.SetResourceVersion(o.GetResourceVersion())
 	}
 	if hasStatus {
-		if err := r.patchStatus(ctx, status); err != nil {
+		if err := r.patchStatus(ctx, status, metaPatched); err != nil {
 			fail(err)
 			return
 		}
@@ -58,8 +59,9 @@ func (r *Run) endOneStatusWrite(ctx context.Context, reterr *error) {
 }
 
 // patchStatus writes the status changes (statusDiff, a JSON merge patch
-// of the status) in one patch.
-func (r *Run) patchStatus(ctx context.Context, statusDiff json.RawMessage) error {
+// of the status) in one patch; metaPatched says End patched the metadata
+// or spec first.
+func (r *Run) patchStatus(ctx context.Context, statusDiff json.RawMessage, metaPatched bool) error {
 	before, beforeOK := r.before.(conditions.Getter)
 	after, afterOK := r.obj.(conditions.Getter)
 	if !beforeOK || !afterOK || equality.Semantic.DeepEqual(before.GetConditions(), after.GetConditions()) {
@@ -90,7 +92,20 @@ func (r *Run) patchStatus(ctx context.Context, statusDiff json.RawMessage) error
 	}
 	latest := r.before.DeepCopyObject().(client.Object)
 	want := r.obj.DeepCopyObject().(client.Object)
+	// After a metadata patch, the copy read is no longer the latest
+	// version: a patch carrying its resourceVersion would be refused, so
+	// the status goes onto the object read again from the first attempt.
+	reread := metaPatched
 	for attempt := 1; ; attempt++ {
+		if reread {
+			latest = r.before.DeepCopyObject().(client.Object)
+			if err := r.c.Get(ctx, client.ObjectKeyFromObject(r.obj), latest); err != nil {
+				return err
+			}
+			if want, err = applyStatus(latest, rest, conds, r.owned); err != nil {
+				return err
+			}
+		}
 		base := latest.DeepCopyObject().(client.Object)
 		err := r.c.Status().Patch(ctx, want, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 		if err == nil {
@@ -100,13 +115,7 @@ func (r *Run) patchStatus(ctx context.Context, statusDiff json.RawMessage) error
 		if !apierrors.IsConflict(err) || attempt == statusAttempts {
 			return err
 		}
-		latest = r.before.DeepCopyObject().(client.Object)
-		if err := r.c.Get(ctx, client.ObjectKeyFromObject(r.obj), latest); err != nil {
-			return err
-		}
-		if want, err = applyStatus(latest, rest, conds, r.owned); err != nil {
-			return err
-		}
+		reread = true
 	}
 }
 

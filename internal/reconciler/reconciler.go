@@ -70,8 +70,10 @@ func LockStatus() Option {
 // conditions, and so the resourceVersion read; after a conflict, End
 // reads the object again and applies the reconcile's changes to it (its
 // owned conditions over the others', its status fields over the ones
-// read), as the helper does for conditions. Reads for that go through the
-// client Start was given.
+// read), as the helper does for conditions. It does so before the first
+// attempt when it patched the metadata or spec just before, which made
+// the version read old. Reads for that go through the client Start was
+// given.
 func OneStatusWrite() Option {
 	return func(r *Run) {
 		r.before = r.obj.DeepCopyObject().(client.Object)

@@ -290,7 +290,6 @@ func TestOneStatusWrite(t *testing.T) {
 	}
 
 	reconcile(stale, func(o *metal3v1.BareMetalHost) {
-		o.Annotations = map[string]string{"mine": "yes"}
 		conditions.Set(o, metav1.Condition{Type: "Mine", Status: metav1.ConditionFalse, Reason: "Mine"})
 		o.Status.PoweredOn = true
 		o.Status.ErrorType = ""
@@ -303,7 +302,22 @@ func TestOneStatusWrite(t *testing.T) {
 	g.Expect(got.Status.PoweredOn).To(BeTrue())
 	g.Expect(got.Status.ErrorType).To(BeEmpty(), "a field the reconcile cleared stays cleared")
 	g.Expect(got.Status.ErrorMessage).To(Equal("failed"))
+
+	// Metadata and conditions changed from the latest copy: the metadata
+	// patch makes that copy old, and the status goes onto the object read
+	// again, with no patch refused.
+	reconcile(got, func(o *metal3v1.BareMetalHost) {
+		o.Annotations = map[string]string{"mine": "yes"}
+		conditions.Set(o, metav1.Condition{Type: "Mine", Status: metav1.ConditionUnknown, Reason: "Mine"})
+		o.Status.ErrorCount = 4
+	})
+	g.Expect(statusPatches).To(Equal(1), "no status patch with the version the metadata patch made old")
+	g.Expect(conflicts).To(BeZero())
+	got = get()
 	g.Expect(got.Annotations).To(HaveKeyWithValue("mine", "yes"))
+	g.Expect(conditions.IsUnknown(got, "Mine")).To(BeTrue())
+	g.Expect(got.Status.ErrorCount).To(Equal(4))
+	g.Expect(got.Status.Conditions).To(ContainElement(HaveField("Type", "Other")))
 
 	reconcile(got, func(o *metal3v1.BareMetalHost) {
 		conditions.Set(o, metav1.Condition{Type: "Mine", Status: metav1.ConditionTrue, Reason: "Mine"})
