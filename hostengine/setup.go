@@ -218,7 +218,8 @@ func newDeployServer(mgr ctrl.Manager, opts Options, images *imageservice.Images
 		}
 	}
 	return deployserver.New(deployserver.Options{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("metalshift-deploy-server"),
-		Key: opts.SigningKey, BaseURL: opts.DeployURL, CA: ca, Clock: opts.Clock, Images: images, WatchFilterValue: opts.WatchFilterValue})
+		Key: opts.SigningKey, BaseURL: opts.DeployURL, CA: ca, Clock: opts.Clock, Images: images, WatchFilterValue: opts.WatchFilterValue,
+		TokenStatus: baremetalhost.SetTokenCondition})
 }
 
 // addDeployServers adds the deploy server, and its plain http boot

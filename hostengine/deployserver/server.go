@@ -62,6 +62,8 @@ type Server struct {
 	ttl       time.Duration
 	images    *imageservice.Images
 	shard     string
+	// tokenStatus is Options.TokenStatus.
+	tokenStatus func(host *metal3v1.BareMetalHost)
 }
 
 // Options configure a Server.
@@ -95,6 +97,11 @@ type Options struct {
 	// cluster.x-k8s.io/watch-filter=<value> only, as if the others did not
 	// exist; empty means all.
 	WatchFilterValue string
+	// TokenStatus, when set, updates what the engine derives from a host's
+	// token record (its DeployAgentToken condition) in the status the
+	// server writes with the record: one write where the engine's would be
+	// a second.
+	TokenStatus func(host *metal3v1.BareMetalHost)
 }
 
 // DefaultTTL is how long a deploy image's URLs and ticket are valid: the
@@ -128,7 +135,8 @@ func New(opts Options) (*Server, error) {
 	}
 	base := strings.TrimSuffix(opts.BaseURL, "/")
 	return &Server{client: opts.Client, apiReader: opts.APIReader, recorder: opts.Recorder, key: opts.Key,
-		baseURL: base, imageBase: base, ca: opts.CA, clock: opts.Clock, ttl: opts.TTL, images: opts.Images, shard: opts.WatchFilterValue}, nil
+		baseURL: base, imageBase: base, ca: opts.CA, clock: opts.Clock, ttl: opts.TTL, images: opts.Images, shard: opts.WatchFilterValue,
+		tokenStatus: opts.TokenStatus}, nil
 }
 
 // CheckBootConfig makes host's boot configuration as its deploy image

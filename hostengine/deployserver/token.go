@@ -130,6 +130,9 @@ func (s *Server) issue(ctx context.Context, host *metal3v1.BareMetalHost, gen, s
 		rec.Refusals, rec.LastRefusalTime, rec.LastRefusalSource = old.Refusals, old.LastRefusalTime, old.LastRefusalSource
 	}
 	host.Status.DeployAgent.Token = rec
+	if s.tokenStatus != nil {
+		s.tokenStatus(host)
+	}
 	if err := s.client.Status().Patch(ctx, host, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 		return "", err
 	}
@@ -166,6 +169,9 @@ func (s *Server) refuse(ctx context.Context, host *metal3v1.BareMetalHost, sourc
 		base := host.DeepCopy()
 		rec.Refusals++
 		rec.LastRefusalTime, rec.LastRefusalSource = &now, source
+		if s.tokenStatus != nil {
+			s.tokenStatus(host)
+		}
 		if err = s.client.Status().Patch(ctx, host, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); !apierrors.IsConflict(err) {
 			break
 		}

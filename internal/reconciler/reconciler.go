@@ -33,10 +33,12 @@ type Run struct {
 	owned   []string
 	patched bool
 
-	// c and before: a Run started with LockStatus writes without the
-	// helper, from the object as read.
+	// c and before: a Run started with LockStatus or OneStatusWrite
+	// writes without the helper, from the object as read.
 	c      client.Client
 	before client.Object
+	// oneStatusWrite: the status, conditions included, in one patch.
+	oneStatusWrite bool
 }
 
 // Option is an option of Start.
@@ -57,6 +59,26 @@ func OwnedConditions(types ...string) Option {
 // RequeueOnConflict turns into a requeue.
 func LockStatus() Option {
 	return func(r *Run) { r.before = r.obj.DeepCopyObject().(client.Object) }
+}
+
+// OneStatusWrite makes End write the status in one patch, the owned
+// conditions with the other fields that changed, where the patch helper
+// writes the conditions in a patch of their own: half the status writes
+// of a reconcile that changes both. A patch without a condition change
+// carries the changed fields only, with no resourceVersion, as without
+// the option. One with a condition change carries the whole list of
+// conditions, and so the resourceVersion read; after a conflict, End
+// reads the object again and applies the reconcile's changes to it (its
+// owned conditions over the others', its status fields over the ones
+// read), as the helper does for conditions. It does so before the first
+// attempt when it patched the metadata or spec just before, which made
+// the version read old. Reads for that go through the client Start was
+// given.
+func OneStatusWrite() Option {
+	return func(r *Run) {
+		r.before = r.obj.DeepCopyObject().(client.Object)
+		r.oneStatusWrite = true
+	}
 }
 
 // Begin starts the reconcile of obj, which belongs to cluster (nil when
@@ -104,6 +126,10 @@ func Start(c client.Client, obj client.Object, opts ...Option) (*Run, error) {
 func (r *Run) End(ctx context.Context, reterr *error) {
 	if o, ok := r.obj.(interface{ SetObservedGeneration(int64) }); ok && *reterr == nil {
 		o.SetObservedGeneration(r.obj.GetGeneration())
+	}
+	if r.oneStatusWrite {
+		r.endOneStatusWrite(ctx, reterr)
+		return
 	}
 	if r.before != nil {
 		r.endLocked(ctx, reterr)

@@ -9,16 +9,19 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
 
 	agentinstallv1 "github.com/metalshift/metalshift/api/agentinstall/v1beta1"
 	infrav1 "github.com/metalshift/metalshift/api/infrastructure/v1alpha1"
+	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	"github.com/metalshift/metalshift/internal/testenv"
 )
 
@@ -234,4 +237,97 @@ func TestLockStatus(t *testing.T) {
 	got = get()
 	g.Expect(got.Status.Conditions).To(ConsistOf(HaveField("Type", agentinstallv1.ConditionType("Other")), HaveField("Type", agentinstallv1.ConditionType("Mine"))))
 	g.Expect(got.Annotations).To(HaveKeyWithValue("mine", "yes"))
+}
+
+// TestOneStatusWrite: with OneStatusWrite a reconcile that changes owned
+// conditions and other status fields writes the status in one patch; from
+// a stale copy that patch loses a conflict, and End applies the
+// reconcile's changes to the object read again: the other writer's
+// condition and field stay, and nothing is lost.
+func TestOneStatusWrite(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	host := &metal3v1.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Name: "h", Namespace: ns},
+		Spec: metal3v1.BareMetalHostSpec{BMC: metal3v1.BMCDetails{Address: "redfish://192.0.2.1/redfish/v1/Systems/1", CredentialsName: "bmc"}}}
+	g.Expect(env.Client.Create(ctx, host)).To(Succeed())
+	host.Status.ErrorType, host.Status.ErrorMessage = metal3v1.RegistrationError, "failed"
+	g.Expect(env.Client.Status().Update(ctx, host)).To(Succeed())
+	stale := host.DeepCopy()
+
+	// The other writer adds its condition and writes a field of its own.
+	conditions.Set(host, metav1.Condition{Type: "Other", Status: metav1.ConditionTrue, Reason: "Other"})
+	host.Status.ErrorCount = 3
+	g.Expect(env.Client.Status().Update(ctx, host)).To(Succeed())
+
+	var statusPatches, conflicts int
+	direct, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Client.Scheme()})
+	g.Expect(err).NotTo(HaveOccurred())
+	c := interceptor.NewClient(direct, interceptor.Funcs{
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			statusPatches++
+			err := c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+			if apierrors.IsConflict(err) {
+				conflicts++
+			}
+			return err
+		},
+	})
+	reconcile := func(o *metal3v1.BareMetalHost, change func(*metal3v1.BareMetalHost)) {
+		statusPatches, conflicts = 0, 0
+		run, err := Start(c, o, OwnedConditions("Mine"), OneStatusWrite())
+		g.Expect(err).NotTo(HaveOccurred())
+		change(o)
+		var reterr error
+		run.End(ctx, &reterr)
+		g.Expect(reterr).NotTo(HaveOccurred())
+		g.Expect(run.Patched()).To(BeTrue())
+	}
+	get := func() *metal3v1.BareMetalHost {
+		o := &metal3v1.BareMetalHost{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(host), o)).To(Succeed())
+		return o
+	}
+
+	reconcile(stale, func(o *metal3v1.BareMetalHost) {
+		conditions.Set(o, metav1.Condition{Type: "Mine", Status: metav1.ConditionFalse, Reason: "Mine"})
+		o.Status.PoweredOn = true
+		o.Status.ErrorType = ""
+	})
+	g.Expect(statusPatches).To(Equal(2), "the stale patch, then one on the object read again")
+	g.Expect(conflicts).To(Equal(1))
+	got := get()
+	g.Expect(got.Status.Conditions).To(ConsistOf(HaveField("Type", "Other"), HaveField("Type", "Mine")))
+	g.Expect(got.Status.ErrorCount).To(Equal(3), "the other writer's field stays")
+	g.Expect(got.Status.PoweredOn).To(BeTrue())
+	g.Expect(got.Status.ErrorType).To(BeEmpty(), "a field the reconcile cleared stays cleared")
+	g.Expect(got.Status.ErrorMessage).To(Equal("failed"))
+
+	// Metadata and conditions changed from the latest copy: the metadata
+	// patch makes that copy old, and the status goes onto the object read
+	// again, with no patch refused.
+	reconcile(got, func(o *metal3v1.BareMetalHost) {
+		o.Annotations = map[string]string{"mine": "yes"}
+		conditions.Set(o, metav1.Condition{Type: "Mine", Status: metav1.ConditionUnknown, Reason: "Mine"})
+		o.Status.ErrorCount = 4
+	})
+	g.Expect(statusPatches).To(Equal(1), "no status patch with the version the metadata patch made old")
+	g.Expect(conflicts).To(BeZero())
+	got = get()
+	g.Expect(got.Annotations).To(HaveKeyWithValue("mine", "yes"))
+	g.Expect(conditions.IsUnknown(got, "Mine")).To(BeTrue())
+	g.Expect(got.Status.ErrorCount).To(Equal(4))
+	g.Expect(got.Status.Conditions).To(ContainElement(HaveField("Type", "Other")))
+
+	reconcile(got, func(o *metal3v1.BareMetalHost) {
+		conditions.Set(o, metav1.Condition{Type: "Mine", Status: metav1.ConditionTrue, Reason: "Mine"})
+		o.Status.PoweredOn = false
+	})
+	g.Expect(statusPatches).To(Equal(1), "conditions and fields in one patch")
+	got = get()
+	g.Expect(conditions.IsTrue(got, "Mine")).To(BeTrue())
+	g.Expect(got.Status.PoweredOn).To(BeFalse())
+
+	reconcile(got, func(*metal3v1.BareMetalHost) {})
+	g.Expect(statusPatches).To(BeZero(), "nothing changed, nothing written")
 }

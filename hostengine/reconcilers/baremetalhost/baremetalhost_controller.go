@@ -163,19 +163,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, nil
 	}
 	// End writes what the state's handler changed, compared with the
-	// fresh copy read: the engine's conditions merged with other writers'
-	// (BMAC's), the rest as patches of the changed fields; a transition's
-	// metric is recorded once it is written.
-	run, err := reconciler.Start(r.Direct, host, reconciler.OwnedConditions(ownedConditions...))
+	// fresh copy read: metadata and spec as a patch of the changed fields,
+	// the status in one patch, the engine's conditions merged with other
+	// writers' (BMAC's); a transition's metric is recorded once it is
+	// written.
+	run, err := reconciler.Start(r.Direct, host, reconciler.OwnedConditions(ownedConditions...), reconciler.OneStatusWrite())
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	from := host.Status.Provisioning.State
+	s := &hostScope{host: host, recorder: r.Recorder, now: r.Clock.Now}
 	defer func() {
 		setConditions(host)
+		s.stateChangedEvent()
 		run.End(ctx, &reterr)
-		if run.Patched() {
-			recordWrittenTransition(host, from)
+		if run.Patched() && s.changed != nil {
+			recordWrittenTransition(host, s.changed.from, s.changed.to)
 		}
 	}()
 	controllerutil.AddFinalizer(host, metal3v1.BareMetalHostFinalizer)
@@ -192,7 +194,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		host.Status.OperationalStatus = metal3v1.OperationalStatusOK
 	}
 
-	s := &hostScope{host: host, recorder: r.Recorder, now: r.Clock.Now}
 	if host.Annotations[metal3v1.InspectAnnotation] == metal3v1.InspectAnnotationValueDisabled && host.Status.Provisioning.State != metal3v1.StateInspecting {
 		// Without inspection, hardware details may come at any time from
 		// the annotation (the agent-based install writes the Agent's
@@ -214,7 +215,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	return r.run(ctx, s)
 }
 
-// run runs the handler of the current state and applies the result.
+// run runs the handler of the current state and applies the result. A
+// state whose work is done ends the reconcile with its transition, so
+// that every state a host passes through is a status write of its own,
+// which a watcher of the host (kubectl get bmh -w) sees; the next state's
+// handler runs in the next reconcile.
 func (r *Reconciler) run(ctx context.Context, s *hostScope) (ctrl.Result, error) {
 	host := s.host
 	state := host.Status.Provisioning.State
@@ -263,13 +268,13 @@ func (r *Reconciler) transition(ctx context.Context, s *hostScope, to metal3v1.P
 	from := host.Status.Provisioning.State
 	now := metav1.NewTime(r.Clock.Now().Truncate(time.Second))
 	recordTransition(&host.Status.OperationHistory, from, to, now)
+	s.changed = &transition{from: from, to: to}
 	host.Status.Provisioning.State = to
 	host.Status.LastUpdated = &now
 	if host.Status.OperationalStatus == "" || host.Status.OperationalStatus == metal3v1.OperationalStatusDiscovered && to != metal3v1.StateUnmanaged {
 		host.Status.OperationalStatus = metal3v1.OperationalStatusOK
 	}
 	ctrl.LoggerFrom(ctx).Info("Host changed state", "from", string(from), "to", string(to))
-	s.event(corev1.EventTypeNormal, "StateChanged", "Reconcile", "Host went from %q to %q", displayState(from), to)
 }
 
 func displayState(s metal3v1.ProvisioningState) string {

@@ -147,11 +147,15 @@ func TestCredentials(t *testing.T) {
 		g.Expect(h.Status.ErrorCount).To(BeNumerically(">=", 1))
 	}).Should(Succeed())
 
-	wrong := createHost(t, lab, 1, ns, true, nil)
+	// Wrong from the start: a host whose BMC accepted its credentials
+	// may be past registering before they change, and fail later steps
+	// (power) instead.
+	wrong, wrongSecret := lab.Host(lab.Machines[1], ns, true)
+	wrongSecret.StringData["password"] = "wrong-" + canary
+	g.Expect(env.Client.Create(ctx, wrongSecret)).To(Succeed())
+	g.Expect(env.Client.Create(ctx, wrong)).To(Succeed())
 	sec := &corev1.Secret{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "host-1-bmc-secret"}, sec)).To(Succeed())
-	sec.Data["password"] = []byte("wrong-" + canary)
-	g.Expect(env.Client.Update(ctx, sec)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		h := get(g, wrong)
 		g.Expect(h.Status.ErrorType).To(Equal(metal3v1.RegistrationError))

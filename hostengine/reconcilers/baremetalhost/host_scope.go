@@ -31,6 +31,11 @@ type hostScope struct {
 	// creds is the credentials Secret, when it was read.
 	creds *corev1.Secret
 
+	// changed is the state change of this reconcile, if any (one at most:
+	// each state is a status write of its own); its metric is recorded
+	// once the status holding it is written.
+	changed *transition
+
 	recorder events.EventRecorder
 	now      func() time.Time
 
@@ -39,6 +44,9 @@ type hostScope struct {
 	removeAnnotations []string
 	archToSet         string
 }
+
+// transition is one change of a host's provisioning state.
+type transition struct{ from, to metal3v1.ProvisioningState }
 
 func (s *hostScope) requireProvisioner() actionResult {
 	if s.prov == nil {
@@ -79,6 +87,15 @@ func (s *hostScope) setAgentBooted(booted bool, reason, msg string) {
 	}
 	conditions.Set(s.host, metav1.Condition{Type: DeployAgentBootedCondition, Status: status, Reason: reason, Message: msg,
 		LastTransitionTime: metav1.NewTime(now().Truncate(time.Second))})
+}
+
+// stateChangedEvent records the StateChanged Event of this reconcile's
+// state change, which its status write stores: one Event a write.
+func (s *hostScope) stateChangedEvent() {
+	if s.changed == nil {
+		return
+	}
+	s.event(corev1.EventTypeNormal, "StateChanged", "Reconcile", "Host went from %q to %q", displayState(s.changed.from), s.changed.to)
 }
 
 func (s *hostScope) event(eventType, reason, action, format string, args ...any) {

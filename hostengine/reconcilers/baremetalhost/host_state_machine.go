@@ -362,7 +362,8 @@ func (r *Reconciler) bootLiveISO(ctx context.Context, s *hostScope) actionResult
 // request makes sure the host's status holds a deploy agent request for
 // action (and, to deploy, for spec.image), making a new one when it does
 // not. A new request is written to the API before the agent is booted for
-// it (the next pass), so that whichever engine replica goes on finds it.
+// it, so that whichever engine replica goes on finds it: with the start
+// of its boot (bootAgent), in one status patch.
 func (r *Reconciler) request(s *hostScope, action string) actionResult {
 	req := s.host.DeployAgentRequest()
 	if req != nil && req.Action == action && (action != deployapi.ActionDeploy || equality.Semantic.DeepEqual(req.Image, s.host.Spec.Image)) &&
@@ -382,7 +383,7 @@ func (r *Reconciler) request(s *hostScope, action string) actionResult {
 	}
 	req.Generation = deployapi.Fingerprint(parts...)
 	s.host.Status.DeployAgent = &metal3v1.DeployAgentStatus{Request: req}
-	return wait(time.Millisecond)
+	return nil
 }
 
 // bootAgent boots the deploy image for the current request unless it was

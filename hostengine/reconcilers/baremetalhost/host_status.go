@@ -118,6 +118,14 @@ func setConditions(h *metal3v1.BareMetalHost) {
 		provisioned = metav1.Condition{Type: ProvisionedCondition, Status: metav1.ConditionFalse, Reason: ReasonDeprovisioning}
 	}
 	conditions.Set(h, provisioned)
+	SetTokenCondition(h)
+}
+
+// SetTokenCondition sets h's DeployAgentToken condition from its current
+// request's token record; it leaves it as it is without a request. The
+// deploy server calls it when it writes the record, so that the record
+// and the condition are one write.
+func SetTokenCondition(h *metal3v1.BareMetalHost) {
 	if c := tokenCondition(h); c != nil {
 		conditions.Set(h, *c)
 	}

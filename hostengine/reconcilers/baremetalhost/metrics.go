@@ -33,11 +33,7 @@ func init() {
 // recordWrittenTransition counts a transition from → to that the status
 // write just stored, and observes a provisioning's duration from the
 // host's operation history.
-func recordWrittenTransition(host *metal3v1.BareMetalHost, from metal3v1.ProvisioningState) {
-	to := host.Status.Provisioning.State
-	if from == to {
-		return
-	}
+func recordWrittenTransition(host *metal3v1.BareMetalHost, from, to metal3v1.ProvisioningState) {
 	stateTransitions.WithLabelValues(string(from), string(to)).Inc()
 	if from == metal3v1.StateProvisioning && to == metal3v1.StateProvisioned {
 		op := host.Status.OperationHistory.Provision
