@@ -104,7 +104,9 @@ func secureHeaders(h http.Handler) http.Handler {
 		hd.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; "+
 			"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 		hd.Set("X-Content-Type-Options", "nosniff")
-		hd.Set("Referrer-Policy", "no-referrer")
+		// same-origin, not no-referrer: with no-referrer browsers send "Origin: null"
+		// on the sign-in form's POST, which sameOrigin refuses.
+		hd.Set("Referrer-Policy", "same-origin")
 		hd.Set("X-Frame-Options", "DENY")
 		if !strings.HasPrefix(r.URL.Path, "/static/") {
 			hd.Set("Cache-Control", "no-store")
