@@ -11,8 +11,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 	. "github.com/onsi/gomega"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
@@ -105,10 +105,12 @@ func signIn(url, token string) chromedp.Action[chromedp.Void] {
 // where it may only look.
 func TestBrowser(t *testing.T) {
 	g := NewWithT(t)
+	// The browser stops before the server (cleanups run last first), which
+	// waits for the browser's event streams.
+	hs, _ := startConsole(t, false, nil)
 	ctx := newChrome(t)
 	dir := artifacts(t)
 	t.Logf("Screenshots in %s", dir)
-	hs, _ := startConsole(t, false, nil)
 
 	team, viewed, hidden := namespace(t, "team"), namespace(t, "viewed"), namespace(t, "hidden")
 	sno := newACI(g, team, "sno")
@@ -135,6 +137,7 @@ func TestBrowser(t *testing.T) {
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: team, Name: "tenant"}}})).To(Succeed())
 
 	aciRow := row("AgentClusterInstall", team, "sno")
+	t.Logf("step 1 %s", time.Now().Format("15:04:05.000"))
 	g.Expect(chromedp.Do(ctx,
 		signIn(hs.URL, admin),
 		chromedp.WaitVisible(aciRow),
@@ -153,6 +156,7 @@ func TestBrowser(t *testing.T) {
 	_, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.notReloaded = true`))
 	g.Expect(err).NotTo(HaveOccurred())
 	setProgress(g, sno, "finalizing", 55)
+	t.Logf("step 2 %s", time.Now().Format("15:04:05.000"))
 	g.Expect(chromedp.Do(ctx,
 		until(`document.querySelector('`+string(aciRow)+` progress')?.value === 55`),
 		until(`window.notReloaded === true`),
@@ -161,6 +165,7 @@ func TestBrowser(t *testing.T) {
 	g.Expect(text(g, ctx, in(aciRow, ".col-state"))).To(Equal("finalizing"))
 
 	// Filter by state: only the finalizing install stays.
+	t.Logf("step 3 %s", time.Now().Format("15:04:05.000"))
 	g.Expect(chromedp.Do(ctx,
 		chromedp.SendKeys(chromedp.ID("state"), "final"),
 		chromedp.WaitNotPresent(row("Cluster", team, capi.Name)),
@@ -169,6 +174,7 @@ func TestBrowser(t *testing.T) {
 
 	// Approve an Agent from the hosts page.
 	agentRow := row("Agent", team, ownAgent.Name)
+	t.Logf("step 4 %s", time.Now().Format("15:04:05.000"))
 	g.Expect(chromedp.Do(ctx,
 		chromedp.Navigate(hs.URL+"/hosts"),
 		chromedp.WaitVisible(row("BareMetalHost", team, host.Name)),
@@ -180,6 +186,7 @@ func TestBrowser(t *testing.T) {
 
 	// The tenant: sign out, sign in with its token. All namespaces it may
 	// not list; its own it may.
+	t.Logf("step 5 %s", time.Now().Format("15:04:05.000"))
 	g.Expect(chromedp.Do(ctx,
 		chromedp.Click(chromedp.ID("signout")),
 		chromedp.WaitVisible(chromedp.ID("token")),
@@ -188,6 +195,7 @@ func TestBrowser(t *testing.T) {
 		screenshot(dir, "tenant-all-namespaces"),
 	)).To(Succeed())
 	g.Expect(text(g, ctx, "#denied-AgentClusterInstall")).To(ContainSubstring("You may not list AgentClusterInstalls in all namespaces"))
+	t.Logf("step 6 %s", time.Now().Format("15:04:05.000"))
 	g.Expect(chromedp.Do(ctx,
 		chromedp.SendKeys(chromedp.ID("namespace"), team+"\n"),
 		chromedp.WaitVisible(aciRow),
@@ -197,6 +205,7 @@ func TestBrowser(t *testing.T) {
 
 	// Where it may only look, the Approve button is there but the API
 	// server refuses the approval, and the page says so.
+	t.Logf("step 7 %s", time.Now().Format("15:04:05.000"))
 	g.Expect(chromedp.Do(ctx,
 		chromedp.Navigate(hs.URL+"/hosts"),
 		chromedp.WaitVisible(chromedp.ID("namespace")),
@@ -211,6 +220,7 @@ func TestBrowser(t *testing.T) {
 	g.Expect(approved(viewedAgent)()).To(BeFalse())
 
 	// A namespace it may not read at all shows why, and nothing of it.
+	t.Logf("step 8 %s", time.Now().Format("15:04:05.000"))
 	g.Expect(chromedp.Do(ctx,
 		chromedp.Navigate(hs.URL+"/fleet"),
 		chromedp.WaitVisible(chromedp.ID("namespace")),

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -52,6 +53,9 @@ type Server struct {
 	pages    *template.Template
 	static   http.Handler
 	log      logr.Logger
+	// stop ends the event streams (Close).
+	stop     chan struct{}
+	stopOnce sync.Once
 }
 
 // New returns a console for cfg.API.
@@ -78,8 +82,13 @@ func New(cfg Config) (*Server, error) {
 		base: rest.AnonymousClientConfig(cfg.API), scheme: scheme, mapper: newMapper(),
 		sessions: newSessions(cfg.Clock, cfg.SessionTTL), pages: pages,
 		static: http.StripPrefix("/static/", http.FileServerFS(static)), log: cfg.Log,
+		stop: make(chan struct{}),
 	}, nil
 }
+
+// Close ends the event streams, which would otherwise hold a graceful
+// shutdown of the HTTP server until its timeout; browsers reconnect.
+func (s *Server) Close() { s.stopOnce.Do(func() { close(s.stop) }) }
 
 // Handler serves the console's pages, its static files and its API.
 func (s *Server) Handler() http.Handler {
@@ -228,7 +237,6 @@ func writeJSONError(w http.ResponseWriter, status int, msg string) {
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(map[string]string{"error": msg})
 }
-
 
 func capitalize(s string) string {
 	if s == "" {

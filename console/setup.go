@@ -81,5 +81,6 @@ func Setup(hub *component.Hub, o Options) error {
 	// No write timeout: the pages' event streams stay open.
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
 		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
+	hs.RegisterOnShutdown(srv.Close)
 	return hub.Manager.Add(&manager.Server{Name: "console", Server: hs, Listener: ln, ShutdownTimeout: ptr.To(5 * time.Second)})
 }

@@ -117,6 +117,8 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, ss *session,
 		select {
 		case <-ctx.Done():
 			return
+		case <-s.stop:
+			return
 		case <-tick.C:
 			_, err = fmt.Fprint(w, ": keep-alive\n\n")
 		case ev := <-events:
