@@ -86,16 +86,10 @@ func (s *sessions) remove(ss *session) {
 	delete(s.byID, ss.id)
 }
 
-// count is the number of sessions held, expired ones included.
-func (s *sessions) count() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.byID)
-}
-
 // cookie is the session's cookie; secure over TLS. An empty session
 // clears it.
 func cookie(ss *session, secure bool) *http.Cookie {
+	//nolint:gosec // Secure is set over TLS; plain http is --console-insecure-http (loopback or behind a TLS proxy)
 	c := &http.Cookie{Name: cookieName, Path: "/", HttpOnly: true, Secure: secure, SameSite: http.SameSiteStrictMode}
 	if ss == nil {
 		c.MaxAge = -1
