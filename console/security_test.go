@@ -14,6 +14,8 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
@@ -176,6 +178,26 @@ func TestAttacker(t *testing.T) {
 		g.Expect(stream).To(ContainSubstring(`"approved":false`))
 		g.Expect(tenant.approve(g, own, ownAgent.Name, map[string]string{"Origin": hs.URL, csrfHeader: tenant.csrf})).To(Equal(http.StatusNoContent))
 		g.Expect(approved(ownAgent)()).To(BeTrue())
+	})
+
+	t.Run("revoked token ends the session", func(t *testing.T) {
+		g := NewWithT(t)
+		bob := newBrowser(hs)
+		status, _ := bob.signIn(g, serviceAccountToken(t, own, "bob", everything, false))
+		g.Expect(status).To(Equal(http.StatusSeeOther))
+		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: own, Name: "bob"}}
+		g.Expect(env.Client.Delete(context.Background(), sa)).To(Succeed())
+		// The API server stops accepting the token once it sees the
+		// deletion; the stream then says so, and the session is over.
+		g.Eventually(func(g Gomega) {
+			stream := bob.events(g, "hosts", own, func(s string) bool {
+				return strings.Contains(s, "event: unauthorized") || strings.Contains(s, `"kind":"BareMetalHost"`)
+			})
+			g.Expect(stream).To(ContainSubstring("event: unauthorized"))
+		}).Should(Succeed())
+		resp := bob.do(g, http.MethodGet, "/api/watch/hosts", nil, nil)
+		resp.Body.Close()
+		g.Expect(resp.StatusCode).To(Equal(http.StatusUnauthorized))
 	})
 
 	t.Run("session expires", func(t *testing.T) {

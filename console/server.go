@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -196,15 +197,18 @@ func (s *Server) handleSignIn(w http.ResponseWriter, r *http.Request) {
 		s.render(w, status, "signin.html", pageData{Error: capitalize(err.Error())})
 		return
 	}
+	if old := s.sessions.get(r); old != nil {
+		s.sessions.remove(old)
+	}
 	ss := s.sessions.add(user, c)
 	s.log.Info("Signed in", "user", user)
-	http.SetCookie(w, cookie(ss, r.TLS != nil))
+	http.SetCookie(w, cookie(ss, secure(r)))
 	http.Redirect(w, r, "/fleet", http.StatusSeeOther)
 }
 
 func (s *Server) handleSignOut(w http.ResponseWriter, r *http.Request, ss *session) {
 	s.sessions.remove(ss)
-	http.SetCookie(w, cookie(nil, r.TLS != nil))
+	http.SetCookie(w, cookie(nil, secure(r)))
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -224,12 +228,22 @@ func (s *Server) handleApprove(w http.ResponseWriter, r *http.Request, ss *sessi
 	agent.Namespace, agent.Name = r.PathValue("namespace"), r.PathValue("name")
 	patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"approved":true}}`))
 	if err := ss.client.Patch(r.Context(), agent, patch); err != nil {
+		s.endIfUnauthorized(ss, err)
 		status, msg := apiStatus(err)
 		writeJSONError(w, status, msg)
 		return
 	}
 	s.log.Info("Approved an Agent", "user", ss.user, "agent", client.ObjectKeyFromObject(agent).String())
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// endIfUnauthorized ends ss when the API server no longer accepts its
+// token (expired, revoked): the user must sign in again.
+func (s *Server) endIfUnauthorized(ss *session, err error) {
+	if apierrors.IsUnauthorized(err) {
+		s.sessions.remove(ss)
+		s.log.Info("Signed out: the API server no longer accepts the token", "user", ss.user)
+	}
 }
 
 func writeJSONError(w http.ResponseWriter, status int, msg string) {

@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"net/http"
+	"net/url"
 	"sync"
 	"time"
 
@@ -86,7 +87,7 @@ func (s *sessions) remove(ss *session) {
 	delete(s.byID, ss.id)
 }
 
-// cookie is the session's cookie; secure over TLS. An empty session
+// cookie is the session's cookie; secure over https. An empty session
 // clears it.
 func cookie(ss *session, secure bool) *http.Cookie {
 	//nolint:gosec // Secure is set over TLS; plain http is --console-insecure-http (loopback or behind a TLS proxy)
@@ -106,14 +107,20 @@ func checkCSRF(r *http.Request, ss *session) bool {
 	return got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(ss.csrf)) == 1 && sameOrigin(r)
 }
 
-// sameOrigin tells whether r comes from a page of the console: its
-// Origin header (which browsers send on every POST) is the console's own.
+// sameOrigin tells whether r comes from a page of the console: the host
+// of its Origin header (which browsers send on every POST) is the host r
+// was sent to. The scheme is not compared: behind a TLS-terminating proxy
+// the console sees http where the browser sees https.
 func sameOrigin(r *http.Request) bool {
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	return r.Header.Get("Origin") == scheme+"://"+r.Host
+	u, err := url.Parse(r.Header.Get("Origin"))
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.Host == r.Host
+}
+
+// secure tells whether the browser reached the console over https: its
+// own TLS, or a proxy's that says so (which can only make the cookie
+// stricter).
+func secure(r *http.Request) bool {
+	return r.TLS != nil || r.Header.Get("X-Forwarded-Proto") == "https"
 }
 
 // randomString is 32 random bytes, base64url.

@@ -66,7 +66,9 @@ type event struct {
 }
 
 // Data of the events. reset replaces a kind's rows; upsert and remove
-// change one; denied tells that the user may not read a kind.
+// change one; denied tells that the user may not read a kind;
+// unauthorized (no data) that the API server no longer accepts the
+// user's token, whose session has ended.
 type (
 	resetData struct {
 		Kind string `json:"kind"`
@@ -100,6 +102,13 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, ss *session,
 	for _, k := range kinds {
 		go func() {
 			err := relay(ctx, ss.client, k, namespace, events)
+			if apierrors.IsUnauthorized(err) {
+				s.endIfUnauthorized(ss, err)
+				select {
+				case events <- event{"unauthorized", struct{}{}}:
+				case <-ctx.Done():
+				}
+			}
 			if err != nil && ctx.Err() == nil {
 				s.log.V(1).Info("Watch relay ended", "user", ss.user, "kind", k.name, "error", err.Error())
 				cancel()

@@ -99,6 +99,7 @@ function connect() {
   });
   source.addEventListener("upsert", (e) => { const r = JSON.parse(e.data); rows.set(r.key, r); render(); });
   source.addEventListener("remove", (e) => { rows.delete(JSON.parse(e.data).key); render(); });
+  source.addEventListener("unauthorized", () => { source.close(); location.href = "/signin"; });
   source.addEventListener("denied", (e) => {
     const d = JSON.parse(e.data);
     removeKind(d.kind);
