@@ -414,6 +414,9 @@ func (o *hubOptions) status(ctx context.Context, out io.Writer, wait time.Durati
 		fmt.Fprintf(out, "PID:        %d\nServer:     %s\nKubeconfig: %s\nDeploy:     https://127.0.0.1:%d (network boot: http://127.0.0.1:%d)\nIgnition:   https://127.0.0.1:%d\nAgent API:  https://127.0.0.1:%d\nHub CA:     %s\nSince:      %s\n",
 			s.State.PID, s.State.Server, s.Kubeconfig, s.State.Ports.Deploy, s.State.Ports.DeployBoot, s.State.Ports.Ignition, s.State.Ports.AgentService, localcp.CAPath(s.Dir),
 			s.State.Since.Local().Format(time.RFC3339))
+		if s.State.Ports.Console != 0 {
+			fmt.Fprintf(out, "Console:    https://127.0.0.1:%d\n", s.State.Ports.Console)
+		}
 	}
 	if err != nil {
 		fmt.Fprintln(out, err)
