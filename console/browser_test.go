@@ -178,8 +178,14 @@ func TestBrowser(t *testing.T) {
 	g.Expect(chromedp.Do(ctx,
 		chromedp.Navigate(hs.URL+"/hosts"),
 		chromedp.WaitVisible(row("BareMetalHost", team, host.Name)),
+		screenshot(dir, "hosts-waiting"),
+		// Only the Agents waiting for approval: the host goes.
+		chromedp.Click(chromedp.ID("waiting")),
+		chromedp.WaitNotPresent(row("BareMetalHost", team, host.Name)),
 		chromedp.Click(in(agentRow, "button.approve")),
-		until(`document.querySelector('`+string(agentRow)+` .col-approval').textContent === "approved"`),
+		chromedp.WaitNotPresent(agentRow), // approved: no longer waiting
+		chromedp.Click(chromedp.ID("waiting")),
+		until(`document.querySelector('`+string(agentRow)+` .col-approval')?.textContent === "approved"`),
 		screenshot(dir, "hosts"),
 	)).To(Succeed())
 	g.Eventually(approved(ownAgent)).Should(BeTrue())

@@ -52,9 +52,11 @@ function cell(row, col) {
 
 function render() {
   const state = document.getElementById("state").value.trim().toLowerCase();
+  const waiting = document.getElementById("waiting")?.checked;
   const body = document.querySelector("#rows tbody");
   const shown = [...rows.values()]
     .filter((r) => !state || r.state.toLowerCase().includes(state))
+    .filter((r) => !waiting || r.approved === false)
     .sort((a, b) => a.namespace.localeCompare(b.namespace) || a.name.localeCompare(b.name) || a.kind.localeCompare(b.kind));
   body.replaceChildren(...shown.map((r) => {
     const tr = document.createElement("tr");
@@ -134,4 +136,5 @@ document.getElementById("signout").addEventListener("click", async () => {
 document.getElementById("filters").addEventListener("submit", (e) => { e.preventDefault(); connect(); });
 document.getElementById("namespace").addEventListener("change", connect);
 document.getElementById("state").addEventListener("input", render);
+document.getElementById("waiting")?.addEventListener("change", render);
 connect();
