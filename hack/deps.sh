@@ -25,10 +25,11 @@ images=(grub-pc-bin grub-efi-amd64-bin xorriso mtools ca-certificates)
 # tables the code writes; containerd, runc, containernetworking-plugins and
 # iproute2 are the real node of TestNode (its kubelet is built by `make
 # tools`); bind9 is the real DNS server (named) that the Equinix Metal
-# provider's RFC 2136 updates are tested against.
+# provider's RFC 2136 updates are tested against; chromium is the real
+# browser (headless) the web console's TestBrowser drives.
 test=(make git "${images[@]}" redfishtool python3-sushy ipmitool openipmi
 	qemu-system-x86 ovmf ipxe-qemu cpio fdisk gdisk
-	containerd runc containernetworking-plugins iproute2 bind9)
+	containerd runc containernetworking-plugins iproute2 bind9 chromium)
 
 dry_run=false
 wanted=()

@@ -299,7 +299,8 @@ func (h *Hub) DeployBootAddr() string { return "127.0.0.1:" + strconv.Itoa(h.por
 
 // ServingCert returns the certificate and key files of a server machines
 // reach (DeployServerCert, AgentServiceCert, IgnitionServerCert), issued
-// by the hub CA for loopback and Options.HostAddresses.
+// by the hub CA for loopback and Options.HostAddresses, or of the console
+// (ConsoleCert), for loopback.
 func (h *Hub) ServingCert(name string) (certFile, keyFile string) {
 	return h.pki.cert(name), h.pki.key(name)
 }
@@ -307,6 +308,10 @@ func (h *Hub) ServingCert(name string) (certFile, keyFile string) {
 // AgentServiceAddr is where the agent service (the agent-based install's
 // discovery images and REST API) listens.
 func (h *Hub) AgentServiceAddr() string { return "127.0.0.1:" + strconv.Itoa(h.ports.AgentService) }
+
+// ConsoleAddr is where the web console listens (https, certificate
+// ConsoleCert from the hub CA).
+func (h *Hub) ConsoleAddr() string { return "127.0.0.1:" + strconv.Itoa(h.ports.Console) }
 
 // IgnitionServing is where the bootstrap provider's ignition server
 // listens (https, certificate from the hub CA).

@@ -52,6 +52,7 @@ var (
 		{name: IgnitionServerCert, cn: "metalshift-ignition-server", server: true, machines: true},
 		{name: DeployServerCert, cn: "metalshift-deploy-server", server: true, machines: true},
 		{name: AgentServiceCert, cn: "metalshift-agent-service", server: true, machines: true},
+		{name: ConsoleCert, cn: "metalshift-console", server: true},
 	}
 )
 
@@ -60,6 +61,9 @@ const (
 	IgnitionServerCert = "ignition-server"
 	DeployServerCert   = "deploy-server"
 	AgentServiceCert   = "agent-service"
+	// ConsoleCert is the web console's, for loopback only: people reach
+	// it from the hub's machine.
+	ConsoleCert = "console"
 )
 
 // pki holds the paths of the hub's key material under <dir>/pki.

@@ -52,6 +52,8 @@ type Ports struct {
 	// AgentService is the agent-based install's service (discovery
 	// images, the agents' REST API).
 	AgentService int `json:"agentService"`
+	// Console is the web console (https).
+	Console int `json:"console,omitempty"`
 }
 
 // ErrAlreadyRunning is returned when a hub already runs in the directory.
@@ -152,7 +154,7 @@ func reservePorts(prev Ports) (Ports, func(), error) {
 		dst  *int
 		want int
 	}{{&p.EtcdClient, prev.EtcdClient}, {&p.EtcdPeer, prev.EtcdPeer}, {&p.APIServer, prev.APIServer}, {&p.Webhook, prev.Webhook}, {&p.ControllerManager, prev.ControllerManager}, {&p.Deploy, prev.Deploy}, {&p.Ignition, prev.Ignition},
-		{&p.AgentService, prev.AgentService}, {&p.DeployBoot, prev.DeployBoot}} {
+		{&p.AgentService, prev.AgentService}, {&p.DeployBoot, prev.DeployBoot}, {&p.Console, prev.Console}} {
 		r, err := ports.Reserve(f.want)
 		if err != nil {
 			release()

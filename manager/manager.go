@@ -7,6 +7,7 @@ import (
 	"github.com/metalshift/metalshift/bootstrap"
 	"github.com/metalshift/metalshift/clusterbaremetal"
 	"github.com/metalshift/metalshift/component"
+	"github.com/metalshift/metalshift/console"
 	"github.com/metalshift/metalshift/controlplane"
 	"github.com/metalshift/metalshift/hostengine"
 	"github.com/metalshift/metalshift/infrastructure/equinix"
@@ -29,6 +30,7 @@ func Components() []component.Component {
 		equinix.Component(),
 		assisted.Component(),
 		clusterbaremetal.Component(),
+		console.Component(),
 	}
 }
 

@@ -17,6 +17,11 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -200,6 +205,9 @@ func (o *hubOptions) up(ctx context.Context, out io.Writer) error {
 	} else if err := prepareForExternalManager(ctx, hub); err != nil {
 		return err
 	}
+	if err := ensureConsoleAdmin(ctx, hub); err != nil {
+		return err
+	}
 	if err := hub.MarkReady(); err != nil {
 		return err
 	}
@@ -294,8 +302,38 @@ func printReady(out io.Writer, hub *localcp.Hub, took time.Duration, controllers
 		fmt.Fprintf(out, "  --deploy-url=%s --ignition-url=%s --agent-service-url=%s.\n", deployURL(hub, hostsAddr), is.URL, agentServiceURL(hub, hostsAddr))
 	}
 	fmt.Fprintf(out, "  hosts verify these servers with the hub CA %s (their boot configuration carries it)\n", hub.CAFile())
+	fmt.Fprintf(out, "  web console: https://%s (its certificate is from the hub CA), sign in with a token of the hub's admin:\n", hub.ConsoleAddr())
+	fmt.Fprintf(out, "    kubectl --kubeconfig %s create token %s -n %s --duration 8h\n", hub.Kubeconfig(), consoleAdmin, consoleAdminNamespace)
 	fmt.Fprintf(out, "  logs: %s\n", hub.LogDir())
 	fmt.Fprintln(out, "Press Ctrl-C, or run `metalshift hub down --dir "+hub.Dir()+"`, to stop it.")
+}
+
+// The ServiceAccount whose tokens sign the hub's admin in to the console:
+// bound to cluster-admin, as the admin kubeconfig is; only who holds that
+// kubeconfig can create its tokens.
+const (
+	consoleAdmin          = "metalshift-console-admin"
+	consoleAdminNamespace = "kube-system"
+)
+
+// ensureConsoleAdmin creates the console admin's ServiceAccount and its
+// binding to cluster-admin, when missing.
+func ensureConsoleAdmin(ctx context.Context, hub *localcp.Hub) error {
+	cs, err := kubernetes.NewForConfig(hub.RESTConfig())
+	if err != nil {
+		return err
+	}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: consoleAdminNamespace, Name: consoleAdmin}}
+	if _, err := cs.CoreV1().ServiceAccounts(consoleAdminNamespace).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating the console admin's ServiceAccount: %w", err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: consoleAdmin},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: consoleAdminNamespace, Name: consoleAdmin}}}
+	if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("binding the console admin to cluster-admin: %w", err)
+	}
+	return nil
 }
 
 // deployURL is how hosts reach the hub's deploy server (https).
@@ -326,6 +364,7 @@ func managerArgs(hub *localcp.Hub, hostsAddr string) []string {
 	ws, is := hub.WebhookServing(), hub.IgnitionServing()
 	deployCert, deployKey := hub.ServingCert(localcp.DeployServerCert)
 	serviceCert, serviceKey := hub.ServingCert(localcp.AgentServiceCert)
+	consoleCert, consoleKey := hub.ServingCert(localcp.ConsoleCert)
 	args := []string{
 		"--webhook-host=" + ws.Host, "--webhook-port=" + strconv.Itoa(ws.Port), "--webhook-cert-dir=" + ws.CertDir,
 		"--webhook-cert-name=" + ws.CertName, "--webhook-key-name=" + ws.KeyName,
@@ -338,6 +377,7 @@ func managerArgs(hub *localcp.Hub, hostsAddr string) []string {
 		"--ignition-ca-file=" + hub.CAFile(), "--signing-key-file=" + hub.SigningKeyFile(),
 		"--agent-service-listen-address=" + hub.AgentServiceAddr(), "--agent-service-url=" + agentServiceURL(hub, hostsAddr),
 		"--agent-service-cert-file=" + serviceCert, "--agent-service-key-file=" + serviceKey, "--agent-service-ca-file=" + hub.CAFile(),
+		"--console-bind-address=" + hub.ConsoleAddr(), "--console-cert-file=" + consoleCert, "--console-key-file=" + consoleKey,
 		// Converged-flow discovery images carry the deploy server's URL and CA.
 		"--agent-service-deploy-url=" + deployURL(hub, hostsAddr), "--agent-service-deploy-ca-file=" + hub.CAFile(),
 		// Installed clusters come up while the hub watches: connect soon after.
@@ -374,6 +414,9 @@ func (o *hubOptions) status(ctx context.Context, out io.Writer, wait time.Durati
 		fmt.Fprintf(out, "PID:        %d\nServer:     %s\nKubeconfig: %s\nDeploy:     https://127.0.0.1:%d (network boot: http://127.0.0.1:%d)\nIgnition:   https://127.0.0.1:%d\nAgent API:  https://127.0.0.1:%d\nHub CA:     %s\nSince:      %s\n",
 			s.State.PID, s.State.Server, s.Kubeconfig, s.State.Ports.Deploy, s.State.Ports.DeployBoot, s.State.Ports.Ignition, s.State.Ports.AgentService, localcp.CAPath(s.Dir),
 			s.State.Since.Local().Format(time.RFC3339))
+		if s.State.Ports.Console != 0 {
+			fmt.Fprintf(out, "Console:    https://127.0.0.1:%d\n", s.State.Ports.Console)
+		}
 	}
 	if err != nil {
 		fmt.Fprintln(out, err)

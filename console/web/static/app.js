@@ -1,0 +1,140 @@
+// The console's pages: rows come from the server as Server-Sent Events
+// (reset, upsert, remove, denied) and are laid out here. Nothing is built
+// from HTML strings: every value is set as text.
+"use strict";
+
+const page = document.body.dataset.page;
+const csrf = document.querySelector('meta[name="csrf-token"]').content;
+const rows = new Map();   // key -> row
+const denied = new Map(); // kind -> message
+let source = null;
+
+const columns = {
+  fleet: ["namespace", "name", "path", "kind", "state", "progress", "version", "detail", "failing"],
+  hosts: ["namespace", "name", "kind", "state", "power", "detail", "failing", "approval"],
+};
+
+function cell(row, col) {
+  const td = document.createElement("td");
+  td.className = "col-" + col;
+  switch (col) {
+    case "progress":
+      if (row.progress >= 0) {
+        const bar = document.createElement("progress");
+        bar.max = 100;
+        bar.value = row.progress;
+        const label = document.createElement("span");
+        label.className = "percent";
+        label.textContent = " " + row.progress + "%";
+        td.append(bar, label);
+      }
+      break;
+    case "failing":
+      td.textContent = row.failing || "";
+      if (row.failing) td.classList.add("failing");
+      break;
+    case "approval":
+      if (row.approved === true) td.textContent = "approved";
+      if (row.approved === false) {
+        const b = document.createElement("button");
+        b.type = "button";
+        b.className = "approve";
+        b.textContent = "Approve";
+        b.addEventListener("click", () => approve(row, b));
+        td.append(b);
+      }
+      break;
+    default:
+      td.textContent = row[col] || "";
+  }
+  return td;
+}
+
+function render() {
+  const state = document.getElementById("state").value.trim().toLowerCase();
+  const waiting = document.getElementById("waiting")?.checked;
+  const body = document.querySelector("#rows tbody");
+  const shown = [...rows.values()]
+    .filter((r) => !state || r.state.toLowerCase().includes(state))
+    .filter((r) => !waiting || r.approved === false)
+    .sort((a, b) => a.namespace.localeCompare(b.namespace) || a.name.localeCompare(b.name) || a.kind.localeCompare(b.kind));
+  body.replaceChildren(...shown.map((r) => {
+    const tr = document.createElement("tr");
+    tr.id = "row-" + r.key;
+    tr.dataset.key = r.key;
+    tr.append(...columns[page].map((c) => cell(r, c)));
+    return tr;
+  }));
+  document.getElementById("empty").hidden = shown.length > 0;
+  const messages = document.getElementById("messages");
+  messages.replaceChildren(...[...denied.entries()].map(([kind, msg]) => message("denied", msg, "denied-" + kind)));
+}
+
+function message(cls, text, id) {
+  const p = document.createElement("p");
+  p.className = cls;
+  p.id = id;
+  p.textContent = text;
+  return p;
+}
+
+function removeKind(kind) {
+  for (const [key, r] of rows) if (r.kind === kind) rows.delete(key);
+}
+
+function connect() {
+  if (source) source.close();
+  rows.clear();
+  denied.clear();
+  render();
+  const ns = document.getElementById("namespace").value.trim();
+  const live = document.getElementById("live");
+  source = new EventSource("/api/watch/" + page + (ns ? "?namespace=" + encodeURIComponent(ns) : ""));
+  source.onopen = () => { live.textContent = "live"; live.classList.add("on"); };
+  source.onerror = () => { live.textContent = "reconnecting…"; live.classList.remove("on"); };
+  source.addEventListener("reset", (e) => {
+    const d = JSON.parse(e.data);
+    removeKind(d.kind);
+    denied.delete(d.kind);
+    for (const r of d.rows) rows.set(r.key, r);
+    render();
+  });
+  source.addEventListener("upsert", (e) => { const r = JSON.parse(e.data); rows.set(r.key, r); render(); });
+  source.addEventListener("remove", (e) => { rows.delete(JSON.parse(e.data).key); render(); });
+  source.addEventListener("unauthorized", () => { source.close(); location.href = "/signin"; });
+  source.addEventListener("denied", (e) => {
+    const d = JSON.parse(e.data);
+    removeKind(d.kind);
+    denied.set(d.kind, d.message);
+    render();
+  });
+}
+
+async function post(url) {
+  const resp = await fetch(url, { method: "POST", headers: { "X-CSRF-Token": csrf }, credentials: "same-origin" });
+  if (resp.status === 401) { location.href = "/signin"; return null; }
+  return resp;
+}
+
+async function approve(row, button) {
+  button.disabled = true;
+  const resp = await post("/api/agents/" + encodeURIComponent(row.namespace) + "/" + encodeURIComponent(row.name) + "/approve");
+  if (!resp) return;
+  if (!resp.ok) {
+    let text = "Approving " + row.namespace + "/" + row.name + " failed (" + resp.status + ")";
+    try { text += ": " + (await resp.json()).error; } catch (_) { /* not JSON */ }
+    document.getElementById("errors").replaceChildren(message("error", text, "approve-error"));
+    button.disabled = false;
+  }
+  // On success the watch brings the approved row.
+}
+
+document.getElementById("signout").addEventListener("click", async () => {
+  await post("/signout");
+  location.href = "/signin";
+});
+document.getElementById("filters").addEventListener("submit", (e) => { e.preventDefault(); connect(); });
+document.getElementById("namespace").addEventListener("change", connect);
+document.getElementById("state").addEventListener("input", render);
+document.getElementById("waiting")?.addEventListener("change", render);
+connect();
