@@ -63,6 +63,8 @@ hub_pid=$!
 "${ms}" hub status --dir "${dir}/hub" --wait 2m
 for _ in $(seq 50); do grep -q 'agent service' "${dir}/hub.log" && break; sleep 0.1; done
 grep 'agent service' "${dir}/hub.log"
+# The web console follows this act's installs live: its URL and how to sign in.
+grep -A1 'web console' "${dir}/hub.log"
 
 step "The OS image (metalshift sim image), the AgentServiceConfig 'agent' that names it, the release's ClusterImageSet"
 "${ms}" sim image --size 8MiB --env "${dir}/image.env" > "${dir}/image.log" 2>&1 &

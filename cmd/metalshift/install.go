@@ -283,11 +283,16 @@ func (o *installOptions) startHub(ctx context.Context, out io.Writer) error {
 	}
 	_ = cmd.Process.Release()
 	fmt.Fprintf(out, "Starting the embedded hub in %s (log: %s)\n", dir, logPath)
-	if _, err := localcp.WaitReady(ctx, dir, 3*time.Minute); err != nil {
+	s, err := localcp.WaitReady(ctx, dir, 3*time.Minute)
+	if err != nil {
 		data, _ := os.ReadFile(logPath)
 		return fmt.Errorf("the embedded hub did not become ready: %w\n%s", err, data)
 	}
 	fmt.Fprintf(out, "The hub is ready: kubectl --kubeconfig %s get clusters -A\n", localcp.KubeconfigPath(dir))
+	if s.State.Ports.Console != 0 {
+		fmt.Fprintf(out, "Its web console: https://127.0.0.1:%d (certificate from the hub CA %s), sign in with the token of\n", s.State.Ports.Console, localcp.CAPath(dir))
+		fmt.Fprintf(out, "  kubectl --kubeconfig %s create token %s -n %s --duration 8h\n", localcp.KubeconfigPath(dir), consoleAdmin, consoleAdminNamespace)
+	}
 	return nil
 }
 
