@@ -24,6 +24,7 @@ import (
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	"github.com/metalshift/metalshift/hostengine/pkg/provisioner"
 	"github.com/metalshift/metalshift/imageservice"
+	"github.com/metalshift/metalshift/internal/reconciler"
 	"github.com/metalshift/metalshift/internal/serving"
 	"github.com/metalshift/metalshift/internal/shard"
 )
@@ -51,6 +52,7 @@ const (
 type Server struct {
 	client    client.Client
 	apiReader client.Reader
+	writes    *reconciler.Writes
 	recorder  events.EventRecorder
 	key       []byte
 	baseURL   string
@@ -74,6 +76,14 @@ type Options struct {
 	// APIReader reads a host again when the cached copy may be behind the
 	// engine's last write (a boot it just started); nil means Client.
 	APIReader client.Reader
+	// Writes records the server's writes of hosts, and holds the engine's
+	// (its reconciler writes through the same Writes' client): a host whose
+	// cached copy is older than the last of them is read from APIReader
+	// before the server decides on it and writes it, so that a write
+	// guarded by the host's resourceVersion is not refused for a copy the
+	// cache has not caught up with. Nil records none: the cached copy is
+	// used as read, and such a write is refused and asked again.
+	Writes *reconciler.Writes
 	// Recorder records an Event when a request's agent token is asked for
 	// again; nil records none.
 	Recorder events.EventRecorder
@@ -134,7 +144,11 @@ func New(opts Options) (*Server, error) {
 		opts.Images = im
 	}
 	base := strings.TrimSuffix(opts.BaseURL, "/")
-	return &Server{client: opts.Client, apiReader: opts.APIReader, recorder: opts.Recorder, key: opts.Key,
+	c := opts.Client
+	if opts.Writes != nil {
+		c = opts.Writes.Client(c)
+	}
+	return &Server{client: c, apiReader: opts.APIReader, writes: opts.Writes, recorder: opts.Recorder, key: opts.Key,
 		baseURL: base, imageBase: base, ca: opts.CA, clock: opts.Clock, ttl: opts.TTL, images: opts.Images, shard: opts.WatchFilterValue,
 		tokenStatus: opts.TokenStatus}, nil
 }
@@ -226,16 +240,24 @@ func (s *Server) Handler() http.Handler {
 	return mux
 }
 
-// cachedHost returns the host of id from the client's cache; nil when
-// there is none.
+// cachedHost returns the host of id from the client's cache, or from the
+// API when the cached copy is older than the last write of the host that
+// Writes recorded (the engine's or this server's); nil when there is none.
 func (s *Server) cachedHost(ctx context.Context, id string) (*metal3v1.BareMetalHost, error) {
 	ns, name, _, err := deployapi.ParseHostID(id)
 	if err != nil {
 		return nil, nil
 	}
+	key := types.NamespacedName{Namespace: ns, Name: name}
 	host := &metal3v1.BareMetalHost{}
-	if err := s.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, host); err != nil {
+	if err := s.client.Get(ctx, key, host); err != nil {
+		if apierrors.IsNotFound(err) {
+			s.writes.Forget(host, key)
+		}
 		return nil, client.IgnoreNotFound(err)
+	}
+	if s.writes.Behind(host) {
+		return s.apiHost(ctx, id)
 	}
 	if HostID(host) != id || !shard.Owns(s.shard, host) {
 		return nil, nil
@@ -244,8 +266,8 @@ func (s *Server) cachedHost(ctx context.Context, id string) (*metal3v1.BareMetal
 }
 
 // currentHost is cachedHost, read again from the API when the cached copy
-// is missing or want does not hold for it: the cache may be behind the
-// engine's last write. Callers have checked a signature first.
+// is missing or want does not hold for it: the cache may be behind another
+// replica's write. Callers have checked a signature first.
 func (s *Server) currentHost(ctx context.Context, id string, want func(*metal3v1.BareMetalHost) bool) (*metal3v1.BareMetalHost, error) {
 	host, err := s.cachedHost(ctx, id)
 	if err != nil || host != nil && want(host) {
@@ -407,8 +429,10 @@ func (s *Server) serveHostInitrd(w http.ResponseWriter, r *http.Request) {
 
 // agentHost authenticates an agent with the agent token of its host's
 // current request and returns the host, the request and the token's
-// record. The host comes from the cache only: a token just handed out may
-// be refused for a moment, and the agent asks again.
+// record. The host comes from the cache, or from the API while the cache is
+// behind a write Writes recorded (a token this server just handed out, a
+// request the engine just wrote): a token another replica just handed out
+// may be refused for a moment, and the agent asks again.
 func (s *Server) agentHost(w http.ResponseWriter, r *http.Request) (*metal3v1.BareMetalHost, *metal3v1.DeployAgentRequest, *metal3v1.DeployAgentToken, bool) {
 	tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	host, err := s.cachedHost(r.Context(), r.PathValue("id"))
