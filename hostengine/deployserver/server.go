@@ -434,12 +434,19 @@ func (s *Server) serveHostInitrd(w http.ResponseWriter, r *http.Request) {
 // request the engine just wrote): a token another replica just handed out
 // may be refused for a moment, and the agent asks again.
 func (s *Server) agentHost(w http.ResponseWriter, r *http.Request) (*metal3v1.BareMetalHost, *metal3v1.DeployAgentRequest, *metal3v1.DeployAgentToken, bool) {
-	tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	host, err := s.cachedHost(r.Context(), r.PathValue("id"))
 	if err != nil {
 		http.Error(w, "reading the host failed; retry", http.StatusServiceUnavailable)
 		return nil, nil, nil, false
 	}
+	return authorize(w, r, host)
+}
+
+// authorize answers an agent whose token is not the one of host's current
+// request (host may be nil), or whose request has ended; it returns the
+// request and the token's record otherwise.
+func authorize(w http.ResponseWriter, r *http.Request, host *metal3v1.BareMetalHost) (*metal3v1.BareMetalHost, *metal3v1.DeployAgentRequest, *metal3v1.DeployAgentToken, bool) {
+	tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	var rec *metal3v1.DeployAgentToken
 	if host != nil {
 		rec = host.DeployAgentToken()
@@ -549,9 +556,12 @@ func (s *Server) secretData(ctx context.Context, ns string, ref *corev1.SecretRe
 // guarded by the host's resourceVersion, so two replicas cannot both let
 // two boots of an agent claim one request: a running report from another
 // session than the one that claimed the request, or than the one the
-// token was handed to, is refused with 409.
+// token was handed to, is refused with 409. After a conflict (another
+// writer wrote the host since it was read) the host is read from the API
+// and the report checked and written again on it, up to tokenAttempts
+// times.
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {
-	host, req, rec, ok := s.agentHost(w, r)
+	host, _, _, ok := s.agentHost(w, r)
 	if !ok {
 		return
 	}
@@ -566,30 +576,67 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("invalid report: unknown phase %q", rep.Phase), http.StatusBadRequest)
 		return
 	}
+	for attempt := 1; ; attempt++ {
+		var req *metal3v1.DeployAgentRequest
+		var rec *metal3v1.DeployAgentToken
+		if host, req, rec, ok = authorize(w, r, host); !ok || !checkReport(w, host, req, rec, &rep) {
+			return
+		}
+		err := s.writeReport(r.Context(), host, req, &rep)
+		switch {
+		case err == nil:
+			w.WriteHeader(http.StatusAccepted)
+			return
+		case apierrors.IsConflict(err) && attempt < tokenAttempts:
+			if host, err = s.apiHost(r.Context(), r.PathValue("id")); err != nil {
+				http.Error(w, "reading the host failed; report again", http.StatusServiceUnavailable)
+				return
+			}
+		case apierrors.IsConflict(err):
+			http.Error(w, "the host changed; report again", http.StatusServiceUnavailable)
+			return
+		default:
+			http.Error(w, "recording the report failed", http.StatusServiceUnavailable)
+			return
+		}
+	}
+}
+
+// checkReport answers a report that is not written on host: one of
+// another request or session than the token's, of another boot than the
+// one that claimed the request, an inspect report without inventory (all
+// refused), or a repeated one (accepted: nothing new).
+func checkReport(w http.ResponseWriter, host *metal3v1.BareMetalHost, req *metal3v1.DeployAgentRequest, rec *metal3v1.DeployAgentToken, rep *deployapi.StatusReport) bool {
 	if req.Generation != rep.Generation {
 		http.Error(w, fmt.Sprintf("request %q is not the host's current request", rep.Generation), http.StatusConflict)
-		return
+		return false
 	}
 	if rep.Session != rec.Session {
 		http.Error(w, fmt.Sprintf("reports of request %s come from the boot of the agent its token was handed to", rep.Generation), http.StatusConflict)
-		return
+		return false
 	}
 	prev := host.DeployAgentReport()
 	if prev != nil && prev.Session != rep.Session {
 		http.Error(w, fmt.Sprintf("request %s was claimed by another boot of the agent", rep.Generation), http.StatusConflict)
-		return
+		return false
 	}
 	if rep.Phase == deployapi.PhaseDone && req.Action == deployapi.ActionInspect && rep.Inventory == nil {
 		http.Error(w, "invalid report: an inspect report carries the inventory", http.StatusBadRequest)
-		return
+		return false
 	}
 	// A running report with more bytes written is the agent's progress
 	// (its heartbeat while it writes an image): recorded, so that the
 	// report's time says when the agent was last heard of.
 	if prev != nil && prev.Phase == rep.Phase && prev.Message == rep.Message && prev.RootDevice == rep.RootDevice && prev.BytesWritten == rep.BytesWritten {
 		w.WriteHeader(http.StatusAccepted) // a repeated report: nothing new
-		return
+		return false
 	}
+	return true
+}
+
+// writeReport patches rep into host's status with the host's
+// resourceVersion.
+func (s *Server) writeReport(ctx context.Context, host *metal3v1.BareMetalHost, req *metal3v1.DeployAgentRequest, rep *deployapi.StatusReport) error {
 	base := host.DeepCopy()
 	host.Status.DeployAgent.Report = &metal3v1.DeployAgentReport{
 		Generation: rep.Generation, Phase: rep.Phase, Message: rep.Message, RootDevice: rep.RootDevice,
@@ -598,16 +645,7 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 	if req.Action == deployapi.ActionInspect {
 		host.Status.DeployAgent.Report.HardwareDetails = HardwareDetails(rep.Inventory)
 	}
-	if err := s.client.Status().Patch(r.Context(), host, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
-		if apierrors.IsConflict(err) {
-			// Our copy of the host was stale; the agent reports again.
-			http.Error(w, "the host changed; report again", http.StatusServiceUnavailable)
-			return
-		}
-		http.Error(w, "recording the report failed", http.StatusServiceUnavailable)
-		return
-	}
-	w.WriteHeader(http.StatusAccepted)
+	return s.client.Status().Patch(ctx, host, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 }
 
 // serveByMAC answers a network-booting host: the deploy iPXE script of its
