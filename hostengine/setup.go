@@ -28,6 +28,7 @@ import (
 	"github.com/metalshift/metalshift/hostengine/reconcilers/baremetalhost"
 	"github.com/metalshift/metalshift/hostengine/webhooks"
 	"github.com/metalshift/metalshift/imageservice"
+	"github.com/metalshift/metalshift/internal/reconciler"
 	"github.com/metalshift/metalshift/internal/serving"
 )
 
@@ -178,7 +179,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		}
 		ctrl.LoggerFrom(ctx).Info("Serving the live images", "dir", opts.LiveImageDir)
 	}
-	ds, err := newDeployServer(mgr, opts, images)
+	// One record of the writes of hosts for the engine and the deploy
+	// server: the server reads a host whose cached copy is older than
+	// either's last write from the API before it writes the host.
+	writes := reconciler.NewWrites(&metal3v1.BareMetalHost{})
+	ds, err := newDeployServer(mgr, opts, images, writes)
 	if err != nil {
 		return err
 	}
@@ -196,6 +201,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	return (&baremetalhost.Reconciler{
 		Client:            mgr.GetClient(),
 		Direct:            direct,
+		Writes:            writes,
 		APIReader:         mgr.GetAPIReader(),
 		Recorder:          mgr.GetEventRecorder("metalshift-host-engine"),
 		Provisioners:      opts.Provisioners,
@@ -209,7 +215,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 
 // newDeployServer makes the deploy server, handing hosts the CA of its
 // https.
-func newDeployServer(mgr ctrl.Manager, opts Options, images *imageservice.Images) (*deployserver.Server, error) {
+func newDeployServer(mgr ctrl.Manager, opts Options, images *imageservice.Images, writes *reconciler.Writes) (*deployserver.Server, error) {
 	var ca *serving.CA
 	if opts.TLS.Enabled() && opts.TLS.CAFile != "" {
 		var err error
@@ -219,7 +225,7 @@ func newDeployServer(mgr ctrl.Manager, opts Options, images *imageservice.Images
 	}
 	return deployserver.New(deployserver.Options{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("metalshift-deploy-server"),
 		Key: opts.SigningKey, BaseURL: opts.DeployURL, CA: ca, Clock: opts.Clock, Images: images, WatchFilterValue: opts.WatchFilterValue,
-		TokenStatus: baremetalhost.SetTokenCondition})
+		TokenStatus: baremetalhost.SetTokenCondition, Writes: writes})
 }
 
 // addDeployServers adds the deploy server, and its plain http boot

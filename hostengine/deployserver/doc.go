@@ -9,6 +9,10 @@
 // token handed out is recorded as a hash in status.deployAgent.token, and
 // each report is patched into status.deployAgent.report, which wakes the
 // engine through its watch; those writes carry the host's resourceVersion.
+// It reads hosts from the manager's cache, and from the API where the cached
+// copy is older than a write the engine or the server made (the
+// reconciler.Writes they share), or than another writer's write that
+// refused one of its own.
 // Any number of replicas serve the same hosts; a report reaching a replica
 // that is not the leader is not lost. It must never keep or log an agent
 // token.

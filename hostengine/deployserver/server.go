@@ -24,6 +24,7 @@ import (
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 	"github.com/metalshift/metalshift/hostengine/pkg/provisioner"
 	"github.com/metalshift/metalshift/imageservice"
+	"github.com/metalshift/metalshift/internal/reconciler"
 	"github.com/metalshift/metalshift/internal/serving"
 	"github.com/metalshift/metalshift/internal/shard"
 )
@@ -51,6 +52,7 @@ const (
 type Server struct {
 	client    client.Client
 	apiReader client.Reader
+	writes    *reconciler.Writes
 	recorder  events.EventRecorder
 	key       []byte
 	baseURL   string
@@ -74,6 +76,14 @@ type Options struct {
 	// APIReader reads a host again when the cached copy may be behind the
 	// engine's last write (a boot it just started); nil means Client.
 	APIReader client.Reader
+	// Writes records the server's writes of hosts, and holds the engine's
+	// (its reconciler writes through the same Writes' client): a host whose
+	// cached copy is older than the last of them is read from APIReader
+	// before the server decides on it and writes it, so that a write
+	// guarded by the host's resourceVersion is not refused for a copy the
+	// cache has not caught up with. Nil records none: the cached copy is
+	// used as read, and such a write is refused and asked again.
+	Writes *reconciler.Writes
 	// Recorder records an Event when a request's agent token is asked for
 	// again; nil records none.
 	Recorder events.EventRecorder
@@ -134,7 +144,11 @@ func New(opts Options) (*Server, error) {
 		opts.Images = im
 	}
 	base := strings.TrimSuffix(opts.BaseURL, "/")
-	return &Server{client: opts.Client, apiReader: opts.APIReader, recorder: opts.Recorder, key: opts.Key,
+	c := opts.Client
+	if opts.Writes != nil {
+		c = opts.Writes.Client(c)
+	}
+	return &Server{client: c, apiReader: opts.APIReader, writes: opts.Writes, recorder: opts.Recorder, key: opts.Key,
 		baseURL: base, imageBase: base, ca: opts.CA, clock: opts.Clock, ttl: opts.TTL, images: opts.Images, shard: opts.WatchFilterValue,
 		tokenStatus: opts.TokenStatus}, nil
 }
@@ -226,16 +240,24 @@ func (s *Server) Handler() http.Handler {
 	return mux
 }
 
-// cachedHost returns the host of id from the client's cache; nil when
-// there is none.
+// cachedHost returns the host of id from the client's cache, or from the
+// API when the cached copy is older than the last write of the host that
+// Writes recorded (the engine's or this server's); nil when there is none.
 func (s *Server) cachedHost(ctx context.Context, id string) (*metal3v1.BareMetalHost, error) {
 	ns, name, _, err := deployapi.ParseHostID(id)
 	if err != nil {
 		return nil, nil
 	}
+	key := types.NamespacedName{Namespace: ns, Name: name}
 	host := &metal3v1.BareMetalHost{}
-	if err := s.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, host); err != nil {
+	if err := s.client.Get(ctx, key, host); err != nil {
+		if apierrors.IsNotFound(err) {
+			s.writes.Forget(host, key)
+		}
 		return nil, client.IgnoreNotFound(err)
+	}
+	if s.writes.Behind(host) {
+		return s.apiHost(ctx, id)
 	}
 	if HostID(host) != id || !shard.Owns(s.shard, host) {
 		return nil, nil
@@ -244,8 +266,8 @@ func (s *Server) cachedHost(ctx context.Context, id string) (*metal3v1.BareMetal
 }
 
 // currentHost is cachedHost, read again from the API when the cached copy
-// is missing or want does not hold for it: the cache may be behind the
-// engine's last write. Callers have checked a signature first.
+// is missing or want does not hold for it: the cache may be behind another
+// replica's write. Callers have checked a signature first.
 func (s *Server) currentHost(ctx context.Context, id string, want func(*metal3v1.BareMetalHost) bool) (*metal3v1.BareMetalHost, error) {
 	host, err := s.cachedHost(ctx, id)
 	if err != nil || host != nil && want(host) {
@@ -407,15 +429,24 @@ func (s *Server) serveHostInitrd(w http.ResponseWriter, r *http.Request) {
 
 // agentHost authenticates an agent with the agent token of its host's
 // current request and returns the host, the request and the token's
-// record. The host comes from the cache only: a token just handed out may
-// be refused for a moment, and the agent asks again.
+// record. The host comes from the cache, or from the API while the cache is
+// behind a write Writes recorded (a token this server just handed out, a
+// request the engine just wrote): a token another replica just handed out
+// may be refused for a moment, and the agent asks again.
 func (s *Server) agentHost(w http.ResponseWriter, r *http.Request) (*metal3v1.BareMetalHost, *metal3v1.DeployAgentRequest, *metal3v1.DeployAgentToken, bool) {
-	tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	host, err := s.cachedHost(r.Context(), r.PathValue("id"))
 	if err != nil {
 		http.Error(w, "reading the host failed; retry", http.StatusServiceUnavailable)
 		return nil, nil, nil, false
 	}
+	return authorize(w, r, host)
+}
+
+// authorize answers an agent whose token is not the one of host's current
+// request (host may be nil), or whose request has ended; it returns the
+// request and the token's record otherwise.
+func authorize(w http.ResponseWriter, r *http.Request, host *metal3v1.BareMetalHost) (*metal3v1.BareMetalHost, *metal3v1.DeployAgentRequest, *metal3v1.DeployAgentToken, bool) {
+	tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	var rec *metal3v1.DeployAgentToken
 	if host != nil {
 		rec = host.DeployAgentToken()
@@ -525,9 +556,12 @@ func (s *Server) secretData(ctx context.Context, ns string, ref *corev1.SecretRe
 // guarded by the host's resourceVersion, so two replicas cannot both let
 // two boots of an agent claim one request: a running report from another
 // session than the one that claimed the request, or than the one the
-// token was handed to, is refused with 409.
+// token was handed to, is refused with 409. After a conflict (another
+// writer wrote the host since it was read) the host is read from the API
+// and the report checked and written again on it, up to tokenAttempts
+// times.
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {
-	host, req, rec, ok := s.agentHost(w, r)
+	host, _, _, ok := s.agentHost(w, r)
 	if !ok {
 		return
 	}
@@ -542,30 +576,67 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("invalid report: unknown phase %q", rep.Phase), http.StatusBadRequest)
 		return
 	}
+	for attempt := 1; ; attempt++ {
+		var req *metal3v1.DeployAgentRequest
+		var rec *metal3v1.DeployAgentToken
+		if host, req, rec, ok = authorize(w, r, host); !ok || !checkReport(w, host, req, rec, &rep) {
+			return
+		}
+		err := s.writeReport(r.Context(), host, req, &rep)
+		switch {
+		case err == nil:
+			w.WriteHeader(http.StatusAccepted)
+			return
+		case apierrors.IsConflict(err) && attempt < tokenAttempts:
+			if host, err = s.apiHost(r.Context(), r.PathValue("id")); err != nil {
+				http.Error(w, "reading the host failed; report again", http.StatusServiceUnavailable)
+				return
+			}
+		case apierrors.IsConflict(err):
+			http.Error(w, "the host changed; report again", http.StatusServiceUnavailable)
+			return
+		default:
+			http.Error(w, "recording the report failed", http.StatusServiceUnavailable)
+			return
+		}
+	}
+}
+
+// checkReport answers a report that is not written on host: one of
+// another request or session than the token's, of another boot than the
+// one that claimed the request, an inspect report without inventory (all
+// refused), or a repeated one (accepted: nothing new).
+func checkReport(w http.ResponseWriter, host *metal3v1.BareMetalHost, req *metal3v1.DeployAgentRequest, rec *metal3v1.DeployAgentToken, rep *deployapi.StatusReport) bool {
 	if req.Generation != rep.Generation {
 		http.Error(w, fmt.Sprintf("request %q is not the host's current request", rep.Generation), http.StatusConflict)
-		return
+		return false
 	}
 	if rep.Session != rec.Session {
 		http.Error(w, fmt.Sprintf("reports of request %s come from the boot of the agent its token was handed to", rep.Generation), http.StatusConflict)
-		return
+		return false
 	}
 	prev := host.DeployAgentReport()
 	if prev != nil && prev.Session != rep.Session {
 		http.Error(w, fmt.Sprintf("request %s was claimed by another boot of the agent", rep.Generation), http.StatusConflict)
-		return
+		return false
 	}
 	if rep.Phase == deployapi.PhaseDone && req.Action == deployapi.ActionInspect && rep.Inventory == nil {
 		http.Error(w, "invalid report: an inspect report carries the inventory", http.StatusBadRequest)
-		return
+		return false
 	}
 	// A running report with more bytes written is the agent's progress
 	// (its heartbeat while it writes an image): recorded, so that the
 	// report's time says when the agent was last heard of.
 	if prev != nil && prev.Phase == rep.Phase && prev.Message == rep.Message && prev.RootDevice == rep.RootDevice && prev.BytesWritten == rep.BytesWritten {
 		w.WriteHeader(http.StatusAccepted) // a repeated report: nothing new
-		return
+		return false
 	}
+	return true
+}
+
+// writeReport patches rep into host's status with the host's
+// resourceVersion.
+func (s *Server) writeReport(ctx context.Context, host *metal3v1.BareMetalHost, req *metal3v1.DeployAgentRequest, rep *deployapi.StatusReport) error {
 	base := host.DeepCopy()
 	host.Status.DeployAgent.Report = &metal3v1.DeployAgentReport{
 		Generation: rep.Generation, Phase: rep.Phase, Message: rep.Message, RootDevice: rep.RootDevice,
@@ -574,16 +645,7 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 	if req.Action == deployapi.ActionInspect {
 		host.Status.DeployAgent.Report.HardwareDetails = HardwareDetails(rep.Inventory)
 	}
-	if err := s.client.Status().Patch(r.Context(), host, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
-		if apierrors.IsConflict(err) {
-			// Our copy of the host was stale; the agent reports again.
-			http.Error(w, "the host changed; report again", http.StatusServiceUnavailable)
-			return
-		}
-		http.Error(w, "recording the report failed", http.StatusServiceUnavailable)
-		return
-	}
-	w.WriteHeader(http.StatusAccepted)
+	return s.client.Status().Patch(ctx, host, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 }
 
 // serveByMAC answers a network-booting host: the deploy iPXE script of its

@@ -25,8 +25,9 @@ const (
 	ReasonTokenAskedAgain = "DeployAgentTokenAskedAgain"
 )
 
-// tokenAttempts bounds how often one exchange reads the host again after
-// a conflicting write (the engine wrote the host meanwhile).
+// tokenAttempts bounds how often one token exchange or report reads the
+// host again after a conflicting write (the engine wrote the host
+// meanwhile).
 const tokenAttempts = 3
 
 // token exchanges a boot's ticket for its request's agent token, once: the

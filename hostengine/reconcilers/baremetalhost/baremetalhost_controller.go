@@ -56,6 +56,12 @@ type Reconciler struct {
 	// write the disk again); End must compare against the
 	// same fresh copy.
 	Direct client.Client
+	// Writes, when set, records the writes Direct makes of hosts, for the
+	// deploy server given the same Writes: it reads a host from the API
+	// while its cached copy is older than the engine's last write, instead
+	// of writing on that copy and being refused. The engine reads hosts
+	// from the API (Direct), so it never waits on Writes.Behind itself.
+	Writes *reconciler.Writes
 	// APIReader reads Secrets, which the manager does not cache.
 	APIReader client.Reader
 	Recorder  events.EventRecorder
@@ -104,6 +110,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, sec
 		r.PowerPollInterval = powerPollInterval
 	}
 	r.secrets = secrets
+	if r.Writes != nil {
+		r.Direct = r.Writes.Client(r.Direct)
+	}
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &metal3v1.BareMetalHost{}, credentialsIndex, func(o client.Object) []string {
 		return []string{o.(*metal3v1.BareMetalHost).Spec.BMC.CredentialsName}
 	}); err != nil {
@@ -146,6 +155,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if err := r.Direct.Get(ctx, req.NamespacedName, host); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.provs.Delete(req.String())
+			r.Writes.Forget(host, req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
