@@ -16,6 +16,9 @@ let source = null;
 const stages = ["Starting installation", "Waiting for control plane", "Waiting for bootkube", "Waiting for controller",
   "Installing", "Writing image to disk", "Copying registry data to disk", "Rebooting", "Waiting for ignition",
   "Configuring", "Joined", "Done"];
+// Their short names, above the bars.
+const short = ["Start", "Wait CP", "Bootkube", "Controller", "Installing", "Writing", "Registry", "Rebooting", "Ignition",
+  "Configuring", "Joined", "Done"];
 
 const of = (kind) => [...rows.values()].filter((r) => r.kind === kind).sort((a, b) => a.name.localeCompare(b.name));
 const hostKind = path === "agent" ? "Agent" : "Machine";
@@ -78,7 +81,7 @@ function hostRow(r) {
 // are its bar's tooltip.
 function renderTimeline() {
   const agents = of("Agent");
-  const labelW = 220, stageW = 70, rowH = 26, top = 20;
+  const labelW = 300, stageW = 74, rowH = 26, top = 20;
   const svg = document.createElementNS(svgNS, "svg");
   svg.setAttribute("width", labelW + stages.length * stageW + 10);
   svg.setAttribute("height", top + agents.length * rowH + 6);
@@ -87,7 +90,7 @@ function renderTimeline() {
     t.setAttribute("x", labelW + i * stageW + 2);
     t.setAttribute("y", 14);
     t.setAttribute("class", "label");
-    t.textContent = s.split(" ")[0];
+    t.textContent = short[i];
     const title = document.createElementNS(svgNS, "title");
     title.textContent = s;
     t.append(title);
