@@ -116,11 +116,11 @@ func agentClusterKinds(aci, cd string) []kind {
 		{name: "ClusterDeployment", plural: "ClusterDeployments", newList: func() client.ObjectList { return &hivev1.ClusterDeploymentList{} }, keep: named(cd),
 			// Shown even when an install refers to it: it is the page's cluster.
 			row: func(o client.Object) (Row, bool) {
-				r, _ := cdRow(o.(*hivev1.ClusterDeployment)) //nolint:forcetypeassert // a ClusterDeploymentList's items
+				r, _ := cdRow(o.(*hivev1.ClusterDeployment))
 				return r, true
 			}},
 		{name: "Agent", plural: "Agents", newList: func() client.ObjectList { return &agentinstallv1.AgentList{} }, keep: func(o client.Object) bool {
-			ref := o.(*agentinstallv1.Agent).Spec.ClusterDeploymentName //nolint:forcetypeassert // an AgentList's items
+			ref := o.(*agentinstallv1.Agent).Spec.ClusterDeploymentName
 			return ref != nil && ref.Name == cd
 		}},
 		eventKind(involving(map[string]string{"AgentClusterInstall": aci, "ClusterDeployment": cd}, "Agent")),
@@ -130,9 +130,9 @@ func agentClusterKinds(aci, cd string) []kind {
 func capiClusterKinds(name string) []kind {
 	return []kind{
 		{name: "Cluster", plural: "Clusters", newList: func() client.ObjectList { return &clusterv1.ClusterList{} }, keep: named(name),
-			row: func(o client.Object) (Row, bool) { return clusterPageRow(o.(*clusterv1.Cluster)), true }}, //nolint:forcetypeassert // a ClusterList's items
+			row: func(o client.Object) (Row, bool) { return clusterPageRow(o.(*clusterv1.Cluster)), true }},
 		{name: "Machine", plural: "Machines", newList: func() client.ObjectList { return &clusterv1.MachineList{} }, keep: func(o client.Object) bool {
-			return o.(*clusterv1.Machine).Spec.ClusterName == name //nolint:forcetypeassert // a MachineList's items
+			return o.(*clusterv1.Machine).Spec.ClusterName == name
 		}},
 		eventKind(involving(map[string]string{"Cluster": name}, "Machine")),
 	}

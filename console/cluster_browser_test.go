@@ -213,8 +213,8 @@ func TestBrowserClusterAPIAndInfraEnvs(t *testing.T) {
 	iso := "https://images.example.com/lab/discovery.iso"
 	ie.Status.ISODownloadURL, ie.Status.BootArtifacts.IpxeScriptURL = iso, "https://images.example.com/lab/ipxe"
 	g.Expect(env.Client.Status().Update(ctxBG, ie)).To(Succeed())
-	for name, env_ := range map[string]string{"host-a": "lab", "host-b": "prod"} {
-		g.Expect(env.Client.Create(ctxBG, &agentinstallv1.NMStateConfig{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: name, Labels: map[string]string{"env": env_}}})).To(Succeed())
+	for name, label := range map[string]string{"host-a": "lab", "host-b": "prod"} {
+		g.Expect(env.Client.Create(ctxBG, &agentinstallv1.NMStateConfig{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: name, Labels: map[string]string{"env": label}}})).To(Succeed())
 	}
 	registered := &agentinstallv1.Agent{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: "reg-1", Labels: map[string]string{agentinstallv1.InfraEnvNameLabel: "lab"}}}
 	g.Expect(env.Client.Create(ctxBG, registered)).To(Succeed())
