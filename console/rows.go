@@ -270,7 +270,7 @@ func failingValidations(v assistedcommon.ValidationsStatus) []string {
 func clusterPageRow(c *clusterv1.Cluster) Row {
 	r := clusterRow(c)
 	for _, cond := range c.Status.Conditions {
-		r.Conditions = append(r.Conditions, cond.Type+"="+string(cond.Status)+" "+conditionText("", cond.Reason, cond.Message))
+		r.Conditions = append(r.Conditions, conditionText(cond.Type+"="+string(cond.Status), cond.Reason, cond.Message))
 	}
 	return r
 }
