@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -26,7 +27,7 @@ import (
 func newScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{
-		authenticationv1.AddToScheme, clusterv1.AddToScheme, agentinstallv1.AddToScheme,
+		authenticationv1.AddToScheme, corev1.AddToScheme, clusterv1.AddToScheme, agentinstallv1.AddToScheme,
 		hiveextv1.AddToScheme, hivev1.AddToScheme, metal3v1.AddToScheme,
 	} {
 		if err := add(s); err != nil {
@@ -43,7 +44,12 @@ func newMapper() meta.RESTMapper {
 	m := meta.NewDefaultRESTMapper(nil)
 	for _, gvk := range []schema.GroupVersionKind{
 		clusterv1.GroupVersion.WithKind("Cluster"),
+		clusterv1.GroupVersion.WithKind("Machine"),
 		agentinstallv1.GroupVersion.WithKind("Agent"),
+		agentinstallv1.GroupVersion.WithKind("InfraEnv"),
+		agentinstallv1.GroupVersion.WithKind("NMStateConfig"),
+		corev1.SchemeGroupVersion.WithKind("Event"),
+		corev1.SchemeGroupVersion.WithKind("Secret"),
 		hiveextv1.GroupVersion.WithKind("AgentClusterInstall"),
 		hivev1.GroupVersion.WithKind("ClusterDeployment"),
 		metal3v1.GroupVersion.WithKind("BareMetalHost"),

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -12,6 +13,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	agentinstallv1 "github.com/metalshift/metalshift/api/agentinstall/v1beta1"
+	"github.com/metalshift/metalshift/api/assistedcommon"
 	hivev1 "github.com/metalshift/metalshift/api/hive/v1"
 	hiveextv1 "github.com/metalshift/metalshift/api/hiveext/v1beta1"
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
@@ -41,6 +43,36 @@ type Row struct {
 	Approved *bool `json:"approved,omitempty"`
 	// Power is a BareMetalHost's power state, "on" or "off".
 	Power string `json:"power,omitempty"`
+
+	// Of an Agent: its host name, role, ClusterDeployment, InfraEnv and
+	// installation stage (Progress is its installation percentage).
+	Host     string `json:"host,omitempty"`
+	Role     string `json:"role,omitempty"`
+	Cluster  string `json:"cluster,omitempty"`
+	InfraEnv string `json:"infraEnv,omitempty"`
+	Stage    string `json:"stage,omitempty"`
+	// Validations are an Agent's or an install's failing validations,
+	// "id: message".
+	Validations []string `json:"validations,omitempty"`
+	// Conditions are a Cluster API Cluster's conditions, "Type=Status
+	// (Reason): message".
+	Conditions []string `json:"conditions,omitempty"`
+	// Of a Machine: its node and whether it is ready.
+	Node  string `json:"node,omitempty"`
+	Ready string `json:"ready,omitempty"`
+	// Of an Event: its reason, the object it is about (Kind/name) and
+	// when it last happened (RFC 3339); State is its type, Detail its
+	// message.
+	Reason   string `json:"reason,omitempty"`
+	Involved string `json:"involved,omitempty"`
+	Time     string `json:"time,omitempty"`
+	// Of an InfraEnv: its discovery ISO's and iPXE script's URLs and the
+	// selector of its NMStateConfigs.
+	ISO      string                `json:"iso,omitempty"`
+	IPXE     string                `json:"ipxe,omitempty"`
+	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+	// Labels are an NMStateConfig's labels.
+	Labels map[string]string `json:"labels,omitempty"`
 }
 
 func newRow(kind string, o client.Object) Row {
@@ -136,6 +168,8 @@ func aciRow(a *hiveextv1.AgentClusterInstall) Row {
 		r.Version = a.Spec.ImageSetRef.Name
 	}
 	r.Detail = "ClusterDeployment " + a.Spec.ClusterDeploymentRef.Name
+	r.Cluster = a.Spec.ClusterDeploymentRef.Name
+	r.Validations = failingValidations(a.Status.ValidationsInfo)
 	for _, c := range a.Status.Conditions {
 		bad := (c.Type == "Failed" && c.Status == corev1.ConditionTrue) ||
 			(slices.Contains([]string{"SpecSynced", "Validated", "RequirementsMet"}, c.Type) && c.Status == corev1.ConditionFalse)
@@ -180,12 +214,16 @@ func agentRow(a *agentinstallv1.Agent) Row {
 	if host == "" {
 		host = a.Status.Inventory.Hostname
 	}
+	r.Host, r.Role, r.InfraEnv = host, string(a.Spec.Role), a.Labels[agentinstallv1.InfraEnvNameLabel]
+	r.Stage, r.Progress = a.Status.Progress.CurrentStage, int(a.Status.Progress.InstallationPercentage)
+	r.Validations = failingValidations(a.Status.ValidationsInfo)
 	var parts []string
 	if host != "" {
 		parts = append(parts, "host "+host)
 	}
 	if ref := a.Spec.ClusterDeploymentName; ref != nil {
 		parts = append(parts, "cluster "+ref.Name)
+		r.Cluster = ref.Name
 	}
 	if a.Spec.Role != "" {
 		parts = append(parts, "role "+string(a.Spec.Role))
@@ -209,6 +247,80 @@ func hostRow(h *metal3v1.BareMetalHost) Row {
 	if h.Status.ErrorMessage != "" || h.Status.ErrorType != "" {
 		r.Failing = strings.TrimPrefix(string(h.Status.ErrorType)+": "+h.Status.ErrorMessage, ": ")
 	}
+	return r
+}
+
+// failingValidations are the validations whose status is "failure", as
+// "id: message", in a stable order.
+func failingValidations(v assistedcommon.ValidationsStatus) []string {
+	var out []string
+	for _, results := range v {
+		for _, res := range results {
+			if res.Status == "failure" {
+				out = append(out, res.ID+": "+res.Message)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// clusterPageRow is a Cluster on its own page: its row and all its
+// conditions.
+func clusterPageRow(c *clusterv1.Cluster) Row {
+	r := clusterRow(c)
+	for _, cond := range c.Status.Conditions {
+		r.Conditions = append(r.Conditions, conditionText(cond.Type+"="+string(cond.Status), cond.Reason, cond.Message))
+	}
+	return r
+}
+
+// machineRow shows a Machine: its phase, node and readiness.
+func machineRow(m *clusterv1.Machine) Row {
+	r := newRow("Machine", m)
+	r.State = deleting(m, orUnknown(m.Status.Phase))
+	r.Cluster, r.Node, r.Ready = m.Spec.ClusterName, m.Status.NodeRef.Name, "Unknown"
+	for _, c := range m.Status.Conditions {
+		if c.Type == clusterv1.MachineReadyCondition {
+			r.Ready = string(c.Status)
+		}
+	}
+	return r
+}
+
+// eventRow shows an Event: its type, reason, object, message and time.
+func eventRow(e *corev1.Event) Row {
+	r := newRow("Event", e)
+	r.State, r.Reason, r.Detail = e.Type, e.Reason, e.Message
+	r.Involved = e.InvolvedObject.Kind + "/" + e.InvolvedObject.Name
+	t := e.LastTimestamp.Time
+	switch {
+	case !e.EventTime.IsZero() && t.IsZero():
+		t = e.EventTime.Time
+	case t.IsZero():
+		t = e.CreationTimestamp.Time
+	}
+	r.Time = t.UTC().Format(time.RFC3339)
+	return r
+}
+
+// infraEnvRow shows an InfraEnv: where to boot its discovery image from.
+func infraEnvRow(ie *agentinstallv1.InfraEnv) Row {
+	r := newRow("InfraEnv", ie)
+	r.State = "Image not ready"
+	if ie.Status.ISODownloadURL != "" {
+		r.State = "Image ready"
+	}
+	r.State = deleting(ie, r.State)
+	r.ISO, r.IPXE = ie.Status.ISODownloadURL, ie.Status.BootArtifacts.IpxeScriptURL
+	r.Selector = ie.Spec.NMStateConfigLabelSelector.DeepCopy()
+	return r
+}
+
+// nmStateRow shows an NMStateConfig with its labels, which InfraEnvs select.
+func nmStateRow(n *agentinstallv1.NMStateConfig) Row {
+	r := newRow("NMStateConfig", n)
+	r.Labels = n.Labels
 	return r
 }
 

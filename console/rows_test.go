@@ -2,6 +2,7 @@ package console
 
 import (
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -10,6 +11,8 @@ import (
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
+	agentinstallv1 "github.com/metalshift/metalshift/api/agentinstall/v1beta1"
+	"github.com/metalshift/metalshift/api/assistedcommon"
 	hivev1 "github.com/metalshift/metalshift/api/hive/v1"
 	hiveextv1 "github.com/metalshift/metalshift/api/hiveext/v1beta1"
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
@@ -80,4 +83,40 @@ func TestRows(t *testing.T) {
 	g.Expect([]any{r.State, r.Progress}).To(Equal([]any{"Installed", 100}))
 	_, shown = cdRow(byACI)
 	g.Expect(shown).To(BeFalse(), "its AgentClusterInstall's row shows the cluster")
+}
+
+func TestPageRows(t *testing.T) {
+	g := NewWithT(t)
+	meta := metav1.ObjectMeta{Namespace: "ns", Name: "x"}
+	agent := &agentinstallv1.Agent{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", Labels: map[string]string{agentinstallv1.InfraEnvNameLabel: "lab"}},
+		Spec: agentinstallv1.AgentSpec{Hostname: "h0", Role: agentinstallv1.HostRoleMaster, ClusterDeploymentName: &agentinstallv1.ClusterReference{Namespace: "ns", Name: "sno"}}}
+	agent.Status.Progress.CurrentStage, agent.Status.Progress.InstallationPercentage = "Rebooting", 70
+	agent.Status.ValidationsInfo = assistedcommon.ValidationsStatus{
+		"network":  {{ID: "ntp-synced", Status: "failure", Message: "clock off"}, {ID: "has-ip", Status: "success", Message: "ok"}},
+		"hardware": {{ID: "has-memory", Status: "failure", Message: "8 of 16 GiB"}, {ID: "has-disk", Status: "pending", Message: "later"}}}
+	r := agentRow(agent)
+	g.Expect([]any{r.Host, r.Role, r.Cluster, r.InfraEnv, r.Stage, r.Progress}).To(Equal([]any{"h0", "master", "sno", "lab", "Rebooting", 70}))
+	g.Expect(r.Validations).To(Equal([]string{"has-memory: 8 of 16 GiB", "ntp-synced: clock off"}), "only failures, sorted")
+
+	m := &clusterv1.Machine{ObjectMeta: meta, Spec: clusterv1.MachineSpec{ClusterName: "c1"}}
+	m.Status.Phase, m.Status.NodeRef.Name = "Running", "node-0"
+	m.Status.Conditions = []metav1.Condition{{Type: clusterv1.MachineReadyCondition, Status: metav1.ConditionTrue}}
+	r = machineRow(m)
+	g.Expect([]string{r.State, r.Cluster, r.Node, r.Ready}).To(Equal([]string{"Running", "c1", "node-0", "True"}))
+
+	at := metav1.NewTime(time.Date(2026, 11, 27, 18, 0, 0, 0, time.UTC))
+	e := &corev1.Event{ObjectMeta: meta, InvolvedObject: corev1.ObjectReference{Kind: "Agent", Name: "a"}, Type: "Warning",
+		Reason: "HostStatusUpdated", Message: "to error", LastTimestamp: at}
+	r = eventRow(e)
+	g.Expect([]string{r.State, r.Reason, r.Involved, r.Detail, r.Time}).To(Equal([]string{"Warning", "HostStatusUpdated", "Agent/a", "to error", "2026-11-27T18:00:00Z"}))
+
+	ie := &agentinstallv1.InfraEnv{ObjectMeta: meta}
+	g.Expect(infraEnvRow(ie).State).To(Equal("Image not ready"))
+	ie.Status.ISODownloadURL, ie.Status.BootArtifacts.IpxeScriptURL = "https://i/iso", "https://i/ipxe"
+	r = infraEnvRow(ie)
+	g.Expect([]string{r.State, r.ISO, r.IPXE}).To(Equal([]string{"Image ready", "https://i/iso", "https://i/ipxe"}))
+
+	c := &clusterv1.Cluster{ObjectMeta: meta}
+	c.Status.Conditions = []metav1.Condition{{Type: "Available", Status: metav1.ConditionFalse, Reason: "NotAvailable", Message: "waiting"}}
+	g.Expect(clusterPageRow(c).Conditions).To(Equal([]string{"Available=False (NotAvailable): waiting"}))
 }

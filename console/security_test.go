@@ -106,6 +106,10 @@ func TestAttacker(t *testing.T) {
 	own, other := namespace(t, "own"), namespace(t, "other")
 	ownAgent, otherAgent := newAgent(g, own, "a1"), newAgent(g, other, "a2")
 	tenantToken := serviceAccountToken(t, own, "alice", everything, false)
+	for _, ns := range []string{own, other} {
+		g.Expect(env.Client.Create(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: map[string]string{own: "c1", other: "c2"}[ns] + "-admin-kubeconfig"},
+			Data: map[string][]byte{"kubeconfig": []byte("apiVersion: v1\nkind: Config\n")}})).To(Succeed())
+	}
 
 	t.Run("no session", func(t *testing.T) {
 		g := NewWithT(t)
@@ -120,6 +124,16 @@ func TestAttacker(t *testing.T) {
 			g.Expect(resp.StatusCode).To(Equal(http.StatusUnauthorized), path)
 		}
 		g.Expect(anon.approve(g, own, ownAgent.Name, map[string]string{"Origin": hs.URL, csrfHeader: "guess"})).To(Equal(http.StatusUnauthorized))
+		for _, path := range []string{"/clusters/agent/" + own + "/c1/kubeconfig", "/api/watch/cluster/agent/" + own + "/c1", "/api/watch/infraenvs"} {
+			resp := anon.do(g, http.MethodGet, path, nil, nil)
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			g.Expect(resp.StatusCode).To(Equal(http.StatusUnauthorized), path)
+			g.Expect(string(body)).NotTo(ContainSubstring("kind: Config"), path)
+		}
+		resp = anon.do(g, http.MethodGet, "/clusters/agent/"+own+"/c1", nil, nil)
+		resp.Body.Close()
+		g.Expect(resp.StatusCode).To(Equal(http.StatusSeeOther))
 		// A made-up session ID is no session.
 		u, _ := url.Parse(hs.URL)
 		anon.http.Jar.SetCookies(u, []*http.Cookie{{Name: cookieName, Value: randomString()}})
@@ -173,6 +187,19 @@ func TestAttacker(t *testing.T) {
 		g.Expect(stream).NotTo(ContainSubstring(otherAgent.Name))
 		g.Expect(tenant.approve(g, other, otherAgent.Name, map[string]string{"Origin": hs.URL, csrfHeader: tenant.csrf})).To(Equal(http.StatusForbidden))
 		g.Expect(approved(otherAgent)()).To(BeFalse())
+		// Another namespace's kubeconfig: the API server refuses the
+		// Secret to the tenant, although the console could read it.
+		resp := tenant.do(g, http.MethodGet, "/clusters/agent/"+other+"/c2/kubeconfig", nil, nil)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		g.Expect(resp.StatusCode).To(Equal(http.StatusForbidden))
+		g.Expect(string(body)).To(ContainSubstring("You may not read the kubeconfig"))
+		g.Expect(string(body)).NotTo(ContainSubstring("kind: Config"))
+		resp = tenant.do(g, http.MethodGet, "/clusters/agent/"+own+"/c1/kubeconfig", nil, nil)
+		body, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		g.Expect(resp.StatusCode).To(Equal(http.StatusOK), "its own namespace's, which its Role lets it read")
+		g.Expect(string(body)).To(ContainSubstring("kind: Config"))
 		// Its own namespace it sees and acts in.
 		stream = tenant.events(g, "hosts", own, func(s string) bool { return strings.Contains(s, `"name":"a1"`) })
 		g.Expect(stream).To(ContainSubstring(`"approved":false`))

@@ -101,7 +101,11 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /signout", s.write(s.handleSignOut))
 	mux.HandleFunc("GET /fleet", s.page("fleet"))
 	mux.HandleFunc("GET /hosts", s.page("hosts"))
+	mux.HandleFunc("GET /infraenvs", s.page("infraenvs"))
+	mux.HandleFunc("GET /clusters/{path}/{namespace}/{name}", s.clusterPage)
+	mux.HandleFunc("GET /clusters/agent/{namespace}/{name}/kubeconfig", s.read(s.handleKubeconfig))
 	mux.HandleFunc("GET /api/watch/{page}", s.read(s.handleWatch))
+	mux.HandleFunc("GET /api/watch/cluster/{path}/{namespace}/{name}", s.read(s.handleClusterWatch))
 	mux.HandleFunc("POST /api/agents/{namespace}/{name}/approve", s.write(s.handleApprove))
 	return secureHeaders(mux)
 }
@@ -129,6 +133,8 @@ func secureHeaders(h http.Handler) http.Handler {
 type pageData struct {
 	Page, User, CSRF string
 	Error            string
+	// Path, Namespace and Name are the cluster of a cluster page.
+	Path, Namespace, Name string
 }
 
 func (s *Server) render(w http.ResponseWriter, status int, name string, data any) {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,18 +28,40 @@ type kind struct {
 	// name is the Kind, plural is how messages name it.
 	name, plural string
 	newList      func() client.ObjectList
+	// keep, when set, tells which objects of the kind the page shows.
+	keep func(client.Object) bool
+	// row, when set, is the row of an object on the page (rowOf otherwise).
+	row func(client.Object) (Row, bool)
+}
+
+// rowOf is the row of o on k's page; ok is false for an object the page
+// does not show.
+func (k kind) rowOf(o client.Object) (Row, bool) {
+	if k.keep != nil && !k.keep(o) {
+		r, _ := rowOf(o)
+		return r, false
+	}
+	if k.row != nil {
+		return k.row(o)
+	}
+	return rowOf(o)
 }
 
 // pages are the kinds each page follows.
 var pages = map[string][]kind{
 	"fleet": {
-		{"Cluster", "Clusters", func() client.ObjectList { return &clusterv1.ClusterList{} }},
-		{"AgentClusterInstall", "AgentClusterInstalls", func() client.ObjectList { return &hiveextv1.AgentClusterInstallList{} }},
-		{"ClusterDeployment", "ClusterDeployments", func() client.ObjectList { return &hivev1.ClusterDeploymentList{} }},
+		{name: "Cluster", plural: "Clusters", newList: func() client.ObjectList { return &clusterv1.ClusterList{} }},
+		{name: "AgentClusterInstall", plural: "AgentClusterInstalls", newList: func() client.ObjectList { return &hiveextv1.AgentClusterInstallList{} }},
+		{name: "ClusterDeployment", plural: "ClusterDeployments", newList: func() client.ObjectList { return &hivev1.ClusterDeploymentList{} }},
 	},
 	"hosts": {
-		{"Agent", "Agents", func() client.ObjectList { return &agentinstallv1.AgentList{} }},
-		{"BareMetalHost", "BareMetalHosts", func() client.ObjectList { return &metal3v1.BareMetalHostList{} }},
+		{name: "Agent", plural: "Agents", newList: func() client.ObjectList { return &agentinstallv1.AgentList{} }},
+		{name: "BareMetalHost", plural: "BareMetalHosts", newList: func() client.ObjectList { return &metal3v1.BareMetalHostList{} }},
+	},
+	"infraenvs": {
+		{name: "InfraEnv", plural: "InfraEnvs", newList: func() client.ObjectList { return &agentinstallv1.InfraEnvList{} }},
+		{name: "Agent", plural: "Agents", newList: func() client.ObjectList { return &agentinstallv1.AgentList{} }},
+		{name: "NMStateConfig", plural: "NMStateConfigs", newList: func() client.ObjectList { return &agentinstallv1.NMStateConfigList{} }},
 	},
 }
 
@@ -55,6 +78,14 @@ func rowOf(o client.Object) (Row, bool) {
 		return agentRow(o), true
 	case *metal3v1.BareMetalHost:
 		return hostRow(o), true
+	case *clusterv1.Machine:
+		return machineRow(o), true
+	case *corev1.Event:
+		return eventRow(o), true
+	case *agentinstallv1.InfraEnv:
+		return infraEnvRow(o), true
+	case *agentinstallv1.NMStateConfig:
+		return nmStateRow(o), true
 	}
 	return Row{}, false
 }
@@ -167,7 +198,7 @@ func relay(ctx context.Context, c client.WithWatch, k kind, namespace string, ev
 		if err := c.List(ctx, list, client.InNamespace(namespace)); err != nil {
 			return denyOr(err, k, "list", namespace, send)
 		}
-		if !send("reset", resetData{Kind: k.name, Rows: rows(list)}) {
+		if !send("reset", resetData{Kind: k.name, Rows: rows(k, list)}) {
 			return nil
 		}
 		w, err := c.Watch(ctx, k.newList(), client.InNamespace(namespace),
@@ -175,7 +206,7 @@ func relay(ctx context.Context, c client.WithWatch, k kind, namespace string, ev
 		if err != nil {
 			return denyOr(err, k, "watch", namespace, send)
 		}
-		if err := follow(w, send); err != nil {
+		if err := follow(k, w, send); err != nil {
 			return err
 		}
 	}
@@ -184,7 +215,7 @@ func relay(ctx context.Context, c client.WithWatch, k kind, namespace string, ev
 
 // follow sends the rows of w's events until w ends (nil: list again) or
 // fails.
-func follow(w watch.Interface, send func(string, any) bool) error {
+func follow(k kind, w watch.Interface, send func(string, any) bool) error {
 	defer w.Stop()
 	for ev := range w.ResultChan() {
 		switch ev.Type {
@@ -200,7 +231,7 @@ func follow(w watch.Interface, send func(string, any) bool) error {
 		if !ok {
 			continue
 		}
-		row, shown := rowOf(o)
+		row, shown := k.rowOf(o)
 		var sent bool
 		switch {
 		case ev.Type == watch.Deleted || !shown:
@@ -229,11 +260,11 @@ func denyOr(err error, k kind, verb, namespace string, send func(string, any) bo
 	return nil
 }
 
-func rows(list client.ObjectList) []Row {
+func rows(k kind, list client.ObjectList) []Row {
 	var out []Row
 	_ = meta.EachListItem(list, func(o kruntime.Object) error { // typed lists: never fails
 		if co, ok := o.(client.Object); ok {
-			if r, shown := rowOf(co); shown {
+			if r, shown := k.rowOf(co); shown {
 				out = append(out, r)
 			}
 		}

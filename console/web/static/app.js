@@ -12,7 +12,38 @@ let source = null;
 const columns = {
   fleet: ["namespace", "name", "path", "kind", "state", "progress", "version", "detail", "failing"],
   hosts: ["namespace", "name", "kind", "state", "power", "detail", "failing", "approval"],
+  infraenvs: ["namespace", "name", "state", "iso", "ipxe", "agents", "nmstate"],
 };
+
+// The InfraEnvs page follows Agents and NMStateConfigs only to count them.
+const listed = { infraenvs: ["InfraEnv"] };
+
+// selects tells whether a label selector selects labels; as the agent
+// service reads nmStateConfigLabelSelector, an empty one selects none.
+function selects(sel, labels) {
+  const ml = Object.entries(sel?.matchLabels || {});
+  const exprs = sel?.matchExpressions || [];
+  if (ml.length === 0 && exprs.length === 0) return false;
+  labels = labels || {};
+  if (!ml.every(([k, v]) => labels[k] === v)) return false;
+  return exprs.every((e) => {
+    const has = Object.hasOwn(labels, e.key);
+    switch (e.operator) {
+      case "In": return has && (e.values || []).includes(labels[e.key]);
+      case "NotIn": return !has || !(e.values || []).includes(labels[e.key]);
+      case "Exists": return has;
+      case "DoesNotExist": return !has;
+      default: return false;
+    }
+  });
+}
+
+function link(href, text) {
+  const a = document.createElement("a");
+  a.href = href;
+  a.textContent = text;
+  return a;
+}
 
 function cell(row, col) {
   const td = document.createElement("td");
@@ -28,6 +59,21 @@ function cell(row, col) {
         label.textContent = " " + row.progress + "%";
         td.append(bar, label);
       }
+      break;
+    case "name":
+      if (row.path) td.append(link("/clusters/" + [row.path, row.namespace, row.name].map(encodeURIComponent).join("/"), row.name));
+      else td.textContent = row.name;
+      break;
+    case "iso":
+    case "ipxe":
+      if (row[col]) td.append(link(row[col], row[col]));
+      break;
+    case "agents":
+      td.textContent = [...rows.values()].filter((r) => r.kind === "Agent" && r.namespace === row.namespace && r.infraEnv === row.name).length;
+      break;
+    case "nmstate":
+      td.textContent = [...rows.values()].filter((r) => r.kind === "NMStateConfig" && r.namespace === row.namespace && selects(row.selector, r.labels))
+        .map((r) => r.name).sort().join(", ");
       break;
     case "failing":
       td.textContent = row.failing || "";
@@ -55,6 +101,7 @@ function render() {
   const waiting = document.getElementById("waiting")?.checked;
   const body = document.querySelector("#rows tbody");
   const shown = [...rows.values()]
+    .filter((r) => !listed[page] || listed[page].includes(r.kind))
     .filter((r) => !state || r.state.toLowerCase().includes(state))
     .filter((r) => !waiting || r.approved === false)
     .sort((a, b) => a.namespace.localeCompare(b.namespace) || a.name.localeCompare(b.name) || a.kind.localeCompare(b.kind));
