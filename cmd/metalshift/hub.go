@@ -299,7 +299,8 @@ func printReady(out io.Writer, hub *localcp.Hub, took time.Duration, controllers
 			hub.WebhookURL(), deployURL(hub, hostsAddr), is.URL, agentServiceURL(hub, hostsAddr))
 		fmt.Fprintf(out, "    manager%s\n", shellArgs(append([]string{"--kubeconfig=" + hub.Kubeconfig()}, managerArgs(hub, hostsAddr)...)...))
 		fmt.Fprintf(out, "  Replicas (--leader-elect) listen on ports of their own behind a load balancer on those four, with\n")
-		fmt.Fprintf(out, "  --deploy-url=%s --ignition-url=%s --agent-service-url=%s.\n", deployURL(hub, hostsAddr), is.URL, agentServiceURL(hub, hostsAddr))
+		fmt.Fprintf(out, "  --deploy-url=%s --ignition-url=%s --agent-service-url=%s; each its own --console-bind-address\n", deployURL(hub, hostsAddr), is.URL, agentServiceURL(hub, hostsAddr))
+		fmt.Fprintf(out, "  (a console's sessions are its own: a load balancer in front of replicas' consoles keeps each browser on one).\n")
 	}
 	fmt.Fprintf(out, "  hosts verify these servers with the hub CA %s (their boot configuration carries it)\n", hub.CAFile())
 	fmt.Fprintf(out, "  web console: https://%s (its certificate is from the hub CA), sign in with a token of the hub's admin:\n", hub.ConsoleAddr())
