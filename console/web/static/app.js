@@ -4,9 +4,6 @@
 "use strict";
 
 const page = document.body.dataset.page;
-const csrf = document.querySelector('meta[name="csrf-token"]').content;
-const rows = new Map();   // key -> row
-const denied = new Map(); // kind -> message
 let source = null;
 
 const columns = {
@@ -125,36 +122,13 @@ function message(cls, text, id) {
   return p;
 }
 
-function removeKind(kind) {
-  for (const [key, r] of rows) if (r.kind === kind) rows.delete(key);
-}
-
 function connect() {
   if (source) source.close();
   rows.clear();
   denied.clear();
   render();
   const ns = document.getElementById("namespace").value.trim();
-  const live = document.getElementById("live");
-  source = new EventSource("/api/watch/" + page + (ns ? "?namespace=" + encodeURIComponent(ns) : ""));
-  source.onopen = () => { live.textContent = "live"; live.classList.add("on"); };
-  source.onerror = () => { live.textContent = "reconnecting…"; live.classList.remove("on"); };
-  source.addEventListener("reset", (e) => {
-    const d = JSON.parse(e.data);
-    removeKind(d.kind);
-    denied.delete(d.kind);
-    for (const r of d.rows) rows.set(r.key, r);
-    render();
-  });
-  source.addEventListener("upsert", (e) => { const r = JSON.parse(e.data); rows.set(r.key, r); render(); });
-  source.addEventListener("remove", (e) => { rows.delete(JSON.parse(e.data).key); render(); });
-  source.addEventListener("unauthorized", () => { source.close(); location.href = "/signin"; });
-  source.addEventListener("denied", (e) => {
-    const d = JSON.parse(e.data);
-    removeKind(d.kind);
-    denied.set(d.kind, d.message);
-    render();
-  });
+  source = follow("/api/watch/" + page + (ns ? "?namespace=" + encodeURIComponent(ns) : ""), render);
 }
 
 async function post(url) {

@@ -5,11 +5,7 @@
 "use strict";
 
 const { path, namespace, name } = document.body.dataset;
-const csrf = document.querySelector('meta[name="csrf-token"]').content;
-const rows = new Map();   // key -> row
-const denied = new Map(); // kind -> message
 const svgNS = "http://www.w3.org/2000/svg";
-let source = null;
 
 // The stages of a host's installation, in order (the agent service's
 // spelling).
@@ -156,31 +152,8 @@ function render() {
   }));
 }
 
-function removeKind(kind) {
-  for (const [key, r] of rows) if (r.kind === kind) rows.delete(key);
-}
-
 function connect() {
-  const live = document.getElementById("live");
-  source = new EventSource("/api/watch/cluster/" + [path, namespace, name].map(encodeURIComponent).join("/"));
-  source.onopen = () => { live.textContent = "live"; live.classList.add("on"); };
-  source.onerror = () => { live.textContent = "reconnecting…"; live.classList.remove("on"); };
-  source.addEventListener("reset", (e) => {
-    const d = JSON.parse(e.data);
-    removeKind(d.kind);
-    denied.delete(d.kind);
-    for (const r of d.rows) rows.set(r.key, r);
-    render();
-  });
-  source.addEventListener("upsert", (e) => { const r = JSON.parse(e.data); rows.set(r.key, r); render(); });
-  source.addEventListener("remove", (e) => { rows.delete(JSON.parse(e.data).key); render(); });
-  source.addEventListener("unauthorized", () => { source.close(); location.href = "/signin"; });
-  source.addEventListener("denied", (e) => {
-    const d = JSON.parse(e.data);
-    removeKind(d.kind);
-    denied.set(d.kind, d.message);
-    render();
-  });
+  follow("/api/watch/cluster/" + [path, namespace, name].map(encodeURIComponent).join("/"), render);
 }
 
 // The kubeconfig is fetched, so that a refusal is shown on the page
