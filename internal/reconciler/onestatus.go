@@ -27,13 +27,8 @@ func (r *Run) endOneStatusWrite(ctx context.Context, reterr *error) {
 			*reterr = kerrors.NewAggregate([]error{*reterr, err})
 		}
 	}
-	diff, err := client.MergeFrom(r.before).Data(r.obj)
+	changed, err := changedFields(r.before, r.obj)
 	if err != nil {
-		fail(err)
-		return
-	}
-	changed := map[string]json.RawMessage{}
-	if err := json.Unmarshal(diff, &changed); err != nil {
 		fail(err)
 		return
 	}

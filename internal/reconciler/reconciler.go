@@ -156,13 +156,8 @@ func (r *Run) endLocked(ctx context.Context, reterr *error) {
 			*reterr = kerrors.NewAggregate([]error{*reterr, err})
 		}
 	}
-	diff, err := client.MergeFrom(r.before).Data(r.obj)
+	changed, err := changedFields(r.before, r.obj)
 	if err != nil {
-		fail(err)
-		return
-	}
-	changed := map[string]json.RawMessage{}
-	if err := json.Unmarshal(diff, &changed); err != nil {
 		fail(err)
 		return
 	}
@@ -196,6 +191,20 @@ func (r *Run) endLocked(ctx context.Context, reterr *error) {
 		r.obj.SetResourceVersion(o.GetResourceVersion())
 	}
 	r.patched = true
+}
+
+// changedFields is the merge patch from before to after, by top-level
+// field (metadata, spec, status...).
+func changedFields(before, after client.Object) (map[string]json.RawMessage, error) {
+	diff, err := client.MergeFrom(before).Data(after)
+	if err != nil {
+		return nil, err
+	}
+	changed := map[string]json.RawMessage{}
+	if err := json.Unmarshal(diff, &changed); err != nil {
+		return nil, err
+	}
+	return changed, nil
 }
 
 // notFound tells whether every error in err, an aggregate of the patch
