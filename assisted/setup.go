@@ -227,13 +227,13 @@ func Setup(ctx context.Context, hub *component.Hub, o Options) error {
 	if err != nil {
 		return err
 	}
-	ln := o.Listener
-	if ln == nil {
-		if ln, err = net.Listen("tcp", o.ListenAddr); err != nil {
-			return err
-		}
+	var ln net.Listener
+	if o.Listener == nil {
+		ln, err = serving.Listen(o.ListenAddr, o.TLS, "agent service", log)
+	} else {
+		ln, err = serving.WithTLS(o.Listener, o.TLS, "agent service", log)
 	}
-	if ln, err = serving.WithTLS(ln, o.TLS, "agent service", log); err != nil {
+	if err != nil {
 		return err
 	}
 	if err := mgr.Add(&manager.Server{Name: "agent-service", Server: hs, Listener: ln, ShutdownTimeout: ptr.To(5 * time.Second)}); err != nil {

@@ -69,13 +69,13 @@ func Setup(hub *component.Hub, o Options) error {
 	if err != nil {
 		return err
 	}
-	ln := o.Listener
-	if ln == nil {
-		if ln, err = net.Listen("tcp", o.ListenAddr); err != nil {
-			return err
-		}
+	var ln net.Listener
+	if o.Listener == nil {
+		ln, err = serving.Listen(o.ListenAddr, o.TLS, "console", log)
+	} else {
+		ln, err = serving.WithTLS(o.Listener, o.TLS, "console", log)
 	}
-	if ln, err = serving.WithTLS(ln, o.TLS, "console", log); err != nil {
+	if err != nil {
 		return err
 	}
 	// No write timeout: the pages' event streams stay open.

@@ -236,13 +236,13 @@ func addDeployServers(mgr ctrl.Manager, ds *deployserver.Server, opts Options) e
 	if err != nil {
 		return err
 	}
-	ln := opts.DeployListener
-	if ln == nil {
-		if ln, err = net.Listen("tcp", opts.DeployListenAddr); err != nil {
-			return err
-		}
+	var ln net.Listener
+	if opts.DeployListener == nil {
+		ln, err = serving.Listen(opts.DeployListenAddr, opts.TLS, "deploy server", log)
+	} else {
+		ln, err = serving.WithTLS(opts.DeployListener, opts.TLS, "deploy server", log)
 	}
-	if ln, err = serving.WithTLS(ln, opts.TLS, "deploy server", log); err != nil {
+	if err != nil {
 		return err
 	}
 	if err := mgr.Add(&manager.Server{Name: "deploy-server", Server: srv, Listener: ln, ShutdownTimeout: ptr.To(5 * time.Second)}); err != nil {
