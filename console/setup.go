@@ -29,7 +29,7 @@ type Options struct {
 }
 
 // Component is the web console as a part of the hub: an HTTP(S) server at
-// --console-bind-address, off by default. It registers no controller and
+// --console-listen-address, off by default. It registers no controller and
 // reads nothing with the manager's credentials: only the API server's
 // address and CA are taken from the manager's configuration.
 func Component() component.Component {
@@ -40,7 +40,7 @@ func Component() component.Component {
 	return component.Component{
 		Name: "console",
 		Flags: func(fs *pflag.FlagSet) {
-			fs.StringVar(&o.ListenAddr, "console-bind-address", "", "Where the web console listens (e.g. :8443); empty disables it")
+			fs.StringVar(&o.ListenAddr, "console-listen-address", "", "Where the web console listens (e.g. :8443); empty disables it")
 			fs.StringVar(&o.TLS.CertFile, "console-cert-file", "", "Serving certificate of the console (https); read again when it changes")
 			fs.StringVar(&o.TLS.KeyFile, "console-key-file", "", "Key of --console-cert-file; read again when it changes")
 			fs.BoolVar(&insecure, "console-insecure-http", false, "Serve the console over plain http, without --console-cert-file: only behind a TLS-terminating proxy or on loopback (session cookies and tokens cross the network)")
@@ -54,7 +54,7 @@ func Component() component.Component {
 		},
 		Setup: func(ctx context.Context, hub *component.Hub) error {
 			if o.ListenAddr == "" && o.Listener == nil {
-				ctrl.LoggerFrom(ctx).Info("Console disabled: no --console-bind-address")
+				ctrl.LoggerFrom(ctx).Info("Console disabled: no --console-listen-address")
 				return nil
 			}
 			return Setup(hub, o)

@@ -39,8 +39,8 @@ func TestFlags(t *testing.T) {
 		"agent-service-cert-file": "", "agent-service-key-file": "", "agent-service-ca-file": "", "agent-service-insecure-http": "false",
 		"allow-converged-flow": "true", "agent-service-deploy-url": "", "agent-service-deploy-ca-file": "",
 		"agent-installation-timeout": "0s", "agent-host-stage-timeouts": "[]",
-		"equinix-boot-url":     "",
-		"console-bind-address": "", "console-cert-file": "", "console-key-file": "", "console-insecure-http": "false", "console-session-ttl": "8h0m0s",
+		"equinix-boot-url":       "",
+		"console-listen-address": "", "console-cert-file": "", "console-key-file": "", "console-insecure-http": "false", "console-session-ttl": "8h0m0s",
 		"baremetal-operator": "false", "baremetal-operator-version": "0.0.1-snapshot", "baremetal-operator-operand-image": "metalshift/manager:latest",
 	}))
 }

@@ -299,7 +299,7 @@ func printReady(out io.Writer, hub *localcp.Hub, took time.Duration, controllers
 			hub.WebhookURL(), deployURL(hub, hostsAddr), is.URL, agentServiceURL(hub, hostsAddr))
 		fmt.Fprintf(out, "    manager%s\n", shellArgs(append([]string{"--kubeconfig=" + hub.Kubeconfig()}, managerArgs(hub, hostsAddr)...)...))
 		fmt.Fprintf(out, "  Replicas (--leader-elect) listen on ports of their own behind a load balancer on those four, with\n")
-		fmt.Fprintf(out, "  --deploy-url=%s --ignition-url=%s --agent-service-url=%s; each its own --console-bind-address\n", deployURL(hub, hostsAddr), is.URL, agentServiceURL(hub, hostsAddr))
+		fmt.Fprintf(out, "  --deploy-url=%s --ignition-url=%s --agent-service-url=%s; each its own --console-listen-address\n", deployURL(hub, hostsAddr), is.URL, agentServiceURL(hub, hostsAddr))
 		fmt.Fprintf(out, "  (a console's sessions are its own: a load balancer in front of replicas' consoles keeps each browser on one).\n")
 	}
 	fmt.Fprintf(out, "  hosts verify these servers with the hub CA %s (their boot configuration carries it)\n", hub.CAFile())
@@ -378,7 +378,7 @@ func managerArgs(hub *localcp.Hub, hostsAddr string) []string {
 		"--ignition-ca-file=" + hub.CAFile(), "--signing-key-file=" + hub.SigningKeyFile(),
 		"--agent-service-listen-address=" + hub.AgentServiceAddr(), "--agent-service-url=" + agentServiceURL(hub, hostsAddr),
 		"--agent-service-cert-file=" + serviceCert, "--agent-service-key-file=" + serviceKey, "--agent-service-ca-file=" + hub.CAFile(),
-		"--console-bind-address=" + hub.ConsoleAddr(), "--console-cert-file=" + consoleCert, "--console-key-file=" + consoleKey,
+		"--console-listen-address=" + hub.ConsoleAddr(), "--console-cert-file=" + consoleCert, "--console-key-file=" + consoleKey,
 		// Converged-flow discovery images carry the deploy server's URL and CA.
 		"--agent-service-deploy-url=" + deployURL(hub, hostsAddr), "--agent-service-deploy-ca-file=" + hub.CAFile(),
 		// Installed clusters come up while the hub watches: connect soon after.

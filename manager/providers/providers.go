@@ -29,6 +29,16 @@ type Provider struct {
 	// Args are the provider's own flags, beyond those every provider's
 	// Deployment has; values may be clusterctl variables.
 	Args []string
+	// ConsolePort, when set, is the container port of the web console,
+	// which people (not machines) reach through the Service
+	// metalshift-console: https with a certificate from the provider's
+	// self-signed Issuer for $METALSHIFT_CONSOLE_HOST.
+	ConsolePort int32
+	// Unprivileged tells that the provider's components read and write
+	// nothing with its own credentials (the console acts as each
+	// signed-in user): its ServiceAccount is bound to no ClusterRole,
+	// only to the leader-election Role of its namespace.
+	Unprivileged bool
 }
 
 // Server is an HTTP server of a component, which machines reach through a
@@ -128,6 +138,9 @@ func All() []Provider {
 			// the CA of the agent service's own certificate Secret.
 			Args: []string{"--agent-service-deploy-url=" + deploy.URL(), "--agent-service-deploy-ca-file=" + agentService.TLSFile("ca.crt")},
 		},
+		// The web console acts as each signed-in user: its pods need no
+		// rights of their own.
+		{Name: "console", Type: clusterctlv1.AddonProviderType, Components: []string{"console"}, ConsolePort: 6200, Unprivileged: true},
 	}
 }
 
@@ -173,6 +186,23 @@ func (p Provider) SigningKey() bool { return len(p.Servers) > 0 }
 func (p Provider) BootImages() bool {
 	return slices.ContainsFunc(p.Servers, func(s Server) bool { return s.BootImages })
 }
+
+// Console names the web console's Service, certificate Secret and
+// container port; ConsoleHostVariable is the clusterctl variable of the
+// host name people reach it at (by default the Service's name in the
+// cluster, for kubectl port-forward).
+const (
+	Console             = "console"
+	ConsoleService      = "metalshift-console"
+	ConsoleCertSecret   = "metalshift-console-cert"
+	ConsoleHostVariable = "METALSHIFT_CONSOLE_HOST"
+	// ConsoleServiceType is the type of the console's Service: ClusterIP
+	// unless the site exposes it.
+	ConsoleServiceType = "${METALSHIFT_CONSOLE_SERVICE_TYPE:=ClusterIP}"
+)
+
+// consoleTLSDir is where the console's certificate Secret is mounted.
+const consoleTLSDir = TLSDir + "/" + Console
 
 // MachineCA tells whether the provider's servers need the machine CA.
 func (p Provider) MachineCA() bool { return len(p.Servers) > 0 }

@@ -1,8 +1,10 @@
 package providers
 
 import (
+	"io/fs"
 	"maps"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -105,8 +107,13 @@ func TestLeastPrivilege(t *testing.T) {
 		t.Run(p.Label(), func(t *testing.T) {
 			g := NewWithT(t)
 			r := renderedRBAC(t, p)
-			g.Expect(r.clusterRoles).To(HaveLen(1))
 			g.Expect(r.roles).To(HaveLen(1), "only the leader-election Role")
+			if p.Unprivileged {
+				g.Expect(r.clusterRoles).To(BeEmpty(), "an unprivileged provider has no ClusterRole")
+				g.Expect(r.bindings).To(HaveLen(1), "only the leader-election RoleBinding")
+				return
+			}
+			g.Expect(r.clusterRoles).To(HaveLen(1))
 			g.Expect(secretVerbs).To(HaveKey(p.Label()), "say which Secret verbs the provider needs, and why")
 			for _, subjects := range r.bindings {
 				g.Expect(subjects).To(ConsistOf(rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: ServiceAccountName, Namespace: p.Namespace()}))
@@ -195,6 +202,7 @@ var componentPackages = map[string]string{
 	"host-engine": "hostengine", "infrastructure-metal": "infrastructure/metal", "baremetal-operator": "clusterbaremetal",
 	"infrastructure-equinix": "infrastructure/equinix",
 	"bootstrap-openshift":    "bootstrap", "controlplane-openshift": "controlplane", "agent-install": "assisted",
+	"console": "console",
 }
 
 // TestRolesFromOwnPackages: `make generate` writes each provider's role
@@ -219,6 +227,14 @@ func TestRolesFromOwnPackages(t *testing.T) {
 			g.Expect(paths).NotTo(HaveKey(p.Label()), "the core's role is upstream's")
 			continue
 		}
+		if p.Unprivileged {
+			// No role, and no marker asks for one.
+			g.Expect(paths).NotTo(HaveKey(p.Label()), "%s is unprivileged", p.Label())
+			for _, c := range p.Components {
+				g.Expect(rbacMarkers(t, componentPackages[c])).To(BeEmpty(), "component %s of unprivileged %s", c, p.Label())
+			}
+			continue
+		}
 		g.Expect(paths).To(HaveKey(p.Label()), "make generate writes config/rbac/%s", p.Label())
 		var trees []string
 		for _, c := range p.Components {
@@ -237,4 +253,30 @@ func TestRolesFromOwnPackages(t *testing.T) {
 		names = append(names, c.Name)
 	}
 	g.Expect(names).To(ContainElements(slices.Collect(maps.Keys(componentPackages))))
+}
+
+// rbacMarkers are the kubebuilder RBAC markers in the Go files of a
+// package tree (the repository's directory dir).
+func rbacMarkers(t *testing.T, dir string) []string {
+	t.Helper()
+	var markers []string
+	err := filepath.WalkDir(filepath.Join("../..", dir), func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			if strings.Contains(line, "+kubebuilder:rbac") {
+				markers = append(markers, path+": "+strings.TrimSpace(line))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return markers
 }

@@ -200,7 +200,11 @@ func (p Provider) objects(o Options) ([]runtime.Object, error) {
 	for _, s := range p.Servers {
 		objs = append(objs, certificate(s.CertSecret(), ns, s.CertSecret(), machineCAIssuer, []string{"${" + s.HostVariable() + "}", s.Service() + "." + ns + ".svc"}))
 	}
-	if webhooks {
+	if p.ConsolePort != 0 {
+		inCluster := ConsoleService + "." + ns + ".svc"
+		objs = append(objs, certificate(ConsoleCertSecret, ns, ConsoleCertSecret, issuerName, []string{"${" + ConsoleHostVariable + ":=" + inCluster + "}", inCluster}))
+	}
+	if webhooks || p.ConsolePort != 0 {
 		objs = append(objs, selfSignedIssuer(ns))
 	}
 	if p.MachineCA() {
@@ -214,6 +218,12 @@ func (p Provider) objects(o Options) ([]runtime.Object, error) {
 		if s.BootPort != 0 {
 			objs = append(objs, p.service(s.bootService(), corev1.ServiceType(s.bootServiceType()), BootServicePort, s.bootPortName()))
 		}
+	}
+	if p.ConsolePort != 0 {
+		// Sessions live in the replica that signed the user in.
+		svc := p.service(ConsoleService, ConsoleServiceType, ServerServicePort, Console).(*corev1.Service)
+		svc.Spec.SessionAffinity = corev1.ServiceAffinityClientIP
+		objs = append(objs, svc)
 	}
 	objs = append(objs, p.deployment(o.Image, webhooks))
 	for _, m := range mutating {
@@ -341,13 +351,16 @@ func (p Provider) RBAC() ([]runtime.Object, error) {
 	ns, clusterRole := p.Namespace(), "metalshift-"+p.Label()+"-manager"
 	subjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: ServiceAccountName, Namespace: ns}}
 	rbacGV := rbacv1.SchemeGroupVersion.String()
-	return []runtime.Object{
-		&corev1.ServiceAccount{TypeMeta: typeMeta("v1", "ServiceAccount"), ObjectMeta: metav1.ObjectMeta{Name: ServiceAccountName, Namespace: ns}},
-		&rbacv1.ClusterRole{TypeMeta: typeMeta(rbacGV, "ClusterRole"), ObjectMeta: metav1.ObjectMeta{Name: clusterRole}, Rules: rules},
-		&rbacv1.ClusterRoleBinding{
-			TypeMeta: typeMeta(rbacGV, "ClusterRoleBinding"), ObjectMeta: metav1.ObjectMeta{Name: clusterRole},
-			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: clusterRole}, Subjects: subjects,
-		},
+	objs := []runtime.Object{&corev1.ServiceAccount{TypeMeta: typeMeta("v1", "ServiceAccount"), ObjectMeta: metav1.ObjectMeta{Name: ServiceAccountName, Namespace: ns}}}
+	if !p.Unprivileged {
+		objs = append(objs,
+			&rbacv1.ClusterRole{TypeMeta: typeMeta(rbacGV, "ClusterRole"), ObjectMeta: metav1.ObjectMeta{Name: clusterRole}, Rules: rules},
+			&rbacv1.ClusterRoleBinding{
+				TypeMeta: typeMeta(rbacGV, "ClusterRoleBinding"), ObjectMeta: metav1.ObjectMeta{Name: clusterRole},
+				RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: clusterRole}, Subjects: subjects,
+			})
+	}
+	return append(objs,
 		&rbacv1.Role{
 			TypeMeta: typeMeta(rbacGV, "Role"), ObjectMeta: metav1.ObjectMeta{Name: leaderElectionRole, Namespace: ns},
 			Rules: []rbacv1.PolicyRule{
@@ -359,12 +372,15 @@ func (p Provider) RBAC() ([]runtime.Object, error) {
 			TypeMeta: typeMeta(rbacGV, "RoleBinding"), ObjectMeta: metav1.ObjectMeta{Name: leaderElectionRole, Namespace: ns},
 			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: leaderElectionRole}, Subjects: subjects,
 		},
-	}, nil
+	), nil
 }
 
 // clusterRules are the rules of the provider's ClusterRole.
 func (p Provider) clusterRules() ([]rbacv1.PolicyRule, error) {
-	if p.Type == clusterctlv1.CoreProviderType {
+	switch {
+	case p.Unprivileged:
+		return nil, nil
+	case p.Type == clusterctlv1.CoreProviderType:
 		return config.CAPIRules()
 	}
 	rbac, err := config.GeneratedRBAC(p.Label())
@@ -452,6 +468,10 @@ func (p Provider) args(webhooks bool) []string {
 	for _, s := range p.Servers {
 		args = append(args, s.args(p.Namespace())...)
 	}
+	if p.ConsolePort != 0 {
+		args = append(args, "--console-listen-address=:"+strconv.Itoa(int(p.ConsolePort)),
+			"--console-cert-file="+consoleTLSDir+"/tls.crt", "--console-key-file="+consoleTLSDir+"/tls.key")
+	}
 	return append(args, p.Args...)
 }
 
@@ -481,6 +501,10 @@ func (p Provider) deployment(image string, webhooks bool) runtime.Object {
 			ports = append(ports, corev1.ContainerPort{Name: s.bootPortName(), ContainerPort: s.BootPort, Protocol: corev1.ProtocolTCP})
 		}
 		secretVolume(s.Name+"-tls", s.CertSecret(), s.tlsDir())
+	}
+	if p.ConsolePort != 0 {
+		ports = append(ports, corev1.ContainerPort{Name: Console, ContainerPort: p.ConsolePort, Protocol: corev1.ProtocolTCP})
+		secretVolume(Console+"-tls", ConsoleCertSecret, consoleTLSDir)
 	}
 	probe := func(path string) *corev1.Probe {
 		return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString("healthz")}}}

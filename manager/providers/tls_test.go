@@ -236,3 +236,61 @@ func TestServersServeHTTPS(t *testing.T) {
 		g.Expect(ok).To(Equal(len(p.Servers) > 0), p.Label())
 	}
 }
+
+// TestConsoleProvider: the console provider serves the web console over
+// https with a certificate of its self-signed Issuer for the host people
+// reach it at (by default the Service's name in the cluster), behind a
+// ClusterIP Service that keeps a browser on the replica that holds its
+// session; it serves no machine, has no ClusterRole and mounts no Secret
+// but its certificate.
+func TestConsoleProvider(t *testing.T) {
+	g := NewWithT(t)
+	var p Provider
+	for _, q := range All() {
+		if q.ConsolePort != 0 {
+			g.Expect(p.Name).To(BeEmpty(), "one provider serves the console")
+			p = q
+		}
+	}
+	g.Expect(p.Label()).To(Equal("addon-console"))
+	g.Expect(p.Servers).To(BeEmpty(), "machines reach nothing of the console's")
+
+	for _, tc := range []struct {
+		vars      map[string]string
+		host      string
+		typ       corev1.ServiceType
+		described string
+	}{
+		{nil, ConsoleService + "." + p.Namespace() + ".svc", corev1.ServiceTypeClusterIP, "defaults"},
+		{map[string]string{ConsoleHostVariable: "console.hub.example.com", "METALSHIFT_CONSOLE_SERVICE_TYPE": "LoadBalancer"},
+			"console.hub.example.com", corev1.ServiceTypeLoadBalancer, "a site's host and Service type"},
+	} {
+		r := render(t, p, tc.vars)
+		g.Expect(r.flag("console-listen-address")).To(Equal(":6200"), tc.described)
+		g.Expect(r.flags.Lookup("console-insecure-http").Changed).To(BeFalse())
+		for f, key := range map[string]string{"console-cert-file": "tls.crt", "console-key-file": "tls.key"} {
+			secret, k := r.fileSecret(f)
+			g.Expect(secret).To(Equal(ConsoleCertSecret), f)
+			g.Expect(k).To(Equal(key), f)
+		}
+		g.Expect(r.mounts).To(HaveLen(1), "only the console's certificate is mounted")
+		cert := r.certs[ConsoleCertSecret]
+		issuer, _, _ := unstructured.NestedString(cert.Object, "spec", "issuerRef", "name")
+		_, selfSigned, _ := unstructured.NestedMap(r.issuers[issuer].Object, "spec", "selfSigned")
+		g.Expect(selfSigned).To(BeTrue(), "the console's certificate is self-signed, not the machine CA's")
+		names, _, _ := unstructured.NestedStringSlice(cert.Object, "spec", "dnsNames")
+		g.Expect(names).To(ContainElements(tc.host, ConsoleService+"."+p.Namespace()+".svc"), tc.described)
+		svc := r.services[ConsoleService]
+		g.Expect(svc).NotTo(BeNil())
+		g.Expect(r.services).To(HaveLen(1), "no webhook Service, no server Service")
+		g.Expect(svc.Spec.Type).To(Equal(tc.typ), tc.described)
+		g.Expect(svc.Spec.SessionAffinity).To(Equal(corev1.ServiceAffinityClientIP), "a session lives in one replica")
+		g.Expect(svc.Spec.Ports).To(ConsistOf(And(HaveField("Port", BeEquivalentTo(443)), HaveField("TargetPort.StrVal", Console))))
+		g.Expect(r.deployment.Spec.Template.Spec.Containers[0].Ports).To(ContainElement(And(HaveField("Name", Console), HaveField("ContainerPort", BeEquivalentTo(6200)))))
+	}
+	rbac, err := p.RBAC()
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, o := range rbac {
+		g.Expect(o.GetObjectKind().GroupVersionKind().Kind).NotTo(HavePrefix("Cluster"), "the console acts as each user, not as itself")
+	}
+}

@@ -11,9 +11,12 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"math/big"
 	"net"
 	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -251,6 +254,28 @@ func TestClusterctlInit(t *testing.T) {
 		}
 	}
 
+	// The web console, as people reach it: https with its self-signed
+	// certificate for its Service's name, a user signing in with a token of
+	// their own, and a made-up token refused. Its ServiceAccount has no
+	// ClusterRole: the console acts as the user.
+	for _, cp := range all {
+		if cp.ConsolePort == 0 {
+			continue
+		}
+		ca := secretData(ctx, g, hubc, cp.Namespace(), providers.ConsoleCertSecret)["ca.crt"]
+		host := providers.ConsoleService + "." + cp.Namespace() + ".svc"
+		g.Expect(hubc.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "console-user", Namespace: "default"}})).To(Succeed())
+		token := serviceAccountToken(ctx, g, hub, "default", "console-user")
+		for _, r := range cp.replicas {
+			page, err := consoleSignIn(r.ports[providers.Console], host, ca, token)
+			g.Expect(err).NotTo(HaveOccurred(), "%s: signing in to the console", r.name)
+			g.Expect(page).To(ContainSubstring("system:serviceaccount:default:console-user"), "%s: the fleet page, as the user", r.name)
+			_, err = consoleSignIn(r.ports[providers.Console], host, ca, "made-up")
+			g.Expect(err).To(MatchError(ContainSubstring("401")), "%s: a made-up token", r.name)
+		}
+		t.Logf("%s: a user signed in to each replica's console", cp.Label())
+	}
+
 	// An install, as a user would run it against this hub.
 	hostsYAML, imageURL, imageSum, console := startSimWith(t, 3, "--console", "--add-host", ignitionHost+"=127.0.0.1")
 	inst := startLargeInstall(t, g, filepath.Join(work, "install"), kubeconfig, hostsYAML, imageURL, imageSum, func() {
@@ -381,7 +406,7 @@ func clusterctlInit(t *testing.T, g Gomega, ctx context.Context, hubc client.Cli
 
 	// clusterctl init, step 5.
 	init := exec.Command(clusterctl, "init", "--config", config, "--kubeconfig", kubeconfig, "--core", "cluster-api:"+ccVersion,
-		"--infrastructure", "metal", "--bootstrap", "openshift", "--control-plane", "openshift", "--addon", "agent")
+		"--infrastructure", "metal", "--bootstrap", "openshift", "--control-plane", "openshift", "--addon", "agent,console")
 	clusterctlEnv := append(os.Environ(), "HOME="+work, "XDG_CONFIG_HOME="+filepath.Join(work, "config"))
 	init.Env = clusterctlEnv
 	out, err := init.CombinedOutput()
@@ -853,19 +878,62 @@ func secretData(ctx context.Context, g Gomega, hubc client.Client, ns, name stri
 // serviceAccountKubeconfig writes a kubeconfig with a token of the
 // ServiceAccount: what the in-cluster config of its pods authenticates as.
 func serviceAccountKubeconfig(ctx context.Context, g Gomega, hub *localcp.Hub, ns, sa, path string) string {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["hub"] = &clientcmdapi.Cluster{Server: hub.Server(), CertificateAuthority: hub.CAFile()}
+	cfg.AuthInfos[sa] = &clientcmdapi.AuthInfo{Token: serviceAccountToken(ctx, g, hub, ns, sa)}
+	cfg.Contexts["hub"] = &clientcmdapi.Context{Cluster: "hub", AuthInfo: sa, Namespace: ns}
+	cfg.CurrentContext = "hub"
+	g.Expect(clientcmd.WriteToFile(*cfg, path)).To(Succeed())
+	return path
+}
+
+// serviceAccountToken is a token of the ServiceAccount ns/sa, valid an hour.
+func serviceAccountToken(ctx context.Context, g Gomega, hub *localcp.Hub, ns, sa string) string {
 	cs, err := kubernetes.NewForConfig(hub.RESTConfig())
 	g.Expect(err).NotTo(HaveOccurred())
 	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
 		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)},
 	}, metav1.CreateOptions{})
 	g.Expect(err).NotTo(HaveOccurred())
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["hub"] = &clientcmdapi.Cluster{Server: hub.Server(), CertificateAuthority: hub.CAFile()}
-	cfg.AuthInfos[sa] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
-	cfg.Contexts["hub"] = &clientcmdapi.Context{Cluster: "hub", AuthInfo: sa, Namespace: ns}
-	cfg.CurrentContext = "hub"
-	g.Expect(clientcmd.WriteToFile(*cfg, path)).To(Succeed())
-	return path
+	return tr.Status.Token
+}
+
+// consoleSignIn signs in to the console at addr, trusting caPEM for the
+// host name serverName, as a browser posts the sign-in form, and returns
+// the fleet page it is sent to.
+func consoleSignIn(addr, serverName string, caPEM []byte, token string) (string, error) {
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		return "", fmt.Errorf("no CA in %q", caPEM)
+	}
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		return "", err
+	}
+	hc := &http.Client{Jar: jar, Timeout: 30 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: serverName, MinVersion: tls.VersionTLS12},
+	}}
+	defer hc.CloseIdleConnections()
+	origin := "https://" + addr
+	req, err := http.NewRequest(http.MethodPost, origin+"/signin", strings.NewReader(url.Values{"token": {token}}.Encode()))
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", origin)
+	resp, err := hc.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK || resp.Request.URL.Path != "/fleet" {
+		return "", fmt.Errorf("signing in: %s at %s", resp.Status, resp.Request.URL.Path)
+	}
+	return string(body), nil
 }
 
 func tlsHandshake(addr, serverName string, caPEM []byte) error {

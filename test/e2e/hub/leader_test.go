@@ -500,7 +500,7 @@ func startReplicatedHub(t *testing.T, g Gomega, work, managerBin string) *replic
 			"--ignition-listen-address="+r.ignitionAddr,
 			"--deploy-url=https://"+deployAddr, "--deploy-boot-url=http://"+bootAddr, "--ignition-url=https://"+ignitionAddr,
 			"--agent-service-listen-address="+service, "--agent-service-url=https://"+serviceAddr,
-			"--console-bind-address="+testenv.ReservedAddr(t),
+			"--console-listen-address="+testenv.ReservedAddr(t),
 			"--metrics-bind-address=0", "--health-addr="+r.healthAddr,
 			"--leader-elect", "--leader-election-namespace=metalshift-system")
 		r.start(t, managerBin, rh.args[i])
