@@ -69,42 +69,51 @@ func hubProcessProfile() (stop func()) {
 }
 
 // apiServerProfile writes a CPU profile of the hub's kube-apiserver over
-// d into path, in the background; wait waits for it and returns its error.
+// d into path, then a profile of its heap beside it (heap instead of cpu in
+// the name), in the background; wait waits for them and returns their
+// error.
 func apiServerProfile(cfg *rest.Config, path string, d time.Duration) (wait func() error) {
 	done := make(chan error, 1)
 	go func() {
-		done <- func() error {
-			hc, err := rest.HTTPClientFor(cfg)
-			if err != nil {
-				return err
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), d+time.Minute)
-			defer cancel()
-			u := fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", strings.TrimSuffix(cfg.Host, "/"), int(d.Seconds()))
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-			if err != nil {
-				return err
-			}
-			resp, err := hc.Do(req)
-			if err != nil {
-				return err
-			}
-			defer resp.Body.Close()
-			if resp.StatusCode != http.StatusOK {
-				return fmt.Errorf("kube-apiserver profile: %s", resp.Status)
-			}
-			f, err := os.Create(path)
-			if err != nil {
-				return err
-			}
-			if _, err := io.Copy(f, resp.Body); err != nil {
-				f.Close()
-				return err
-			}
-			return f.Close()
-		}()
+		err := fetchProfile(cfg, fmt.Sprintf("profile?seconds=%d", int(d.Seconds())), path, d+time.Minute)
+		if err == nil {
+			err = fetchProfile(cfg, "heap", strings.Replace(path, ".cpu.", ".heap.", 1), time.Minute)
+		}
+		done <- err
 	}()
 	return func() error { return <-done }
+}
+
+// fetchProfile writes the kube-apiserver's /debug/pprof/<what> into path.
+func fetchProfile(cfg *rest.Config, what, path string, timeout time.Duration) error {
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	u := strings.TrimSuffix(cfg.Host, "/") + "/debug/pprof/" + what
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("kube-apiserver /debug/pprof/%s: %s", what, resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // startProfiles starts the profiles of a run into dir when
@@ -127,6 +136,6 @@ func startProfiles(tb testing.TB, dir string) (finish func()) {
 		if err := wait(); err != nil {
 			tb.Logf("kube-apiserver profile: %v", err)
 		}
-		fmt.Fprintf(os.Stdout, "CPU profiles of the first %s (go tool pprof -top <file>): kube-apiserver %s, the simulator's %s, the manager's hub*.cpu.pprof in %s\n", d, api, self, dir)
+		fmt.Fprintf(os.Stdout, "CPU profiles of the first %s (go tool pprof -top <file>): kube-apiserver %s (and its heap at the end, kube-apiserver.heap.pprof), the simulator's %s, the manager's hub*.cpu.pprof in %s\n", d, api, self, dir)
 	}
 }
