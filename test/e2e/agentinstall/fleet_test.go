@@ -449,7 +449,9 @@ func benchAgentSNO(b *testing.B, n int, poll time.Duration, shards int) {
 				cpu[pid] = cpuSeconds(pid) - cpuBefore[pid]
 			}
 		}
+		profiles := startProfiles(b, dir)
 		res := fleet{n: n, prefix: fmt.Sprintf("sno%d", iter), dir: dir, timeout: timeout, stall: stall, onCompleted: untilLast, shards: shards}.run(b, g)
+		profiles()
 		figures := hubFigures{procs: procs, peaks: sampler.finish(), cpu: cpu}
 		report(b, n, poll, res, figures, before, requestCounts(g))
 		fmt.Fprintf(os.Stdout, "Logs (kept with $%s): the hub manager's %s, the simulator's %s\n", benchDirEnv, hub.log, filepath.Join(dir, "sim.log"))

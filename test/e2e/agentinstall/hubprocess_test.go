@@ -66,6 +66,7 @@ func hubProcess() int {
 		return 1
 	}
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.InfoLevel)))
+	defer hubProcessProfile()()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	c := assisted.Component()
@@ -116,6 +117,10 @@ func startHubProcessAt(g *WithT, poll time.Duration, dir, addr, shard string) *h
 	h.cmd = exec.Command(os.Args[0], "-test.run=^$")
 	h.cmd.Env = append(os.Environ(), hubProcessEnv+"="+kc, hubAddrEnv+"="+addr, hubKeyEnv+"="+hex.EncodeToString(key),
 		hubPollEnv+"="+poll.String(), hubShardEnv+"="+shard)
+	if d := os.Getenv(benchProfileEnv); d != "" {
+		profile := filepath.Join(dir, strings.TrimSuffix(logName, ".log")+".cpu.pprof")
+		h.cmd.Env = append(h.cmd.Env, hubProfileEnv+"="+profile+","+d)
+	}
 	h.cmd.Stdout, h.cmd.Stderr = out, out
 	h.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	g.Expect(h.cmd.Start()).To(Succeed())
