@@ -1,16 +1,21 @@
 package server_test
 
 import (
+	"context"
 	"encoding/json"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"testing"
 
 	. "github.com/onsi/gomega"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	agentinstallv1 "github.com/metalshift/metalshift/api/agentinstall/v1beta1"
 	assistedapi "github.com/metalshift/metalshift/api/assisted/v2"
 	"github.com/metalshift/metalshift/assisted/pkg/hoststate"
+	"github.com/metalshift/metalshift/assisted/server"
 )
 
 // TestFiles: a host's Ignition goes to that host's credential, for its
@@ -92,4 +97,61 @@ func TestFiles(t *testing.T) {
 	r = file(cluster, masterB, assistedapi.HostKeyHeader, credB)
 	g.Expect(r.code).To(Equal(http.StatusUnauthorized), r.body)
 	g.Expect(r.body).To(ContainSubstring("finished its installation"))
+}
+
+// TestFilesFromACacheBehind: a host handed its install step downloads its
+// Ignition even when the server's cache has not seen the write that
+// started its install yet (a loaded hub's watch lags): the API's copy
+// decides a refusal. Found at 300 installs whose agents polled every
+// minute, where one host's download was refused and its install failed.
+func TestFilesFromACacheBehind(t *testing.T) {
+	g := NewWithT(t)
+	in := newInstall(t, g)
+	cred := newHost(g, in.ie, hostA)
+	setStatus(g, in.ns, hostA, func(a *agentinstallv1.Agent) {
+		a.Status.Role, a.Status.Bootstrap = agentinstallv1.HostRoleMaster, true
+		a.Status.DebugInfo.State = hoststate.StatusPreparingSuccessful
+	})
+	lagging := &laggingCache{Client: cached, held: agent(g, in.ns, hostA)}
+	setState(g, in.ns, hostA, hoststate.StatusInstalling, "")
+	srv, err := server.New(server.Options{Client: lagging, APIReader: env.Client, Key: key, BaseURL: base, PollInterval: 1})
+	g.Expect(err).NotTo(HaveOccurred())
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+
+	get := func(name string) (int, string) {
+		req, err := http.NewRequest(http.MethodGet, ts.URL+assistedapi.Path(assistedapi.FilesPath, string(in.aci.UID))+"?"+url.Values{"file_name": {name}}.Encode(), nil)
+		g.Expect(err).NotTo(HaveOccurred())
+		req.Header.Set(assistedapi.HostKeyHeader, cred)
+		resp, err := http.DefaultClient.Do(req)
+		g.Expect(err).NotTo(HaveOccurred())
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		g.Expect(err).NotTo(HaveOccurred())
+		return resp.StatusCode, string(body)
+	}
+	code, body := get(assistedapi.IgnitionFileName("master", hostA))
+	g.Expect(code).To(Equal(http.StatusOK), "the cache says preparing-successful, the API installing: %s", body)
+	g.Expect(json.Valid([]byte(body))).To(BeTrue())
+
+	// A refusal stands when the API says so too.
+	setState(g, in.ns, hostA, hoststate.StatusInstallingInProgress, assistedapi.StageWritingImageToDisk)
+	code, body = get(assistedapi.IgnitionFileName("master", hostA))
+	g.Expect(code).To(Equal(http.StatusConflict), body)
+	g.Expect(body).To(ContainSubstring(`stage \"Writing image to disk\"`))
+}
+
+// laggingCache is the server's cache as a loaded hub's can be: it answers
+// a Get of the held Agent with the held copy, whatever the API has since.
+type laggingCache struct {
+	client.Client
+	held *agentinstallv1.Agent
+}
+
+func (c *laggingCache) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if a, ok := obj.(*agentinstallv1.Agent); ok && key == client.ObjectKeyFromObject(c.held) {
+		c.held.DeepCopyInto(a)
+		return nil
+	}
+	return c.Client.Get(ctx, key, obj, opts...)
 }

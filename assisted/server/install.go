@@ -77,6 +77,17 @@ func (s *Server) files(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if !downloading(a) {
+		// The cache may not have the write that started the host's
+		// install yet (its install step was handed out from a copy that
+		// had it): the API's copy decides a refusal.
+		fresh := &agentinstallv1.Agent{}
+		if err := s.opts.APIReader.Get(r.Context(), agentKey(a), fresh); err != nil {
+			apiError(w, http.StatusInternalServerError, err.Error())
+			return
+		}
+		a = fresh
+	}
 	if stage := assistedapi.HostStage(a.Status.Progress.CurrentStage); preparing(record.State(a)) && fetchStage(stage) && stage != "" {
 		// The host runs an install step the hub has no record of handing
 		// out: the hub was restored from a backup taken while the install
@@ -88,7 +99,7 @@ func (s *Server) files(w http.ResponseWriter, r *http.Request) {
 			a.Name, stage, record.State(a)))
 		return
 	}
-	if !installing(record.State(a)) || !fetchStage(assistedapi.HostStage(a.Status.Progress.CurrentStage)) {
+	if !downloading(a) {
 		apiError(w, http.StatusConflict, fmt.Sprintf("host %s is not downloading its installation files (state %q, stage %q)",
 			a.Name, record.State(a), a.Status.Progress.CurrentStage))
 		return
@@ -107,6 +118,12 @@ func (s *Server) files(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/vnd.coreos.ignition+json")
 	w.Header().Set("Cache-Control", "no-store")
 	_, _ = w.Write(data)
+}
+
+// downloading tells whether a's host may download its Ignition: it runs
+// its install step, up to the download.
+func downloading(a *agentinstallv1.Agent) bool {
+	return installing(record.State(a)) && fetchStage(assistedapi.HostStage(a.Status.Progress.CurrentStage))
 }
 
 // filesRetryAfter is the pause, in seconds, a host asks again after for
