@@ -16,6 +16,7 @@ import (
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
+	agentinstallv1 "github.com/metalshift/metalshift/api/agentinstall/v1beta1"
 	metal3v1 "github.com/metalshift/metalshift/api/metal3/v1alpha1"
 )
 
@@ -189,6 +190,31 @@ func TestBrowser(t *testing.T) {
 		screenshot(dir, "hosts"),
 	)).To(Succeed())
 	g.Eventually(approved(ownAgent)).Should(BeTrue())
+
+	// Edit its role and host name: a bad host name is refused with the
+	// reason, and nothing is written; a good one is written as the user
+	// and the row follows.
+	t.Logf("step 4b %s", time.Now().Format("15:04:05.000"))
+	g.Expect(chromedp.Do(ctx,
+		chromedp.Click(in(agentRow, "button.edit")),
+		chromedp.WaitVisible(chromedp.ID("edit-agent")),
+		chromedp.SetValue(chromedp.ID("edit-role"), "worker"),
+		chromedp.SetValue(chromedp.ID("edit-hostname"), "Not_A_Host"),
+		chromedp.Click(chromedp.ID("edit-save")),
+		chromedp.WaitVisible(chromedp.ID("edit-error")),
+	)).To(Succeed())
+	g.Expect(text(g, ctx, "#edit-error")).To(And(ContainSubstring("(400)"), ContainSubstring(`Host name "Not_A_Host"`)))
+	g.Expect(agentSpec(g, ownAgent).Role).NotTo(Equal(agentinstallv1.HostRoleWorker), "a refused edit writes nothing")
+	g.Expect(chromedp.Do(ctx,
+		chromedp.SetValue(chromedp.ID("edit-hostname"), "edited-host"),
+		chromedp.Click(chromedp.ID("edit-save")),
+		chromedp.WaitNotVisible(chromedp.ID("edit-agent")),
+		until(`document.querySelector('`+string(agentRow)+` .col-detail')?.textContent.includes("host edited-host")`),
+		until(`document.querySelector('`+string(agentRow)+` .col-detail')?.textContent.includes("role worker")`),
+		screenshot(dir, "hosts-edited"),
+	)).To(Succeed())
+	spec := agentSpec(g, ownAgent)
+	g.Expect([]any{spec.Role, spec.Hostname}).To(Equal([]any{agentinstallv1.HostRoleWorker, "edited-host"}))
 
 	// The tenant: sign out, sign in with its token. All namespaces it may
 	// not list; its own it may.

@@ -3,6 +3,7 @@ package console
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -43,6 +44,9 @@ type Row struct {
 	Approved *bool `json:"approved,omitempty"`
 	// Power is a BareMetalHost's power state, "on" or "off".
 	Power string `json:"power,omitempty"`
+	// Hardware summarizes what inspection found on a BareMetalHost
+	// (CPUs, memory, disks, NICs), or an Agent's inventory.
+	Hardware string `json:"hardware,omitempty"`
 
 	// Of an Agent: its host name, role, ClusterDeployment, InfraEnv and
 	// installation stage (Progress is its installation percentage).
@@ -217,6 +221,20 @@ func agentRow(a *agentinstallv1.Agent) Row {
 	r.Host, r.Role, r.InfraEnv = host, string(a.Spec.Role), a.Labels[agentinstallv1.InfraEnvNameLabel]
 	r.Stage, r.Progress = a.Status.Progress.CurrentStage, int(a.Status.Progress.InstallationPercentage)
 	r.Validations = failingValidations(a.Status.ValidationsInfo)
+	if inv := a.Status.Inventory; inv.ReportTime != nil {
+		var disk int64
+		for _, d := range inv.Disks {
+			disk += d.SizeBytes
+		}
+		r.Hardware = hardware(int(inv.Cpu.Count), inv.Memory.PhysicalBytes, len(inv.Disks), disk, len(inv.Interfaces))
+	}
+	if inv := a.Status.Inventory; inv.ReportTime != nil {
+		var disk int64
+		for _, d := range inv.Disks {
+			disk += d.SizeBytes
+		}
+		r.Hardware = hardware(int(inv.Cpu.Count), inv.Memory.PhysicalBytes, len(inv.Disks), disk, len(inv.Interfaces))
+	}
 	var parts []string
 	if host != "" {
 		parts = append(parts, "host "+host)
@@ -247,7 +265,27 @@ func hostRow(h *metal3v1.BareMetalHost) Row {
 	if h.Status.ErrorMessage != "" || h.Status.ErrorType != "" {
 		r.Failing = strings.TrimPrefix(string(h.Status.ErrorType)+": "+h.Status.ErrorMessage, ": ")
 	}
+	if hw := h.Status.HardwareDetails; hw != nil {
+		var disk int64
+		for _, d := range hw.Storage {
+			disk += int64(d.SizeBytes)
+		}
+		r.Hardware = hardware(hw.CPU.Count, int64(hw.RAMMebibytes)<<20, len(hw.Storage), disk, len(hw.NIC))
+	}
 	return r
+}
+
+// hardware is a host's hardware in a few words: "8 CPUs, 16 GiB, 1 disk
+// (120 GiB), 2 NICs".
+func hardware(cpus int, ram int64, disks int, diskBytes int64, nics int) string {
+	plural := func(n int, one string) string {
+		if n == 1 {
+			return "1 " + one
+		}
+		return strconv.Itoa(n) + " " + one + "s"
+	}
+	gib := func(b int64) string { return strconv.FormatInt((b+1<<29)>>30, 10) + " GiB" }
+	return fmt.Sprintf("%s, %s, %s (%s), %s", plural(cpus, "CPU"), gib(ram), plural(disks, "disk"), gib(diskBytes), plural(nics, "NIC"))
 }
 
 // failingValidations are the validations whose status is "failure", as

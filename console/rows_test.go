@@ -78,6 +78,10 @@ func TestRows(t *testing.T) {
 	g.Expect(r.Failing).To(Equal("ControlPlaneAvailable (NotAvailable): 1 of 3 ready"))
 	r = hostRow(host)
 	g.Expect([]string{r.State, r.Power, r.Detail, r.Failing}).To(Equal([]string{"provisioned", "on", "consumer MetalMachine m0", "power management error: BMC unreachable"}))
+	g.Expect(r.Hardware).To(BeEmpty(), "not inspected")
+	host.Status.HardwareDetails = &metal3v1.HardwareDetails{CPU: metal3v1.CPU{Count: 8}, RAMMebibytes: 16384,
+		Storage: []metal3v1.Storage{{SizeBytes: 100 << 30}, {SizeBytes: 20 << 30}}, NIC: []metal3v1.NIC{{Name: "eth0"}}}
+	g.Expect(hostRow(host).Hardware).To(Equal("8 CPUs, 16 GiB, 2 disks (120 GiB), 1 NIC"))
 	r, shown := cdRow(installed)
 	g.Expect(shown).To(BeTrue())
 	g.Expect([]any{r.State, r.Progress}).To(Equal([]any{"Installed", 100}))

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -68,6 +69,16 @@ func (b *browser) signIn(g Gomega, token string) (int, []*http.Cookie) {
 // approve posts an approval with the given headers.
 func (b *browser) approve(g Gomega, ns, name string, header map[string]string) int {
 	resp := b.do(g, http.MethodPost, "/api/agents/"+ns+"/"+name+"/approve", header, nil)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// edit posts an edit of an Agent's role and host name with the given
+// headers.
+func (b *browser) edit(g Gomega, ns, name, body string, header map[string]string) int {
+	h := map[string]string{"Content-Type": "application/json"}
+	maps.Copy(h, header)
+	resp := b.do(g, http.MethodPost, "/api/agents/"+ns+"/"+name+"/spec", h, strings.NewReader(body))
 	resp.Body.Close()
 	return resp.StatusCode
 }
@@ -174,6 +185,10 @@ func TestAttacker(t *testing.T) {
 		g.Expect(tenant.approve(g, own, ownAgent.Name, map[string]string{"Origin": "https://evil.example", csrfHeader: tenant.csrf})).To(Equal(http.StatusForbidden))
 		g.Expect(tenant.approve(g, own, ownAgent.Name, map[string]string{csrfHeader: tenant.csrf})).To(Equal(http.StatusForbidden), "no Origin")
 		g.Consistently(approved(ownAgent)).WithTimeout(0).Should(BeFalse())
+		edit := `{"role":"worker","hostname":"forged"}`
+		g.Expect(tenant.edit(g, own, ownAgent.Name, edit, map[string]string{"Origin": hs.URL})).To(Equal(http.StatusForbidden))
+		g.Expect(tenant.edit(g, own, ownAgent.Name, edit, map[string]string{"Origin": "https://evil.example", csrfHeader: tenant.csrf})).To(Equal(http.StatusForbidden))
+		g.Expect(agentSpec(g, ownAgent).Hostname).NotTo(Equal("forged"))
 	})
 
 	t.Run("tenant reaches past its namespace", func(t *testing.T) {
@@ -187,6 +202,12 @@ func TestAttacker(t *testing.T) {
 		g.Expect(stream).NotTo(ContainSubstring(otherAgent.Name))
 		g.Expect(tenant.approve(g, other, otherAgent.Name, map[string]string{"Origin": hs.URL, csrfHeader: tenant.csrf})).To(Equal(http.StatusForbidden))
 		g.Expect(approved(otherAgent)()).To(BeFalse())
+		g.Expect(tenant.edit(g, other, otherAgent.Name, `{"role":"worker","hostname":"taken"}`, map[string]string{"Origin": hs.URL, csrfHeader: tenant.csrf})).To(Equal(http.StatusForbidden))
+		g.Expect(agentSpec(g, otherAgent).Hostname).NotTo(Equal("taken"))
+		// Bad edits: refused before the API is asked.
+		for _, body := range []string{`{"role":"root"}`, `{"role":"worker","hostname":"a b"}`, `{"role":"worker","extra":1}`, `not json`} {
+			g.Expect(tenant.edit(g, own, ownAgent.Name, body, map[string]string{"Origin": hs.URL, csrfHeader: tenant.csrf})).To(Equal(http.StatusBadRequest), body)
+		}
 		// Another namespace's kubeconfig: the API server refuses the
 		// Secret to the tenant, although the console could read it.
 		resp := tenant.do(g, http.MethodGet, "/clusters/agent/"+other+"/c2/kubeconfig", nil, nil)

@@ -4,9 +4,11 @@ import (
 	"embed"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"html/template"
 	"io/fs"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -16,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -107,6 +110,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/watch/{page}", s.read(s.handleWatch))
 	mux.HandleFunc("GET /api/watch/cluster/{path}/{namespace}/{name}", s.read(s.handleClusterWatch))
 	mux.HandleFunc("POST /api/agents/{namespace}/{name}/approve", s.write(s.handleApprove))
+	mux.HandleFunc("POST /api/agents/{namespace}/{name}/spec", s.write(s.handleAgentSpec))
 	return secureHeaders(mux)
 }
 
@@ -240,6 +244,62 @@ func (s *Server) handleApprove(w http.ResponseWriter, r *http.Request, ss *sessi
 		return
 	}
 	s.log.Info("Approved an Agent", "user", ss.user, "agent", client.ObjectKeyFromObject(agent).String())
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// agentEdit is what the hosts page edits of an Agent: its role and its
+// host name (empty: the one its inventory reports).
+type agentEdit struct {
+	Role     string `json:"role"`
+	Hostname string `json:"hostname"`
+}
+
+// maxEditBytes bounds an edit's body.
+const maxEditBytes = 4 << 10
+
+// agentRoles are the roles a person may give an Agent.
+var agentRoles = []string{
+	string(agentinstallv1.HostRoleAutoAssign), string(agentinstallv1.HostRoleMaster),
+	string(agentinstallv1.HostRoleWorker), string(agentinstallv1.HostRoleArbiter),
+}
+
+// handleAgentSpec sets an Agent's role and host name, as the user: a
+// merge patch of spec.role and spec.hostname, which the API server and
+// the Agent's admission webhook accept or refuse.
+func (s *Server) handleAgentSpec(w http.ResponseWriter, r *http.Request, ss *session) {
+	var edit agentEdit
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxEditBytes))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&edit); err != nil {
+		writeJSONError(w, http.StatusBadRequest, "The edit is not a JSON object of role and hostname.")
+		return
+	}
+	if !slices.Contains(agentRoles, edit.Role) {
+		writeJSONError(w, http.StatusBadRequest, fmt.Sprintf("Role %q: want one of %s.", edit.Role, strings.Join(agentRoles, ", ")))
+		return
+	}
+	spec := map[string]any{"role": edit.Role, "hostname": nil}
+	if edit.Hostname != "" {
+		if errs := validation.IsDNS1123Subdomain(edit.Hostname); len(errs) > 0 {
+			writeJSONError(w, http.StatusBadRequest, fmt.Sprintf("Host name %q: %s.", edit.Hostname, strings.Join(errs, "; ")))
+			return
+		}
+		spec["hostname"] = edit.Hostname
+	}
+	data, err := json.Marshal(map[string]any{"spec": spec})
+	if err != nil {
+		writeJSONError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	agent := &agentinstallv1.Agent{}
+	agent.Namespace, agent.Name = r.PathValue("namespace"), r.PathValue("name")
+	if err := ss.client.Patch(r.Context(), agent, client.RawPatch(types.MergePatchType, data)); err != nil {
+		s.endIfUnauthorized(ss, err)
+		status, msg := apiStatus(err)
+		writeJSONError(w, status, msg)
+		return
+	}
+	s.log.Info("Edited an Agent", "user", ss.user, "agent", client.ObjectKeyFromObject(agent).String(), "role", edit.Role, "hostname", edit.Hostname)
 	w.WriteHeader(http.StatusNoContent)
 }
 

@@ -155,3 +155,10 @@ func approved(a *agentinstallv1.Agent) func() (bool, error) {
 		return got.Spec.Approved, err
 	}
 }
+
+// agentSpec is a's spec as the API has it.
+func agentSpec(g Gomega, a *agentinstallv1.Agent) agentinstallv1.AgentSpec {
+	got := &agentinstallv1.Agent{}
+	g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(a), got)).To(Succeed())
+	return got.Spec
+}

@@ -8,7 +8,7 @@ let source = null;
 
 const columns = {
   fleet: ["namespace", "name", "path", "kind", "state", "progress", "version", "detail", "failing"],
-  hosts: ["namespace", "name", "kind", "state", "power", "detail", "failing", "approval"],
+  hosts: ["namespace", "name", "kind", "state", "power", "hardware", "detail", "failing", "approval", "edit"],
   infraenvs: ["namespace", "name", "state", "iso", "ipxe", "agents", "nmstate"],
 };
 
@@ -87,6 +87,16 @@ function cell(row, col) {
         td.append(b);
       }
       break;
+    case "edit":
+      if (row.kind === "Agent") {
+        const b = document.createElement("button");
+        b.type = "button";
+        b.className = "edit";
+        b.textContent = "Edit";
+        b.addEventListener("click", () => openEdit(row));
+        td.append(b);
+      }
+      break;
     default:
       td.textContent = row[col] || "";
   }
@@ -131,8 +141,10 @@ function connect() {
   source = follow("/api/watch/" + page + (ns ? "?namespace=" + encodeURIComponent(ns) : ""), render);
 }
 
-async function post(url) {
-  const resp = await fetch(url, { method: "POST", headers: { "X-CSRF-Token": csrf }, credentials: "same-origin" });
+async function post(url, body) {
+  const headers = { "X-CSRF-Token": csrf };
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  const resp = await fetch(url, { method: "POST", headers, credentials: "same-origin", body: body === undefined ? undefined : JSON.stringify(body) });
   if (resp.status === 401) { location.href = "/signin"; return null; }
   return resp;
 }
@@ -148,6 +160,45 @@ async function approve(row, button) {
     button.disabled = false;
   }
   // On success the watch brings the approved row.
+}
+
+// The edit dialog of an Agent's role and host name: outside the table,
+// so that the rows the watch redraws do not take what is being typed.
+let editing = null;
+
+function openEdit(row) {
+  editing = row;
+  document.getElementById("edit-title").textContent = "Agent " + row.namespace + "/" + row.name;
+  document.getElementById("edit-role").value = row.role || "auto-assign";
+  document.getElementById("edit-hostname").value = row.host || "";
+  document.getElementById("edit-error").hidden = true;
+  document.getElementById("edit-agent").showModal();
+}
+
+async function saveEdit(e) {
+  e.preventDefault();
+  const row = editing;
+  const save = document.getElementById("edit-save");
+  save.disabled = true;
+  const resp = await post("/api/agents/" + encodeURIComponent(row.namespace) + "/" + encodeURIComponent(row.name) + "/spec",
+    { role: document.getElementById("edit-role").value, hostname: document.getElementById("edit-hostname").value.trim() });
+  save.disabled = false;
+  if (!resp) return;
+  if (!resp.ok) {
+    const err = document.getElementById("edit-error");
+    let text = "Saving failed (" + resp.status + ")";
+    try { text += ": " + (await resp.json()).error; } catch (_) { /* not JSON */ }
+    err.textContent = text;
+    err.hidden = false;
+    return;
+  }
+  // The watch brings the edited row.
+  document.getElementById("edit-agent").close();
+}
+
+if (page === "hosts") {
+  document.getElementById("edit-form").addEventListener("submit", saveEdit);
+  document.getElementById("edit-cancel").addEventListener("click", () => document.getElementById("edit-agent").close());
 }
 
 document.getElementById("signout").addEventListener("click", async () => {
