@@ -19,8 +19,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
-	agentinstallv1 "github.com/metalshift/metalshift/api/agentinstall/v1beta1"
-	hiveextv1 "github.com/metalshift/metalshift/api/hiveext/v1beta1"
 	"github.com/metalshift/metalshift/console"
 )
 
@@ -44,16 +42,7 @@ func TestConsoleApprovalStartsInstall(t *testing.T) {
 	ctx := context.Background()
 	const ns, name = "console-sno", "console-sno"
 	lab, ie := start(t, g, ns, 1, 0, "127.77.15")
-	bootISO(g, lab.Machines[0], ie.Status.ISODownloadURL)
-	agent := &agentinstallv1.Agent{}
-	g.Eventually(func() error {
-		return env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: lab.Machines[0].UUID}, agent)
-	}).Should(Succeed())
-	aci := &hiveextv1.AgentClusterInstall{}
-	g.Eventually(func() string {
-		_ = env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, aci)
-		return condMessage(aci, "RequirementsMet")
-	}).Should(Equal("The installation is pending on the approval of 1 agents"))
+	agent := awaitingApproval(g, lab, ie, name)
 
 	// The console, acting as a person bound to the namespace's admin role.
 	srv, err := console.New(console.Config{API: env.Config, Log: logr.Discard()})

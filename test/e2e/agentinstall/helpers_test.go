@@ -161,6 +161,24 @@ func serviceObjects(t *testing.T, g *WithT) {
 // waitCompleted waits for the AgentClusterInstall's Completed condition to
 // be True (a multi-node cluster goes on to adding-hosts, so the message
 // varies), showing the cluster's and its hosts' states while it waits.
+// awaitingApproval boots the lab's first machine from ie's discovery ISO
+// and returns its Agent once the install name of ie's namespace waits for
+// its approval, and for nothing else.
+func awaitingApproval(g *WithT, lab *sim.Lab, ie *agentinstallv1.InfraEnv, name string) *agentinstallv1.Agent {
+	ctx := context.Background()
+	bootISO(g, lab.Machines[0], ie.Status.ISODownloadURL)
+	agent := &agentinstallv1.Agent{}
+	g.Eventually(func() error {
+		return env.Client.Get(ctx, types.NamespacedName{Namespace: ie.Namespace, Name: lab.Machines[0].UUID}, agent)
+	}).Should(Succeed())
+	aci := &hiveextv1.AgentClusterInstall{}
+	g.Eventually(func() string {
+		_ = env.Client.Get(ctx, types.NamespacedName{Namespace: ie.Namespace, Name: name}, aci)
+		return condMessage(aci, "RequirementsMet")
+	}).Should(Equal("The installation is pending on the approval of 1 agents"))
+	return agent
+}
+
 func waitCompleted(g *WithT, ns, name string) *hiveextv1.AgentClusterInstall {
 	ctx := context.Background()
 	aci := &hiveextv1.AgentClusterInstall{}

@@ -13,7 +13,6 @@ import (
 
 	agentinstallv1 "github.com/metalshift/metalshift/api/agentinstall/v1beta1"
 	hivev1 "github.com/metalshift/metalshift/api/hive/v1"
-	hiveextv1 "github.com/metalshift/metalshift/api/hiveext/v1beta1"
 )
 
 // TestSingleNode: one machine boots the InfraEnv's ISO, its Agent is
@@ -34,22 +33,13 @@ func TestSingleNode(t *testing.T) {
 		HaveField("Type", agentinstallv1.ConditionType("ImageCreated")), HaveField("Reason", "InfraEnvAvailable"),
 		HaveField("Message", "InfraEnv is available: Image has been created"))))
 
-	bootISO(g, lab.Machines[0], ie.Status.ISODownloadURL)
-	agent := &agentinstallv1.Agent{}
-	g.Eventually(func() error {
-		return env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: lab.Machines[0].UUID}, agent)
-	}).Should(Succeed())
 	// Not approved: the install waits.
-	aci := &hiveextv1.AgentClusterInstall{}
-	g.Eventually(func() string {
-		_ = env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, aci)
-		return condMessage(aci, "RequirementsMet")
-	}).Should(Equal("The installation is pending on the approval of 1 agents"))
+	agent := awaitingApproval(g, lab, ie, name)
 
 	// kubectl -n sno patch agents.agent-install.openshift.io <id> -p '{"spec":{"approved":true}}' --type merge
 	g.Expect(env.Client.Patch(ctx, agent, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"approved":true}}`)))).To(Succeed())
 
-	aci = waitCompleted(g, ns, name)
+	aci := waitCompleted(g, ns, name)
 	g.Expect(aci.Status.Progress.TotalPercentage).To(BeEquivalentTo(100))
 	for typ, msg := range map[string]string{
 		"Completed":  "The installation has completed: Cluster is installed",
