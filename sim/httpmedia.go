@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // httpMedia reads a remote image with HTTP range requests, as BMCs read
@@ -19,6 +20,10 @@ type httpMedia struct {
 	client *http.Client
 	url    string
 	size   int64
+	// retries is how many more times a block whose read failed is read
+	// again, a second apart, as a BMC reconnects to the image's server
+	// (which may have been restarted, or replaced by another replica).
+	retries int
 
 	mu     sync.Mutex
 	blocks map[int64][]byte
@@ -27,8 +32,8 @@ type httpMedia struct {
 const mediaBlock = 64 << 10
 
 // openHTTPMedia checks that url serves ranges and learns its size.
-func openHTTPMedia(ctx context.Context, client *http.Client, url string) (*httpMedia, error) {
-	m := &httpMedia{ctx: ctx, client: client, url: url, blocks: map[int64][]byte{}}
+func openHTTPMedia(ctx context.Context, client *http.Client, url string, retries int) (*httpMedia, error) {
+	m := &httpMedia{ctx: ctx, client: client, url: url, retries: retries, blocks: map[int64][]byte{}}
 	resp, err := m.get(0, 0)
 	if err != nil {
 		return nil, err
@@ -87,6 +92,24 @@ func (m *httpMedia) block(i int64) ([]byte, error) {
 	}
 	from := i * mediaBlock
 	to := min(from+mediaBlock, m.size) - 1
+	b, err := m.read(from, to)
+	for attempt := 1; err != nil && attempt <= m.retries; attempt++ {
+		select {
+		case <-m.ctx.Done():
+			return nil, m.ctx.Err()
+		case <-time.After(time.Second):
+		}
+		b, err = m.read(from, to)
+	}
+	if err != nil {
+		return nil, err
+	}
+	m.blocks[i] = b
+	return b, nil
+}
+
+// read reads the bytes from to to (inclusive) with one range request.
+func (m *httpMedia) read(from, to int64) ([]byte, error) {
 	resp, err := m.get(from, to)
 	if err != nil {
 		return nil, err
@@ -96,6 +119,5 @@ func (m *httpMedia) block(i int64) ([]byte, error) {
 	if _, err := io.ReadFull(resp.Body, b); err != nil {
 		return nil, fmt.Errorf("reading %s: %w", redact(m.url), err)
 	}
-	m.blocks[i] = b
 	return b, nil
 }
