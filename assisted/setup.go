@@ -227,12 +227,7 @@ func Setup(ctx context.Context, hub *component.Hub, o Options) error {
 	if err != nil {
 		return err
 	}
-	var ln net.Listener
-	if o.Listener == nil {
-		ln, err = serving.Listen(o.ListenAddr, o.TLS, "agent service", log)
-	} else {
-		ln, err = serving.WithTLS(o.Listener, o.TLS, "agent service", log)
-	}
+	ln, err := serving.Listen(o.Listener, o.ListenAddr, o.TLS, "agent service", log)
 	if err != nil {
 		return err
 	}

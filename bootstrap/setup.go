@@ -130,11 +130,7 @@ func addIgnitionServer(mgr ctrl.Manager, opts Options) (*ignitionserver.Server, 
 		return nil, err
 	}
 	log := mgr.GetLogger().WithName("ignition-server")
-	if ln == nil {
-		ln, err = serving.Listen(o.ListenAddr, files, "ignition server", log)
-	} else {
-		ln, err = serving.WithTLS(ln, files, "ignition server", log)
-	}
+	ln, err = serving.Listen(ln, o.ListenAddr, files, "ignition server", log)
 	if err != nil {
 		return nil, err
 	}

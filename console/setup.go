@@ -69,12 +69,7 @@ func Setup(hub *component.Hub, o Options) error {
 	if err != nil {
 		return err
 	}
-	var ln net.Listener
-	if o.Listener == nil {
-		ln, err = serving.Listen(o.ListenAddr, o.TLS, "console", log)
-	} else {
-		ln, err = serving.WithTLS(o.Listener, o.TLS, "console", log)
-	}
+	ln, err := serving.Listen(o.Listener, o.ListenAddr, o.TLS, "console", log)
 	if err != nil {
 		return err
 	}

@@ -236,12 +236,7 @@ func addDeployServers(mgr ctrl.Manager, ds *deployserver.Server, opts Options) e
 	if err != nil {
 		return err
 	}
-	var ln net.Listener
-	if opts.DeployListener == nil {
-		ln, err = serving.Listen(opts.DeployListenAddr, opts.TLS, "deploy server", log)
-	} else {
-		ln, err = serving.WithTLS(opts.DeployListener, opts.TLS, "deploy server", log)
-	}
+	ln, err := serving.Listen(opts.DeployListener, opts.DeployListenAddr, opts.TLS, "deploy server", log)
 	if err != nil {
 		return err
 	}

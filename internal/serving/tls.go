@@ -55,9 +55,13 @@ func (f TLSFiles) Check(prefix string, insecure, needCA bool) error {
 	return nil
 }
 
-// Listen listens on addr for the server named server ("deploy server"),
-// with https when the files are Enabled.
-func Listen(addr string, f TLSFiles, server string, log logr.Logger) (net.Listener, error) {
+// Listen is the listener of the server named server ("deploy server"):
+// given, the plain TCP listener ln (a test's, or a hub's that holds its
+// port), else one on addr; with https when the files are Enabled.
+func Listen(ln net.Listener, addr string, f TLSFiles, server string, log logr.Logger) (net.Listener, error) {
+	if ln != nil {
+		return WithTLS(ln, f, server, log)
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err

@@ -51,7 +51,7 @@ func TestTLSServer(t *testing.T) {
 	g := NewWithT(t)
 	files, ca := tlsFiles(t)
 	_, otherCA := tlsFiles(t)
-	ln, err := Listen("127.0.0.1:0", files, "test server", logr.Discard())
+	ln, err := Listen(nil, "127.0.0.1:0", files, "test server", logr.Discard())
 	g.Expect(err).NotTo(HaveOccurred())
 	srv, err := NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }),
 		Options{Name: "test", Budgets: Budgets{ReadHeaderTimeout: 300 * time.Millisecond}})
