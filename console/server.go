@@ -234,16 +234,22 @@ func (s *Server) handleWatch(w http.ResponseWriter, r *http.Request, ss *session
 // handleApprove sets an Agent's spec.approved, as the user: the API
 // server's RBAC decides, and its refusal is the answer.
 func (s *Server) handleApprove(w http.ResponseWriter, r *http.Request, ss *session) {
+	s.patchAgent(w, r, ss, []byte(`{"spec":{"approved":true}}`), "Approved an Agent")
+}
+
+// patchAgent merge-patches the Agent of the request's path as the user
+// and answers 204, or the API server's refusal; done (and kv) is what the
+// log says of it.
+func (s *Server) patchAgent(w http.ResponseWriter, r *http.Request, ss *session, patch []byte, done string, kv ...any) {
 	agent := &agentinstallv1.Agent{}
 	agent.Namespace, agent.Name = r.PathValue("namespace"), r.PathValue("name")
-	patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"approved":true}}`))
-	if err := ss.client.Patch(r.Context(), agent, patch); err != nil {
+	if err := ss.client.Patch(r.Context(), agent, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		s.endIfUnauthorized(ss, err)
 		status, msg := apiStatus(err)
 		writeJSONError(w, status, msg)
 		return
 	}
-	s.log.Info("Approved an Agent", "user", ss.user, "agent", client.ObjectKeyFromObject(agent).String())
+	s.log.Info(done, append([]any{"user", ss.user, "agent", client.ObjectKeyFromObject(agent).String()}, kv...)...)
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -291,16 +297,7 @@ func (s *Server) handleAgentSpec(w http.ResponseWriter, r *http.Request, ss *ses
 		writeJSONError(w, http.StatusInternalServerError, err.Error())
 		return
 	}
-	agent := &agentinstallv1.Agent{}
-	agent.Namespace, agent.Name = r.PathValue("namespace"), r.PathValue("name")
-	if err := ss.client.Patch(r.Context(), agent, client.RawPatch(types.MergePatchType, data)); err != nil {
-		s.endIfUnauthorized(ss, err)
-		status, msg := apiStatus(err)
-		writeJSONError(w, status, msg)
-		return
-	}
-	s.log.Info("Edited an Agent", "user", ss.user, "agent", client.ObjectKeyFromObject(agent).String(), "role", edit.Role, "hostname", edit.Hostname)
-	w.WriteHeader(http.StatusNoContent)
+	s.patchAgent(w, r, ss, data, "Edited an Agent", "role", edit.Role, "hostname", edit.Hostname)
 }
 
 // endIfUnauthorized ends ss when the API server no longer accepts its
