@@ -144,16 +144,7 @@ func (f *Firmware) bootCD(ctx context.Context, m *machine.Machine) error {
 		return f.bootDisk(ctx, m)
 	}
 	hc := f.fromMachine(m, f.HTTP)
-	media, err := openHTTPMedia(ctx, hc, url, f.MediaRetries)
-	for attempt := 1; err != nil && attempt <= f.MediaRetries; attempt++ {
-		f.logf(m, "Virtual media: %v; reading it again", err)
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(time.Second):
-		}
-		media, err = openHTTPMedia(ctx, hc, url, f.MediaRetries)
-	}
+	media, err := openHTTPMedia(ctx, hc, url, f.MediaRetries, func(err error) { f.logf(m, "Virtual media: %v; reading it again", err) })
 	if err != nil {
 		return err
 	}
@@ -193,13 +184,13 @@ func (f *Firmware) loadIPXE(ctx context.Context, hc *http.Client, script string)
 	if err != nil {
 		return deployapi.BootConfig{}, err
 	}
-	if _, err := openHTTPMedia(ctx, hc, b.KernelURL, 0); err != nil {
+	if _, err := openHTTPMedia(ctx, hc, b.KernelURL, 0, nil); err != nil {
 		return deployapi.BootConfig{}, fmt.Errorf("loading the kernel: %w", err)
 	}
 	var cfg *deployapi.BootConfig
 	for _, in := range b.Initrds {
 		if in.Name != "host.img" {
-			if _, err := openHTTPMedia(ctx, hc, in.URL, 0); err != nil {
+			if _, err := openHTTPMedia(ctx, hc, in.URL, 0, nil); err != nil {
 				return deployapi.BootConfig{}, fmt.Errorf("loading initrd %s: %w", in.Name, err)
 			}
 			continue

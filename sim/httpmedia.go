@@ -20,10 +20,13 @@ type httpMedia struct {
 	client *http.Client
 	url    string
 	size   int64
-	// retries is how many more times a block whose read failed is read
-	// again, a second apart, as a BMC reconnects to the image's server
-	// (which may have been restarted, or replaced by another replica).
+	// retries is how many more times a request that failed (the size
+	// probe, or a block's read) is made again, a second apart, as a BMC
+	// reconnects to the image's server (which may have been restarted, or
+	// replaced by another replica); onRetry, when set, is told each failure
+	// retried.
 	retries int
+	onRetry func(error)
 
 	mu     sync.Mutex
 	blocks map[int64][]byte
@@ -32,18 +35,44 @@ type httpMedia struct {
 const mediaBlock = 64 << 10
 
 // openHTTPMedia checks that url serves ranges and learns its size.
-func openHTTPMedia(ctx context.Context, client *http.Client, url string, retries int) (*httpMedia, error) {
-	m := &httpMedia{ctx: ctx, client: client, url: url, retries: retries, blocks: map[int64][]byte{}}
+func openHTTPMedia(ctx context.Context, client *http.Client, url string, retries int, onRetry func(error)) (*httpMedia, error) {
+	m := &httpMedia{ctx: ctx, client: client, url: url, retries: retries, onRetry: onRetry, blocks: map[int64][]byte{}}
+	if err := m.again(m.probeSize); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// probeSize learns the image's size from a one-byte range.
+func (m *httpMedia) probeSize() error {
 	resp, err := m.get(0, 0)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer resp.Body.Close()
 	_, total, ok := strings.Cut(resp.Header.Get("Content-Range"), "/")
 	if m.size, err = strconv.ParseInt(total, 10, 64); !ok || err != nil {
-		return nil, fmt.Errorf("GET %s: the server does not say the image's size (Content-Range %q)", redact(url), resp.Header.Get("Content-Range"))
+		return fmt.Errorf("GET %s: the server does not say the image's size (Content-Range %q)", redact(m.url), resp.Header.Get("Content-Range"))
 	}
-	return m, nil
+	return nil
+}
+
+// again runs try, and up to m.retries more times a second apart while it
+// fails.
+func (m *httpMedia) again(try func() error) error {
+	err := try()
+	for attempt := 1; err != nil && attempt <= m.retries; attempt++ {
+		if m.onRetry != nil {
+			m.onRetry(err)
+		}
+		select {
+		case <-m.ctx.Done():
+			return m.ctx.Err()
+		case <-time.After(time.Second):
+		}
+		err = try()
+	}
+	return err
 }
 
 func (m *httpMedia) get(from, to int64) (*http.Response, error) {
@@ -92,15 +121,11 @@ func (m *httpMedia) block(i int64) ([]byte, error) {
 	}
 	from := i * mediaBlock
 	to := min(from+mediaBlock, m.size) - 1
-	b, err := m.read(from, to)
-	for attempt := 1; err != nil && attempt <= m.retries; attempt++ {
-		select {
-		case <-m.ctx.Done():
-			return nil, m.ctx.Err()
-		case <-time.After(time.Second):
-		}
+	var b []byte
+	err := m.again(func() (err error) {
 		b, err = m.read(from, to)
-	}
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -40,7 +40,7 @@ func TestHTTPMediaReadAgain(t *testing.T) {
 	ctx := context.Background()
 
 	cut.Store(1)
-	m, err := openHTTPMedia(ctx, hs.Client(), hs.URL, 2)
+	m, err := openHTTPMedia(ctx, hs.Client(), hs.URL, 2, nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	got := make([]byte, len(image))
 	n, err := m.ReadAt(got, 0)
@@ -50,7 +50,7 @@ func TestHTTPMediaReadAgain(t *testing.T) {
 	g.Expect(cut.Load()).To(BeNumerically("<", 0), "the cut happened")
 
 	cut.Store(1)
-	m, err = openHTTPMedia(ctx, hs.Client(), hs.URL, 0)
+	m, err = openHTTPMedia(ctx, hs.Client(), hs.URL, 0, nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	_, err = m.ReadAt(got, 0)
 	g.Expect(err).To(HaveOccurred(), "with no retries the cut read fails")
