@@ -43,7 +43,7 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	key := types.NamespacedName{Namespace: ie.Namespace, Name: p.HostID}
-	agent, cred, ok := s.admit(w, r, ie, key, proven)
+	agent, cred, ok := s.admit(w, r, ie, key, proven, now)
 	if !ok {
 		return
 	}
@@ -56,13 +56,16 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 	// The registration and the contact are the service's to record; the
 	// Agent reconciler applies the registration to the host's state
 	// (record.State is that state meanwhile).
+	// A new host's Agent was created with them (create).
 	stamp := agent.DeepCopy()
 	record.SetRegistered(stamp, now)
 	record.SetLastContact(stamp, now)
-	if err := s.annotate(ctx, agent, record.RegisteredAnnotation, stamp.Annotations[record.RegisteredAnnotation],
-		record.LastContactAnnotation, stamp.Annotations[record.LastContactAnnotation]); err != nil {
-		apiError(w, http.StatusInternalServerError, err.Error())
-		return
+	if agent.Annotations[record.RegisteredAnnotation] != stamp.Annotations[record.RegisteredAnnotation] {
+		if err := s.annotate(ctx, agent, record.RegisteredAnnotation, stamp.Annotations[record.RegisteredAnnotation],
+			record.LastContactAnnotation, stamp.Annotations[record.LastContactAnnotation]); err != nil {
+			apiError(w, http.StatusInternalServerError, err.Error())
+			return
+		}
 	}
 	h := s.host(ctx, ie, agent)
 	h.NextStepRunnerCommand = &assistedapi.StepRunnerCommand{Command: "next-step-runner", RetrySeconds: int64(s.opts.PollInterval / time.Second)}
@@ -77,14 +80,14 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 // with its credential, or, reclaimed, gets a new one. cred is the new
 // credential, "" when the host keeps its own. It has answered the request
 // when ok is false.
-func (s *Server) admit(w http.ResponseWriter, r *http.Request, ie *agentinstallv1.InfraEnv, key types.NamespacedName, proven string) (a *agentinstallv1.Agent, cred string, ok bool) {
+func (s *Server) admit(w http.ResponseWriter, r *http.Request, ie *agentinstallv1.InfraEnv, key types.NamespacedName, proven string, now time.Time) (a *agentinstallv1.Agent, cred string, ok bool) {
 	ctx := r.Context()
 	a, err := s.getAgent(ctx, key)
 	if apierrors.IsNotFound(err) {
 		if !s.acceptsNewHosts(w, r, ie, key.Name) {
 			return nil, "", false
 		}
-		a, cred, err = s.create(ctx, w, ie, key.Name, proven)
+		a, cred, err = s.create(ctx, w, ie, key.Name, proven, now)
 		if err == nil {
 			return a, cred, true
 		}
@@ -182,10 +185,12 @@ func (s *Server) acceptsNewHosts(w http.ResponseWriter, r *http.Request, ie *age
 }
 
 // create creates the Agent of a new host, with its credential's hash (and
-// the BareMetalHost its proof names, when proven),
-// unless the InfraEnv has MaxAgentsPerInfraEnv Agents already. It has
-// answered the request on an error other than AlreadyExists.
-func (s *Server) create(ctx context.Context, w http.ResponseWriter, ie *agentinstallv1.InfraEnv, hostID, proven string) (*agentinstallv1.Agent, string, error) {
+// the BareMetalHost its proof names, when proven) and its registration and
+// contact at now (one write, where the stamp would be a patch of its own).
+// It refuses when the InfraEnv has
+// MaxAgentsPerInfraEnv Agents already. It has answered the request on an
+// error other than AlreadyExists.
+func (s *Server) create(ctx context.Context, w http.ResponseWriter, ie *agentinstallv1.InfraEnv, hostID, proven string, now time.Time) (*agentinstallv1.Agent, string, error) {
 	agents := &agentinstallv1.AgentList{}
 	if err := s.opts.Client.List(ctx, agents, client.InNamespace(ie.Namespace),
 		client.MatchingLabels{agentinstallv1.InfraEnvNameLabel: ie.Name}); err != nil {
@@ -208,6 +213,8 @@ func (s *Server) create(ctx context.Context, w http.ResponseWriter, ie *agentins
 	if proven != "" {
 		a.Annotations[registeredForHostAnnotation] = proven
 	}
+	record.SetRegistered(a, now)
+	record.SetLastContact(a, now)
 	if err := s.opts.Client.Create(ctx, a); err != nil {
 		if !apierrors.IsAlreadyExists(err) {
 			apiError(w, http.StatusInternalServerError, err.Error())

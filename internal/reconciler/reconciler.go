@@ -39,6 +39,9 @@ type Run struct {
 	before client.Object
 	// oneStatusWrite: the status, conditions included, in one patch.
 	oneStatusWrite bool
+	// unlocked: the status first, as with LockStatus, but with no
+	// resourceVersion (StatusFirst).
+	unlocked bool
 }
 
 // Option is an option of Start.
@@ -59,6 +62,19 @@ func OwnedConditions(types ...string) Option {
 // RequeueOnConflict turns into a requeue.
 func LockStatus() Option {
 	return func(r *Run) { r.before = r.obj.DeepCopyObject().(client.Object) }
+}
+
+// StatusFirst makes End write the status first, as a merge patch of the
+// fields that changed with no resourceVersion, and then, when that
+// succeeded, the metadata and spec: a reconcile can record in the
+// metadata that the status it computed is stored (an annotation of what
+// it applied) in the write it makes anyway, where after the patch
+// helper's order (metadata first) that would take a write of its own.
+func StatusFirst() Option {
+	return func(r *Run) {
+		r.before = r.obj.DeepCopyObject().(client.Object)
+		r.unlocked = true
+	}
 }
 
 // OneStatusWrite makes End write the status in one patch, the owned
@@ -146,8 +162,9 @@ func (r *Run) End(ctx context.Context, reterr *error) {
 	}
 }
 
-// endLocked writes the status with the resourceVersion read, then, when
-// that held, the rest (metadata and spec) as a merge patch of what changed.
+// endLocked writes the status with the resourceVersion read (without it
+// for StatusFirst), then, when that held, the rest (metadata and spec) as
+// a merge patch of what changed.
 func (r *Run) endLocked(ctx context.Context, reterr *error) {
 	fail := func(err error) {
 		if *reterr == nil {
@@ -165,7 +182,11 @@ func (r *Run) endLocked(ctx context.Context, reterr *error) {
 		// The status alone, with the resourceVersion read; written from a
 		// copy, for the response not to undo the changes written next.
 		o := r.obj.DeepCopyObject().(client.Object)
-		err := r.c.Status().Patch(ctx, o, client.MergeFromWithOptions(r.before, client.MergeFromWithOptimisticLock{}))
+		p := client.MergeFromWithOptions(r.before, client.MergeFromWithOptimisticLock{})
+		if r.unlocked {
+			p = client.MergeFrom(r.before)
+		}
+		err := r.c.Status().Patch(ctx, o, p)
 		switch {
 		case apierrors.IsNotFound(err):
 			r.patched = false

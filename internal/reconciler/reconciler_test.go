@@ -239,6 +239,49 @@ func TestLockStatus(t *testing.T) {
 	g.Expect(got.Annotations).To(HaveKeyWithValue("mine", "yes"))
 }
 
+// TestStatusFirst: with StatusFirst the status is written first, as a
+// patch of what changed with no resourceVersion (from a stale copy it keeps
+// the other writer's field, and loses no conflict), and the metadata after
+// it; when the status is refused, the metadata is not written, so that an
+// annotation saying the status is stored is never written without it.
+func TestStatusFirst(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	a := &agentinstallv1.Agent{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: ns}}
+	g.Expect(env.Client.Create(ctx, a)).To(Succeed())
+	stale := a.DeepCopy()
+	a.Status.Bootstrap = true
+	g.Expect(env.Client.Status().Update(ctx, a)).To(Succeed())
+	get := func() *agentinstallv1.Agent {
+		o := &agentinstallv1.Agent{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(a), o)).To(Succeed())
+		return o
+	}
+
+	run, err := Start(env.Client, stale, StatusFirst())
+	g.Expect(err).NotTo(HaveOccurred())
+	stale.Status.DebugInfo.State = "known"
+	stale.Annotations = map[string]string{"applied": "known"}
+	var reterr error
+	run.End(ctx, &reterr)
+	g.Expect(reterr).NotTo(HaveOccurred())
+	g.Expect(run.Patched()).To(BeTrue())
+	got := get()
+	g.Expect(got.Status.DebugInfo.State).To(Equal("known"))
+	g.Expect(got.Status.Bootstrap).To(BeTrue(), "the other writer's field stays")
+	g.Expect(got.Annotations).To(HaveKeyWithValue("applied", "known"))
+
+	run, err = Start(env.Client, got, StatusFirst())
+	g.Expect(err).NotTo(HaveOccurred())
+	got.Status.Role = "boss" // refused by the schema
+	got.Annotations["applied"] = "boss"
+	run.End(ctx, &reterr)
+	g.Expect(reterr).To(HaveOccurred())
+	g.Expect(run.Patched()).To(BeFalse())
+	g.Expect(get().Annotations).To(HaveKeyWithValue("applied", "known"), "no metadata after a refused status")
+}
+
 // TestOneStatusWrite: with OneStatusWrite a reconcile that changes owned
 // conditions and other status fields writes the status in one patch; from
 // a stale copy that patch loses a conflict, and End applies the

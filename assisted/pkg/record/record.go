@@ -209,6 +209,12 @@ func SetRegistered(a *agentinstallv1.Agent, now time.Time) {
 	setAnnotation(a, RegisteredAnnotation, now.UTC().Format(time.RFC3339Nano))
 }
 
+// SetRegistrationApplied records that the Agent reconciler applied the
+// registration of RegisteredAnnotation's value registration.
+func SetRegistrationApplied(a *agentinstallv1.Agent, registration string) {
+	setAnnotation(a, RegistrationAppliedAnnotation, registration)
+}
+
 // PendingRegistration is the agent's registration the Agent reconciler
 // has not applied to the host's state yet, "" when none.
 func PendingRegistration(a *agentinstallv1.Agent) string {

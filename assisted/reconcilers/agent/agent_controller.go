@@ -6,7 +6,6 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
@@ -15,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	events "k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/cluster-api/util/finalizers"
@@ -168,21 +166,23 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 			version = record.OpenshiftVersion(is.Spec.ReleaseImage)
 		}
 	}
-	run, err := reconciler.Start(r.Client, a)
+	// The status first: the metadata patch after it records the
+	// registration applied to the state just written, so that a failure
+	// in between applies it again (to the state it made: the same result)
+	// rather than never.
+	run, err := reconciler.Start(r.Client, a, reconciler.StatusFirst())
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	from, registration := a.Status.DebugInfo.State, record.PendingRegistration(a)
 	defer func() {
 		fresh := r.freshTransition(ctx, a, from)
+		if registration != "" {
+			record.SetRegistrationApplied(a, registration)
+		}
 		run.End(ctx, &reterr)
-		if run.Patched() {
-			if fresh {
-				r.recordTransition(a, from)
-			}
-			if err := r.registrationApplied(ctx, a, registration); err != nil {
-				reterr = err
-			}
+		if run.Patched() && fresh {
+			r.recordTransition(a, from)
 		}
 		res, reterr = reconciler.RequeueOnConflict(res, reterr)
 	}()
@@ -238,21 +238,6 @@ func (r *Reconciler) recordTransition(a *agentinstallv1.Agent, from string) {
 	}
 	r.Recorder.Eventf(a, typ, "HostStatusUpdated", "Host %s: updated status from %s to %s (%s)",
 		record.Hostname(a), orNone(from), to, a.Status.DebugInfo.StateInfo)
-}
-
-// registrationApplied records, once the state it made is written, that
-// the agent's registration was applied (record.RegistrationAppliedAnnotation):
-// after the status, so that a failure in between applies it again (to the
-// state it made: the same result) rather than never.
-func (r *Reconciler) registrationApplied(ctx context.Context, a *agentinstallv1.Agent, registration string) error {
-	if registration == "" {
-		return nil
-	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{record.RegistrationAppliedAnnotation: registration}}})
-	if err != nil {
-		return err
-	}
-	return client.IgnoreNotFound(r.Client.Patch(ctx, a, client.RawPatch(types.MergePatchType, patch)))
 }
 
 // compute sets a's status from its record and cluster. It returns how long
