@@ -23,9 +23,10 @@ const CacheBehindRequeue = time.Second
 // (the same state change, with a new timestamp, written twice; a
 // finalizer added twice): it waits for the cache instead (Behind).
 //
-// The writes are recorded by the client Client returns. What Writes holds
-// is only a saving: a manager that restarts without it reconciles from the
-// cache as read, as any controller does.
+// The writes are recorded by the client Client returns, and kept until
+// Forget (the object gone). What Writes holds is only a saving: a manager
+// that restarts without it reconciles from the cache as read, as any
+// controller does.
 type Writes struct {
 	kinds map[string]bool
 
@@ -55,25 +56,38 @@ func (w *Writes) Client(c client.Client) client.Client {
 }
 
 // Behind tells whether obj, as just read, is older than the last write
-// recorded of it: the cache has not seen that write yet. Once it has, the
-// write is forgotten. A nil Writes has none.
+// recorded of it: the cache has not seen that write yet. A nil Writes has
+// none.
 func (w *Writes) Behind(obj client.Object) bool {
+	cmp, ok := w.compare(obj)
+	return ok && cmp < 0
+}
+
+// Current tells whether obj, as read, has the last write this process
+// made to it: a field only this process's reconcilers write is, in that
+// copy, as the API has it. False when no write of it is recorded (before
+// this process first wrote it, e.g. after a restart or a change of
+// leader), so that the caller asks the API instead.
+func (w *Writes) Current(obj client.Object) bool {
+	cmp, ok := w.compare(obj)
+	return ok && cmp >= 0
+}
+
+// compare compares obj's resourceVersion with the last write recorded of
+// it; ok is false when none is (or the versions do not compare).
+func (w *Writes) compare(obj client.Object) (cmp int, ok bool) {
 	if w == nil {
-		return false
+		return 0, false
 	}
 	k := writeKey{kind: kindOf(obj), key: client.ObjectKeyFromObject(obj)}
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	wrote, ok := w.rv[k]
+	w.mu.Unlock()
 	if !ok {
-		return false
+		return 0, false
 	}
 	cmp, err := resourceversion.CompareResourceVersion(obj.GetResourceVersion(), wrote)
-	if err == nil && cmp < 0 {
-		return true
-	}
-	delete(w.rv, k)
-	return false
+	return cmp, err == nil
 }
 
 // Forget drops what w holds of an object gone from the cache.

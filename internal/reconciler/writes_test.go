@@ -18,8 +18,9 @@ import (
 
 // TestWrites: a copy of an object older than a write made through
 // Writes.Client (its metadata or its status) is behind; the object as
-// written, or newer, is not, and once one was seen the write is forgotten.
-// Writes of other kinds, and failed writes, are not recorded.
+// written, or newer, is not, and is current (has this process's last
+// write). An object never written through it is neither behind nor
+// current. Writes of other kinds, and failed writes, are not recorded.
 func TestWrites(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -31,6 +32,7 @@ func TestWrites(t *testing.T) {
 	g.Expect(c.Create(ctx, obj)).To(Succeed())
 	created := obj.DeepCopy()
 	g.Expect(w.Behind(created)).To(BeFalse(), "the object as created is not behind its creation")
+	g.Expect(w.Current(created)).To(BeTrue())
 
 	before := obj.DeepCopy()
 	obj.Annotations = map[string]string{"a": "1"}
@@ -45,13 +47,21 @@ func TestWrites(t *testing.T) {
 	cur := &infrav1.MetalCluster{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(obj), cur)).To(Succeed())
 	g.Expect(w.Behind(cur)).To(BeFalse(), "the object as the API has it")
-	g.Expect(w.Behind(created)).To(BeFalse(), "the write is forgotten once the object was seen as written")
+	g.Expect(w.Current(cur)).To(BeTrue())
+	g.Expect(w.Current(annotated)).To(BeFalse(), "a copy without the last write is not current")
+	g.Expect(w.Behind(created)).To(BeTrue(), "an old copy stays behind once a newer one was seen")
 
 	// A write that failed (a stale resourceVersion) is not recorded.
 	stale := created.DeepCopy()
 	stale.Labels = map[string]string{"l": "1"}
 	g.Expect(apierrors.IsConflict(c.Update(ctx, stale))).To(BeTrue())
-	g.Expect(w.Behind(created)).To(BeFalse())
+	g.Expect(w.Current(cur)).To(BeTrue())
+
+	// An object written by others only: nothing is known of it.
+	other := &infrav1.MetalCluster{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: ns}}
+	g.Expect(env.Client.Create(ctx, other)).To(Succeed())
+	g.Expect(w.Behind(other)).To(BeFalse())
+	g.Expect(w.Current(other)).To(BeFalse(), "never written through Writes: ask the API")
 
 	// Another kind's writes are not recorded.
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm", Namespace: ns}}
@@ -68,7 +78,9 @@ func TestWrites(t *testing.T) {
 	g.Expect(w.Behind(before)).To(BeTrue())
 	w.Forget(&infrav1.MetalCluster{}, client.ObjectKeyFromObject(cur))
 	g.Expect(w.Behind(before)).To(BeFalse())
+	g.Expect(w.Current(cur)).To(BeFalse(), "forgotten")
 
 	var none *Writes
 	g.Expect(none.Behind(before)).To(BeFalse(), "a nil Writes has none")
+	g.Expect(none.Current(cur)).To(BeFalse())
 }

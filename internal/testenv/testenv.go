@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -133,7 +135,7 @@ func Run(m *testing.M, env **Env, opts Options) int {
 // Start starts kube-apiserver and etcd, installs every CRD and webhook, and
 // starts a manager with the chosen components.
 func Start(opts Options) (*Env, error) {
-	logger := zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr), zap.Level(zapLevel()))
+	logger := zap.New(zap.UseDevMode(true), zap.WriteTo(logOutput), zap.Level(zapLevel()))
 	ctrl.SetLogger(logger)
 	klog.SetLogger(logger)
 
@@ -366,6 +368,40 @@ func binDir() (string, error) {
 		}
 	}
 	return filepath.Abs(d)
+}
+
+// logOutput is where the logger Start sets goes: stderr, unless
+// RedirectLog says otherwise.
+var logOutput = &switchWriter{}
+
+// RedirectLog sends the test process's controller log (the hub's webhooks,
+// the in-process manager) to w until restore is called: a benchmark's
+// report is not mixed with what a loaded API server makes the webhooks log.
+func RedirectLog(w io.Writer) (restore func()) {
+	logOutput.mu.Lock()
+	defer logOutput.mu.Unlock()
+	prev := logOutput.w
+	logOutput.w = w
+	return func() {
+		logOutput.mu.Lock()
+		defer logOutput.mu.Unlock()
+		logOutput.w = prev
+	}
+}
+
+// switchWriter writes to w, or to stderr when w is nil.
+type switchWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *switchWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.w == nil {
+		return os.Stderr.Write(p)
+	}
+	return s.w.Write(p)
 }
 
 func zapLevel() zapcore.Level {

@@ -218,6 +218,11 @@ func (r *Reconciler) freshTransition(ctx context.Context, a *agentinstallv1.Agen
 	if from == a.Status.DebugInfo.State || r.Recorder == nil {
 		return false
 	}
+	if r.Writes.Current(a) {
+		// This process wrote it last, and the copy has that write: its
+		// state, which only this reconciler writes, is the API's.
+		return true
+	}
 	reader := r.live
 	if reader == nil {
 		reader = r.Client

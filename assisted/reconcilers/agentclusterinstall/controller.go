@@ -188,6 +188,11 @@ func (r *Reconciler) freshTransition(ctx context.Context, aci *hiveextv1.AgentCl
 	if from == aci.Status.DebugInfo.State {
 		return false
 	}
+	if r.Writes.Current(aci) {
+		// This process wrote it last, and the copy has that write: its
+		// state, which only this reconciler writes, is the API's.
+		return true
+	}
 	reader := r.live
 	if reader == nil {
 		reader = r.Client

@@ -24,6 +24,7 @@ import (
 	"github.com/go-logr/logr/funcr"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
@@ -34,6 +35,7 @@ import (
 	agentinstallv1 "github.com/metalshift/metalshift/api/agentinstall/v1beta1"
 	hivev1 "github.com/metalshift/metalshift/api/hive/v1"
 	hiveextv1 "github.com/metalshift/metalshift/api/hiveext/v1beta1"
+	"github.com/metalshift/metalshift/internal/testenv"
 	"github.com/metalshift/metalshift/sim"
 	"github.com/metalshift/metalshift/sim/cluster"
 	"github.com/metalshift/metalshift/sim/machine"
@@ -94,6 +96,8 @@ type fleetResult struct {
 	// stuck are the installs not Completed within the timeout, with the
 	// states they were left in.
 	stuck []string
+	// approveRetries are approvals the API server did not answer in time.
+	approveRetries int
 }
 
 // fleetRun is a fleet's run in progress.
@@ -115,6 +119,9 @@ type fleetRun struct {
 	// last are, by install, its cluster's and host's last seen states.
 	last     [][2]string
 	approved map[string]bool
+	// approveRetries counts approvals the API server did not answer in
+	// time (asked again).
+	approveRetries int
 	// progress is when an install was last seen in a state it had not
 	// been in.
 	progress time.Time
@@ -144,6 +151,7 @@ func (f fleet) run(tb testing.TB, g *WithT) fleetResult {
 	res := fleetResult{setup: time.Since(start), milestones: map[string][]time.Duration{}}
 	r.bootAll(isos)
 	r.follow(ctx)
+	res.approveRetries = r.approveRetries
 	for i, d := range r.done {
 		if d == 0 {
 			res.stuck = append(res.stuck, fmt.Sprintf("%s (cluster %s, host %s)", r.names[i], r.last[i][0], r.last[i][1]))
@@ -169,6 +177,9 @@ func (r *fleetRun) startMachines() {
 	// closed connection prints a stack) go to the log, not the report.
 	klog.SetLogger(funcr.New(func(prefix, args string) { fmt.Fprintf(console, "client-go %s %s\n", prefix, args) }, funcr.Options{}))
 	r.tb.Cleanup(klog.ClearLogger)
+	// So do the hub's admission webhooks' (served by this process) when
+	// the loaded API server breaks a call off.
+	r.tb.Cleanup(testenv.RedirectLog(console))
 	w, err := cluster.New(cluster.Options{APIServer: cluster.InMemoryAPIServer,
 		Logf: func(format string, args ...any) { fmt.Fprintf(console, format+"\n", args...) }})
 	r.g.Expect(err).NotTo(HaveOccurred())
@@ -275,7 +286,13 @@ func (r *fleetRun) agents(ctx context.Context) {
 		}
 		if !a.Spec.Approved && !r.approved[a.Namespace+"/"+a.Name] {
 			// kubectl patch agents.agent-install.openshift.io <id> -p '{"spec":{"approved":true}}' --type merge
-			r.g.Expect(env.Client.Patch(ctx, &a, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"approved":true}}`)))).To(Succeed())
+			// An API server too loaded to answer in time is asked again on
+			// the next pass, as a user would run kubectl again.
+			if err := env.Client.Patch(ctx, &a, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"approved":true}}`))); err != nil {
+				r.g.Expect(apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || apierrors.IsTooManyRequests(err)).To(BeTrue(), "approving Agent %s/%s: %v", a.Namespace, a.Name, err)
+				r.approveRetries++
+				continue
+			}
 			r.approved[a.Namespace+"/"+a.Name] = true
 		}
 	}
@@ -476,6 +493,9 @@ func report(b *testing.B, n int, poll time.Duration, res fleetResult, hub hubFig
 		q(.5), q(.9), q(1))
 	if len(res.stuck) > 0 {
 		fmt.Fprintf(&s, "NOT COMPLETED: %d installs (the figures are of the others): %s\n", len(res.stuck), strings.Join(res.stuck, ", "))
+	}
+	if res.approveRetries > 0 {
+		fmt.Fprintf(&s, "Approvals the hub's API server did not answer in time, asked again: %d\n", res.approveRetries)
 	}
 	peak, cpu := hub.write(&s)
 	writes, conflicts := writeRequests(&s, n, before, after)
