@@ -218,7 +218,11 @@ func Setup(ctx context.Context, hub *component.Hub, o Options) error {
 	writes := reconciler.NewWrites(&agentinstallv1.Agent{}, &hiveextv1.AgentClusterInstall{}, &hivev1.ClusterDeployment{})
 	c := writes.Client(sc)
 	heartbeat := o.DisconnectedAfter / 3
-	srv, err := server.New(server.Options{Client: sc, APIReader: mgr.GetAPIReader(), Key: o.Key, BaseURL: o.URL, CA: cas.service.PEM, DeployCA: cas.deploy.PEM,
+	// The REST server reads its own writes of Agents (reconciler.OwnWrites):
+	// it decides on each call whether to write (a contact once a minute, a
+	// report that changed), and deciding on a cache behind its last write
+	// would write again on every call of a fleet of agents.
+	srv, err := server.New(server.Options{Client: reconciler.NewOwnWrites(sc, &agentinstallv1.Agent{}), APIReader: mgr.GetAPIReader(), Key: o.Key, BaseURL: o.URL, CA: cas.service.PEM, DeployCA: cas.deploy.PEM,
 		Clock: hub.Clock, PollInterval: o.PollInterval, Images: images, HeartbeatEvery: heartbeat, DeployURL: o.DeployURL, Recorder: recorder, WatchFilterValue: hub.WatchFilterValue})
 	if err != nil {
 		return err
