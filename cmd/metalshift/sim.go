@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -227,11 +228,30 @@ func (o *simBMCOptions) writeManifests(lab *sim.Lab, stdout, stderr io.Writer) e
 		_, err := stdout.Write(data)
 		return err
 	}
-	if err := os.WriteFile(o.manifests, data, 0o600); err != nil {
+	if err := writeWhole(o.manifests, data); err != nil {
 		return err
 	}
 	fmt.Fprintf(stderr, "Wrote a Secret and a BareMetalHost for each of %d machines to %s\n", o.hosts, o.manifests)
 	return nil
+}
+
+// writeWhole writes data to path so that a reader waiting for the file
+// (a script, a test) never reads it half written: to a file beside it,
+// renamed into place once complete.
+func writeWhole(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name()) // once renamed, there is nothing to remove
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
 }
 
 // parseFaults reads --faults (nil when empty) and prints the plan with its

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"bytes"
+	"os"
+	"path/filepath"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -39,4 +42,31 @@ func TestSimBMCDefaultsToKubeAPIServer(t *testing.T) {
 	bmc, _, err := newSimCommand().Find([]string{"bmc"})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(bmc.Flags().Lookup("api-server").DefValue).To(Equal("kube-apiserver"))
+}
+
+// TestWriteWhole: the manifests and image env files appear whole, by a
+// rename: an existing file is replaced, and no partial file is left
+// beside it. (A benchmark reading the hosts of 120 machines as soon as the
+// file existed read it half written.)
+func TestWriteWhole(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "hosts.yaml")
+	if err := os.WriteFile(path, []byte("old"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	data := bytes.Repeat([]byte("kind: BareMetalHost\n---\n"), 10000)
+	if err := writeWhole(path, data); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(path)
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read %d bytes (%v), want %d", len(got), err, len(data))
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) != 1 {
+		t.Fatalf("the directory holds %v (%v), want hosts.yaml alone", entries, err)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("mode %v (%v), want 0600: it holds BMC passwords", fi.Mode(), err)
+	}
 }

@@ -106,7 +106,7 @@ func serveImage(ctx context.Context, out io.Writer, size int64, listen, envFile 
 	url := "http://" + l.Addr().String() + "/os.raw"
 	vars := fmt.Sprintf("IMAGE_URL=%s\nIMAGE_SHA256=%s\n", url, hex.EncodeToString(sum[:]))
 	if envFile != "" {
-		if err := os.WriteFile(envFile, []byte(vars), 0o600); err != nil {
+		if err := writeWhole(envFile, []byte(vars)); err != nil {
 			return err
 		}
 	}
