@@ -243,7 +243,7 @@ func writeWhole(path string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	defer os.Remove(f.Name()) // once renamed, there is nothing to remove
+	defer func() { _ = os.Remove(f.Name()) }() // once renamed, there is nothing to remove
 	if _, err := f.Write(data); err != nil {
 		f.Close()
 		return err
