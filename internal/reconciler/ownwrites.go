@@ -23,7 +23,7 @@ import (
 // restarted without them reads the cache as any client does. Lists are
 // the reader's.
 type OwnWrites struct {
-	client.Client
+	recordingClient
 	kinds map[string]bool
 
 	mu   sync.Mutex
@@ -32,7 +32,8 @@ type OwnWrites struct {
 
 // NewOwnWrites returns c reading its own writes of the kinds of objs.
 func NewOwnWrites(c client.Client, objs ...client.Object) *OwnWrites {
-	o := &OwnWrites{Client: c, kinds: map[string]bool{}, objs: map[writeKey]client.Object{}}
+	o := &OwnWrites{kinds: map[string]bool{}, objs: map[writeKey]client.Object{}}
+	o.recordingClient = recordingClient{Client: c, record: o.wrote}
 	for _, obj := range objs {
 		o.kinds[kindOf(obj)] = true
 	}
@@ -80,39 +81,6 @@ func (o *OwnWrites) wrote(obj client.Object, err error) error {
 	}
 	o.objs[k] = obj.DeepCopyObject().(client.Object)
 	return nil
-}
-
-// Create creates obj and keeps it as written.
-func (o *OwnWrites) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
-	return o.wrote(obj, o.Client.Create(ctx, obj, opts...))
-}
-
-// Update updates obj and keeps it as written.
-func (o *OwnWrites) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
-	return o.wrote(obj, o.Client.Update(ctx, obj, opts...))
-}
-
-// Patch patches obj and keeps it as written.
-func (o *OwnWrites) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-	return o.wrote(obj, o.Client.Patch(ctx, obj, patch, opts...))
-}
-
-// Status returns the status writer, whose writes are kept too.
-func (o *OwnWrites) Status() client.SubResourceWriter {
-	return &ownWritesStatus{SubResourceWriter: o.Client.Status(), o: o}
-}
-
-type ownWritesStatus struct {
-	client.SubResourceWriter
-	o *OwnWrites
-}
-
-func (s *ownWritesStatus) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-	return s.o.wrote(obj, s.SubResourceWriter.Update(ctx, obj, opts...))
-}
-
-func (s *ownWritesStatus) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-	return s.o.wrote(obj, s.SubResourceWriter.Patch(ctx, obj, patch, opts...))
 }
 
 // Delete deletes obj and forgets its written copy.

@@ -52,7 +52,12 @@ func kindOf(o client.Object) string { return fmt.Sprintf("%T", o) }
 
 // Client returns c recording in w the writes it makes to w's kinds.
 func (w *Writes) Client(c client.Client) client.Client {
-	return &writesClient{Client: c, w: w}
+	return &recordingClient{Client: c, record: func(obj client.Object, err error) error {
+		if err == nil {
+			w.wrote(obj)
+		}
+		return err
+	}}
 }
 
 // Behind tells whether obj, as just read, is older than the last write
@@ -116,45 +121,40 @@ func (w *Writes) wrote(obj client.Object) {
 	w.rv[k] = obj.GetResourceVersion()
 }
 
-// writesClient is a client that records its writes in a Writes.
-type writesClient struct {
+// recordingClient is a client that hands each write's outcome (the object
+// as the API returned it, and the error) to record: the one client that
+// Writes.Client and OwnWrites both build on.
+type recordingClient struct {
 	client.Client
-	w *Writes
+	record func(obj client.Object, err error) error
 }
 
-func (c *writesClient) record(obj client.Object, err error) error {
-	if err == nil {
-		c.w.wrote(obj)
-	}
-	return err
-}
-
-func (c *writesClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
+func (c *recordingClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
 	return c.record(obj, c.Client.Create(ctx, obj, opts...))
 }
 
-func (c *writesClient) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
+func (c *recordingClient) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
 	return c.record(obj, c.Client.Update(ctx, obj, opts...))
 }
 
-func (c *writesClient) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+func (c *recordingClient) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
 	return c.record(obj, c.Client.Patch(ctx, obj, patch, opts...))
 }
 
-func (c *writesClient) Status() client.SubResourceWriter {
-	return &writesStatus{SubResourceWriter: c.Client.Status(), c: c}
+func (c *recordingClient) Status() client.SubResourceWriter {
+	return &recordingStatus{SubResourceWriter: c.Client.Status(), c: c}
 }
 
-// writesStatus records the status writes of a writesClient.
-type writesStatus struct {
+// recordingStatus records the status writes of a recordingClient.
+type recordingStatus struct {
 	client.SubResourceWriter
-	c *writesClient
+	c *recordingClient
 }
 
-func (s *writesStatus) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+func (s *recordingStatus) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
 	return s.c.record(obj, s.SubResourceWriter.Update(ctx, obj, opts...))
 }
 
-func (s *writesStatus) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+func (s *recordingStatus) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
 	return s.c.record(obj, s.SubResourceWriter.Patch(ctx, obj, patch, opts...))
 }
