@@ -53,10 +53,10 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	// The registration and the contact are the service's to record; the
-	// Agent reconciler applies the registration to the host's state
-	// (record.State is that state meanwhile).
-	// A new host's Agent was created with them (create).
+	// The registration and the contact are the service's to record (a new
+	// host's Agent was created with them); the Agent reconciler applies
+	// the registration to the host's state (record.State is that state
+	// meanwhile).
 	stamp := agent.DeepCopy()
 	record.SetRegistered(stamp, now)
 	record.SetLastContact(stamp, now)
@@ -187,9 +187,8 @@ func (s *Server) acceptsNewHosts(w http.ResponseWriter, r *http.Request, ie *age
 // create creates the Agent of a new host, with its credential's hash (and
 // the BareMetalHost its proof names, when proven) and its registration and
 // contact at now (one write, where the stamp would be a patch of its own).
-// It refuses when the InfraEnv has
-// MaxAgentsPerInfraEnv Agents already. It has answered the request on an
-// error other than AlreadyExists.
+// It refuses when the InfraEnv has MaxAgentsPerInfraEnv Agents already. It
+// has answered the request on an error other than AlreadyExists.
 func (s *Server) create(ctx context.Context, w http.ResponseWriter, ie *agentinstallv1.InfraEnv, hostID, proven string, now time.Time) (*agentinstallv1.Agent, string, error) {
 	agents := &agentinstallv1.AgentList{}
 	if err := s.opts.Client.List(ctx, agents, client.InNamespace(ie.Namespace),

@@ -179,8 +179,9 @@ func (r *Run) endLocked(ctx context.Context, reterr *error) {
 		return
 	}
 	if _, ok := changed["status"]; ok {
-		// The status alone, with the resourceVersion read; written from a
-		// copy, for the response not to undo the changes written next.
+		// The status alone (with the resourceVersion read, unless
+		// StatusFirst); written from a copy, for the response not to undo
+		// the changes written next.
 		o := r.obj.DeepCopyObject().(client.Object)
 		p := client.MergeFromWithOptions(r.before, client.MergeFromWithOptimisticLock{})
 		if r.unlocked {
