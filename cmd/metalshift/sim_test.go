@@ -54,9 +54,33 @@ func TestWriteWhole(t *testing.T) {
 	if err := os.WriteFile(path, []byte("old"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	data := bytes.Repeat([]byte("kind: BareMetalHost\n---\n"), 10000)
-	if err := writeWhole(path, data); err != nil {
-		t.Fatal(err)
+	data := bytes.Repeat([]byte("kind: BareMetalHost\n---\n"), 200000)
+	// A reader reading while the file is written again and again sees the
+	// old file or the new one, never a part: a file written in place is
+	// empty, then partial, while it is written.
+	stop, torn := make(chan struct{}), make(chan int, 1)
+	go func() {
+		defer close(torn)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if got, err := os.ReadFile(path); err == nil && string(got) != "old" && !bytes.Equal(got, data) {
+				torn <- len(got)
+				return
+			}
+		}
+	}()
+	for range 20 {
+		if err := writeWhole(path, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	if n, ok := <-torn; ok {
+		t.Fatalf("a reader read %d bytes of a %d-byte file being written", n, len(data))
 	}
 	got, err := os.ReadFile(path)
 	if err != nil || !bytes.Equal(got, data) {
